@@ -1,4 +1,4 @@
-"""``partition_for``: which ``__consumer_offsets`` partition owns a group (GroupMetadataManager.partitionFor)."""
+"""``partition_for``: the offsets partition that owns a group (GroupMetadataManager.partitionFor)."""
 
 from __future__ import annotations
 

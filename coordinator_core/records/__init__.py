@@ -1,0 +1,63 @@
+"""Segment bytes <-> record batches: magic 0/1/2, every codec, CRC checks (Kafka's ``record`` package)."""
+
+from coordinator_core.records.batch import (
+    CONTROL_FLAG,
+    DELETE_HORIZON_FLAG,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    TIMESTAMP_TYPE_FLAG,
+    TRANSACTIONAL_FLAG,
+    V2_HEADER_SIZE,
+    Record,
+    RecordBatch,
+)
+from coordinator_core.records.builder import (
+    ABORT,
+    COMMIT,
+    build_control_batch,
+    build_legacy_message_set,
+    build_record_batch,
+    encode_varint,
+)
+from coordinator_core.records.compression import (
+    GZIP,
+    LZ4,
+    NONE,
+    SNAPPY,
+    ZSTD,
+    CompressionError,
+    compress,
+    decompress,
+)
+from coordinator_core.records.reader import DEFAULT_CHUNK_SIZE, iter_segment_batches, read_batches
+
+__all__ = [
+    "ABORT",
+    "COMMIT",
+    "CONTROL_FLAG",
+    "DEFAULT_CHUNK_SIZE",
+    "DELETE_HORIZON_FLAG",
+    "GZIP",
+    "LOG_APPEND_TIME",
+    "LOG_OVERHEAD",
+    "LZ4",
+    "NONE",
+    "NO_TIMESTAMP",
+    "SNAPPY",
+    "TIMESTAMP_TYPE_FLAG",
+    "TRANSACTIONAL_FLAG",
+    "V2_HEADER_SIZE",
+    "ZSTD",
+    "CompressionError",
+    "Record",
+    "RecordBatch",
+    "build_control_batch",
+    "build_legacy_message_set",
+    "build_record_batch",
+    "compress",
+    "decompress",
+    "encode_varint",
+    "iter_segment_batches",
+    "read_batches",
+]

@@ -1,0 +1,108 @@
+"""Domain objects of the alerting library: what an alert is, and what became of sending one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+Severity = Literal["critical", "warning", "info"]
+
+SEVERITIES: tuple[Severity, ...] = ("critical", "warning", "info")
+
+# Higher is more urgent; a key that escalates (warning -> critical) is re-sent inside the window.
+SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One condition an on-call engineer should hear about.
+
+    ``key`` identifies the condition across sensor ticks (``"audit:critical:partition-7"``); it is the
+    deduplication and recovery key, so it must not contain anything that changes from tick to tick.
+    ``partitions`` are ``__consumer_offsets`` partitions. ``details`` holds a few small facts shown as
+    extra fields (keep it JSON-serialisable).
+    """
+
+    key: str
+    severity: Severity
+    title: str
+    partitions: tuple[int, ...]
+    reason: str
+    remedy: str
+    run_url: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if not self.key or not self.key.strip():
+            raise ValueError("Alert.key must be a non-empty string")
+        if self.severity not in SEVERITY_RANK:
+            raise ValueError(f"Alert.severity must be one of {SEVERITIES}, got {self.severity!r}")
+        if not isinstance(self.partitions, tuple):
+            object.__setattr__(self, "partitions", tuple(_as_partitions(self.partitions)))
+        if not isinstance(self.details, dict):
+            object.__setattr__(self, "details", dict(self.details))
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (the outbox and the dedupe state store this)."""
+        return {
+            "key": self.key,
+            "severity": self.severity,
+            "title": self.title,
+            "partitions": list(self.partitions),
+            "reason": self.reason,
+            "remedy": self.remedy,
+            "run_url": self.run_url,
+            "details": {str(k): _jsonable(v) for k, v in self.details.items()},
+        }
+
+
+def _as_partitions(value: Iterable[int] | int) -> Iterable[int]:
+    if isinstance(value, int):
+        return (value,)
+    return (int(p) for p in value)
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+class SendStatus(StrEnum):
+    """What happened to one notification."""
+
+    SENT = "sent"  # Slack accepted it
+    DEDUPLICATED = "deduplicated"  # the key was already notified inside the window; nothing sent
+    OUTBOXED = "outboxed"  # Slack was unusable; the notification was appended to the local outbox
+    SKIPPED = "skipped"  # nothing to do (a recovery for a key that never fired)
+    FAILED = "failed"  # neither Slack nor the outbox took it (the log line carries the alert)
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """The outcome of ``SlackNotifier.send`` / ``resolve``, with the reason in plain words."""
+
+    status: SendStatus
+    key: str
+    reason: str
+    kind: Literal["alert", "recovery"] = "alert"
+    ts: str | None = None
+    error: str | None = None
+
+    @property
+    def sent(self) -> bool:
+        return self.status is SendStatus.SENT
+
+    @property
+    def deduplicated(self) -> bool:
+        return self.status is SendStatus.DEDUPLICATED
+
+    @property
+    def outboxed(self) -> bool:
+        return self.status is SendStatus.OUTBOXED

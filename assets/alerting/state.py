@@ -1,0 +1,116 @@
+"""Which alert keys are firing, persisted as JSON so fresh sensor processes share one memory.
+
+The file is rewritten atomically (temporary file in the same directory, fsync, ``os.replace``) and every
+read-modify-write happens under an advisory ``flock`` on a sibling ``.lock`` file, so two sensors
+ticking at once cannot lose each other's updates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+
+
+@dataclass
+class FiringEntry:
+    """What we remember about one firing key (enough to write its recovery message)."""
+
+    severity: str
+    title: str
+    partitions: list[int]
+    run_url: str | None
+    first_notified_at: float
+    last_notified_at: float
+    delivered: bool  # True when Slack accepted the last notification, False when it went to the outbox
+    ts: str | None = None
+    channel: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FiringEntry:
+        return cls(
+            severity=str(data.get("severity", "info")),
+            title=str(data.get("title", "")),
+            partitions=[int(p) for p in data.get("partitions", [])],
+            run_url=data.get("run_url"),
+            first_notified_at=float(data.get("first_notified_at", 0.0)),
+            last_notified_at=float(data.get("last_notified_at", 0.0)),
+            delivered=bool(data.get("delivered", False)),
+            ts=data.get("ts"),
+            channel=data.get("channel"),
+        )
+
+
+@dataclass
+class AlertState:
+    """The firing keys, as loaded from (and saved to) the state file."""
+
+    firing: dict[str, FiringEntry] = field(default_factory=dict)
+
+
+class AlertStateStore:
+    """Load and atomically save :class:`AlertState` at ``path``."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock_path = self.path.with_name(self.path.name + ".lock")
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[AlertState]:
+        """Hold the lock, yield the current state, and save it back when the block succeeds."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self._lock_path, "a+b") as lock_file:
+            fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX)
+            try:
+                state = self.load()
+                yield state
+                self.save(state)
+            finally:
+                fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
+
+    def load(self) -> AlertState:
+        """The saved state; an absent file is empty, and an unreadable one is logged and treated as empty."""
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return AlertState()
+        try:
+            data = json.loads(raw)
+            firing = {str(k): FiringEntry.from_json(v) for k, v in data.get("firing", {}).items()}
+        except (ValueError, TypeError, AttributeError) as exc:
+            log.warning(
+                "alert state file %s is unreadable (%s); starting with no firing alerts", self.path, exc
+            )
+            return AlertState()
+        return AlertState(firing=firing)
+
+    def save(self, state: AlertState) -> None:
+        """Write ``state`` atomically: readers see the old file or the new one, never half of one."""
+        payload = {
+            "version": STATE_VERSION,
+            "firing": {k: asdict(v) for k, v in sorted(state.firing.items())},
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(payload, f, indent=2, sort_keys=True)
+                f.write("\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise

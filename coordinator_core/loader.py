@@ -1,0 +1,606 @@
+"""Rebuild the coordinator cache from the offsets topic (``GroupMetadataManager.doLoadGroupsAndOffsets``).
+
+The load is a fold over record batches in log order. Per key, the record with the greatest offset wins
+(the Java coordinator's rule, ``OffsetMetadataManager.replay``/``replayEndTransactionMarker``);
+transactional offset commits wait per producer id until a COMMIT or ABORT control batch resolves them.
+Values are decoded only for the records that survive, since most records in an offsets topic are
+overwritten by a later commit of the same key.
+
+A :class:`PartitionFold` can also be built per segment and the folds merged in log order, which gives
+the same cache as one sequential fold (the Spark job splits large partitions this way).
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from coordinator_core.cache import (
+    CoordinatorCache,
+    GroupMetadata,
+    LoadStats,
+    MemberMetadata,
+    OffsetAndMetadata,
+)
+from coordinator_core.errors import DecodeError, OffsetsDecodeException
+from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
+from coordinator_core.records.batch import RecordBatch
+from coordinator_core.schema import (
+    GroupKey,
+    GroupMetadataKey,
+    OffsetCommitKey,
+    SchemaError,
+    UnknownKey,
+    decode_assignment,
+    decode_control_key,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    decode_subscription,
+    decode_value,
+)
+
+# An entry is (record_offset, batch_base_offset, batch_position, value-or-None-for-tombstone).
+Entry = tuple[int, int, int, bytes | None]
+
+SEMANTICS = ("java", "scala")
+_LEGACY_PREFIX = b"\x00\x00"
+_OFFSET_PREFIX = b"\x00\x01"
+_OFFSET_TYPES = (_LEGACY_PREFIX, _OFFSET_PREFIX)
+_MAX_KNOWN_TYPE = 24
+_CONTROL_ABORT, _CONTROL_COMMIT = 0, 1
+
+
+@dataclass(slots=True)
+class PartitionFold:
+    """The mergeable state of a partial reload: winners per key, open transactions, markers, stats.
+
+    ``semantics="java"`` (Kafka 3.6+ group coordinator, the only one in 4.x): a transactional commit
+    replaces a committed offset only if its *record* offset is greater, and an offset tombstone also
+    drops that partition from every open transaction. ``semantics="scala"`` (the coordinator up to
+    3.x): commits compare *batch base* offsets, and a plain tombstone leaves open transactions alone.
+    Folds can only be merged with Java semantics.
+    """
+
+    partition: int | None = None
+    semantics: str = "java"
+    latest: dict[bytes, Entry] = field(default_factory=dict)
+    open_txns: dict[int, dict[bytes, Entry]] = field(default_factory=dict)
+    first_marker: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    tomb_max: dict[bytes, int] = field(default_factory=dict)
+    type_counts: dict[bytes, int] = field(default_factory=dict)
+    files: list[tuple[int, str]] = field(default_factory=list)  # (first offset, file) in log order
+    stats: LoadStats = field(default_factory=LoadStats)
+
+    def __post_init__(self) -> None:
+        if self.semantics not in SEMANTICS:
+            raise ValueError(f"semantics must be one of {SEMANTICS}, got {self.semantics!r}")
+
+    # -- folding ---------------------------------------------------------------------------------
+
+    def add_batches(self, batches: Iterable[RecordBatch]) -> PartitionFold:
+        for batch in batches:
+            self.add_batch(batch)
+        return self
+
+    def add_batch(self, batch: RecordBatch) -> None:
+        stats = self.stats
+        stats.batches += 1
+        stats.bytes += batch.size
+        file = getattr(batch, "file", None)
+        if file is not None and (not self.files or self.files[-1][1] != file):
+            self.files.append((batch.base_offset, file))
+            stats.segments += 1
+        if stats.first_offset is None:
+            stats.first_offset = batch.base_offset
+        stats.last_offset = batch.last_offset
+        try:
+            if batch.is_control:
+                self._add_control(batch)
+            elif batch.is_transactional:
+                stats.transactional_batches += 1
+                self._add_transactional(batch)
+            else:
+                self._add_plain(batch)
+        except OffsetsDecodeException as exc:
+            stats.errors.append(exc.error)
+
+    def _missing_key(self, batch: RecordBatch, offset: int) -> None:
+        self.stats.errors.append(
+            DecodeError(
+                "missing_key",
+                "record has no key; every __consumer_offsets record must have one",
+                getattr(batch, "file", None),
+                self.partition,
+                batch.position,
+                offset,
+            )
+        )
+
+    def _add_plain(self, batch: RecordBatch) -> None:
+        latest = self.latest
+        counts = self.type_counts
+        base = batch.base_offset
+        pos = batch.position
+        n = tombs = 0
+        java = self.semantics == "java"
+        for off, _ts, key, value in batch.iter_records():
+            n += 1
+            if key is None:
+                self._missing_key(batch, off)
+                continue
+            prefix = key[:2]
+            counts[prefix] = counts.get(prefix, 0) + 1
+            if prefix == _LEGACY_PREFIX:
+                # Type 0 and type 1 keys name the same GroupTopicPartition in the cache.
+                key = _OFFSET_PREFIX + key[2:]
+            if value is None:
+                tombs += 1
+                if java:
+                    self.tomb_max[key] = off
+                    if self.open_txns and prefix in _OFFSET_TYPES:
+                        for pending in self.open_txns.values():
+                            pending.pop(key, None)
+            latest[key] = (off, base, pos, value)
+        self.stats.records += n
+        self.stats.tombstones += tombs
+
+    def _add_transactional(self, batch: RecordBatch) -> None:
+        pid = batch.producer_id
+        pending = self.open_txns.setdefault(pid, {})
+        counts = self.type_counts
+        base = batch.base_offset
+        pos = batch.position
+        for off, _ts, key, value in batch.iter_records():
+            self.stats.records += 1
+            if key is None:
+                self._missing_key(batch, off)
+                continue
+            prefix = key[:2]
+            counts[prefix] = counts.get(prefix, 0) + 1
+            if prefix == _LEGACY_PREFIX:
+                key = _OFFSET_PREFIX + key[2:]
+            if value is None:
+                self.stats.tombstones += 1
+            if prefix in _OFFSET_TYPES:
+                if value is None and self.semantics == "scala":
+                    pending.pop(key, None)
+                else:
+                    pending[key] = (off, base, pos, value)
+            else:
+                # Only offset commits are transactional; anything else is replayed directly.
+                self.latest[key] = (off, base, pos, value)
+
+    def _add_control(self, batch: RecordBatch) -> None:
+        pid = batch.producer_id
+        for off, _ts, key, _value in batch.iter_records():
+            self.stats.records += 1
+            self.stats.control_records += 1
+            if key is None:
+                self._missing_key(batch, off)
+                continue
+            try:
+                ctype = decode_control_key(key).type
+            except SchemaError as exc:
+                self.stats.errors.append(
+                    DecodeError(
+                        "corrupt_record",
+                        f"control record key: {exc}",
+                        getattr(batch, "file", None),
+                        self.partition,
+                        batch.position,
+                        off,
+                    )
+                )
+                continue
+            if ctype not in (_CONTROL_ABORT, _CONTROL_COMMIT):
+                continue  # LEADER_CHANGE, KRaft snapshot markers: not transaction markers
+            commit = ctype == _CONTROL_COMMIT
+            self.first_marker.setdefault(pid, (off, commit))
+            pending = self.open_txns.pop(pid, None)
+            if commit and pending:
+                self._commit(pending)
+            if self.semantics == "scala":
+                break  # the Scala loader reads only the first record of a control batch
+
+    def _commit(self, pending: dict[bytes, Entry]) -> None:
+        latest = self.latest
+        idx = 0 if self.semantics == "java" else 1
+        for key, entry in pending.items():
+            if entry[3] is None:
+                continue
+            cur = latest.get(key)
+            if cur is None or (cur[3] is None and self.semantics == "scala") or cur[idx] < entry[idx]:
+                latest[key] = entry
+
+    # -- merging (segment-parallel reload) ---------------------------------------------------------
+
+    def merge(self, later: PartitionFold) -> PartitionFold:
+        """Fold ``later`` (the next stretch of the same log) into this one, in place, and return self."""
+        if self.semantics != "java" or later.semantics != "java":
+            raise ValueError("only folds with Java semantics can be merged")
+        later_tombs = later.tomb_max
+        deferred: list[dict[bytes, Entry]] = []
+        # Open transactions of ours that ``later`` resolves with its first marker for that producer.
+        for pid, pending in list(self.open_txns.items()):
+            if later_tombs:
+                pending = {k: e for k, e in pending.items() if later_tombs.get(k, -1) < e[0]}
+            marker = later.first_marker.get(pid)
+            if marker is None:
+                merged = dict(pending)
+                merged.update(later.open_txns.get(pid, {}))
+                self.open_txns[pid] = merged
+                continue
+            del self.open_txns[pid]
+            if marker[1]:
+                # applied after later's own winners below, by the record-offset rule
+                deferred.append(pending)
+        for pid, pending in later.open_txns.items():
+            if pid not in self.open_txns:
+                self.open_txns[pid] = dict(pending)
+        self.latest.update(later.latest)
+        for committed in deferred:
+            self._commit(committed)
+        for k, off in later_tombs.items():
+            if self.tomb_max.get(k, -1) < off:
+                self.tomb_max[k] = off
+        for pid, marker in later.first_marker.items():
+            self.first_marker.setdefault(pid, marker)
+        for prefix, n in later.type_counts.items():
+            self.type_counts[prefix] = self.type_counts.get(prefix, 0) + n
+        for first, file in later.files:
+            if not self.files or self.files[-1][1] != file:
+                self.files.append((first, file))
+        s, o = self.stats, later.stats
+        s.segments += o.segments
+        s.batches += o.batches
+        s.records += o.records
+        s.bytes += o.bytes
+        s.tombstones += o.tombstones
+        s.control_records += o.control_records
+        s.transactional_batches += o.transactional_batches
+        s.elapsed_ms += o.elapsed_ms
+        if s.first_offset is None:
+            s.first_offset = o.first_offset
+        if o.last_offset is not None:
+            s.last_offset = o.last_offset
+        s.errors.extend(o.errors)
+        return self
+
+    # -- materializing ---------------------------------------------------------------------------
+
+    def file_for(self, offset: int) -> str | None:
+        if not self.files:
+            return None
+        i = bisect.bisect_right(self.files, offset, key=lambda fe: fe[0]) - 1
+        return self.files[max(i, 0)][1]
+
+    def finish(self, *, num_partitions: int = DEFAULT_OFFSETS_PARTITIONS) -> CoordinatorCache:
+        """Decode the surviving records and build the cache, as the loader does after its scan."""
+        return _Materializer(self, num_partitions).build()
+
+
+class _Materializer:
+    def __init__(self, fold: PartitionFold, num_partitions: int):
+        self.fold = fold
+        self.num_partitions = num_partitions
+        self.stats = fold.stats
+        self.groups: dict[str, GroupMetadata] = {}
+        self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        self.kip848: dict[str, dict[int, list[tuple[GroupKey, object]]]] = {}
+
+    def _error(self, kind: str, reason: str, entry: Entry) -> None:
+        self.stats.errors.append(
+            DecodeError(kind, reason, self.fold.file_for(entry[0]), self.fold.partition, entry[2], entry[0])
+        )
+
+    def _offset(self, entry: Entry) -> OffsetAndMetadata | None:
+        try:
+            v = decode_offset_commit_value(entry[3])
+        except SchemaError as exc:
+            self._error(exc.kind, f"offset commit value: {exc}", entry)
+            return None
+        return OffsetAndMetadata(
+            offset=v.offset,
+            leader_epoch=None if v.leader_epoch is None or v.leader_epoch < 0 else v.leader_epoch,
+            metadata=v.metadata if v.metadata is not None else "",
+            commit_timestamp=v.commit_timestamp,
+            expire_timestamp=None
+            if v.expire_timestamp is None or v.expire_timestamp < 0
+            else v.expire_timestamp,
+            record_offset=entry[0],
+            topic_id=getattr(v, "topic_id", None),
+        )
+
+    def build(self) -> CoordinatorCache:
+        fold = self.fold
+        stats = self.stats
+        unknown = 0
+        for prefix, n in fold.type_counts.items():
+            rtype = int.from_bytes(prefix, "big", signed=True) if len(prefix) == 2 else -1
+            stats.records_by_type[rtype] = stats.records_by_type.get(rtype, 0) + n
+            if rtype < 0 or rtype > _MAX_KNOWN_TYPE:
+                unknown += n
+        stats.unknown_record_types = unknown
+
+        for raw, entry in fold.latest.items():
+            if entry[3] is None:
+                continue
+            try:
+                key = decode_key(raw)
+            except SchemaError as exc:
+                self._error(exc.kind, f"record key: {exc}", entry)
+                continue
+            if isinstance(key, OffsetCommitKey):
+                om = self._offset(entry)
+                if om is not None:
+                    self.offsets.setdefault(key.group, {})[(key.topic, key.partition)] = om
+            elif isinstance(key, GroupMetadataKey):
+                self._group(key.group, entry)
+            elif isinstance(key, GroupKey):
+                try:
+                    value = decode_value(key.record_type, entry[3])
+                except SchemaError as exc:
+                    self._error(exc.kind, f"record type {key.record_type} value: {exc}", entry)
+                    continue
+                self.kip848.setdefault(key.group_id, {}).setdefault(key.record_type, []).append((key, value))
+            elif isinstance(key, UnknownKey):
+                continue  # counted in stats.unknown_record_types; Kafka skips them too
+
+        self._build_kip848()
+
+        pending_by_group: dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]] = {}
+        open_transactions: dict[int, set[str]] = {}
+        for pid, pending in fold.open_txns.items():
+            for raw, entry in pending.items():
+                if entry[3] is None:
+                    continue
+                try:
+                    key = decode_key(raw)
+                except SchemaError as exc:
+                    self._error(exc.kind, f"record key: {exc}", entry)
+                    continue
+                if not isinstance(key, OffsetCommitKey):
+                    continue
+                om = self._offset(entry)
+                if om is None:
+                    continue
+                pending_by_group.setdefault(key.group, {}).setdefault(pid, {})[(key.topic, key.partition)] = (
+                    om
+                )
+                open_transactions.setdefault(pid, set()).add(key.group)
+
+        # Groups with offsets (committed or pending) but no metadata record: Empty, no protocol type.
+        for gid in list(self.offsets) + list(pending_by_group):
+            if gid not in self.groups:
+                self.groups[gid] = GroupMetadata(
+                    group_id=gid, state="Empty", protocol_type=None, generation=0
+                )
+        for gid, offs in self.offsets.items():
+            self.groups[gid].offsets = offs
+        for gid, pend in pending_by_group.items():
+            self.groups[gid].pending_offsets = pend
+
+        misplaced = []
+        if fold.partition is not None:
+            misplaced = [g for g in self.groups if partition_for(g, self.num_partitions) != fold.partition]
+        return CoordinatorCache(
+            partition=fold.partition,
+            groups=self.groups,
+            stats=stats,
+            misplaced_groups=sorted(misplaced),
+            num_partitions=self.num_partitions,
+            open_transactions=open_transactions,
+        )
+
+    def _group(self, group_id: str, entry: Entry) -> None:
+        try:
+            v = decode_group_metadata_value(entry[3])
+        except SchemaError as exc:
+            self._error(exc.kind, f"group metadata value: {exc}", entry)
+            return
+        protocol_type = v.protocol_type or None
+        members = []
+        for m in v.members:
+            topics: list[str] | None = None
+            assignment: dict[str, list[int]] | None = None
+            if protocol_type == "consumer":
+                sub = decode_subscription(m.subscription)
+                topics = sorted(sub.topics) if sub is not None else None
+                asg = decode_assignment(m.assignment)
+                assignment = {t: sorted(p) for t, p in asg.partitions.items()} if asg is not None else None
+            rebalance = m.rebalance_timeout
+            # v0 has no rebalance timeout; both loaders fall back to the session timeout.
+            if rebalance is None or rebalance < 0:
+                rebalance = m.session_timeout
+            members.append(
+                MemberMetadata(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    session_timeout_ms=m.session_timeout,
+                    rebalance_timeout_ms=rebalance,
+                    subscribed_topics=topics,
+                    assignment=assignment,
+                )
+            )
+        cst = v.current_state_timestamp
+        self.groups[group_id] = GroupMetadata(
+            group_id=group_id,
+            state="Stable" if members else "Empty",
+            protocol_type=protocol_type,
+            generation=v.generation,
+            protocol=v.protocol,
+            leader=v.leader,
+            current_state_timestamp=None if cst is None or cst < 0 else cst,
+            members=members,
+            metadata_record_offset=entry[0],
+            metadata_version=v.version,
+        )
+
+    def _build_kip848(self) -> None:
+        """KIP-848 consumer groups (types 3-8, 16), share groups (9-15) and streams groups (17-24)."""
+        for gid, by_type in self.kip848.items():
+            if any(t in by_type for t in range(3, 9)) or 16 in by_type:
+                self.groups[gid] = _consumer_group(gid, by_type)
+            elif any(t in by_type for t in range(9, 16)):
+                self.groups[gid] = _member_group(gid, by_type, "share", 11, 10)
+            elif any(t in by_type for t in range(17, 25)):
+                self.groups[gid] = _member_group(gid, by_type, "streams", 17, 19)
+
+
+def _field(fields: dict, name: str, default=None):
+    """Read a field whatever its spelling (Kafka's JSON uses PascalCase, the tools camelCase)."""
+    if name in fields:
+        return fields[name]
+    alt = name[0].lower() + name[1:]
+    return fields.get(alt, default)
+
+
+def _fields(value: object) -> dict:
+    f = getattr(value, "fields", None)
+    return f if isinstance(f, dict) else {}
+
+
+def _consumer_group(gid: str, by_type: dict[int, list[tuple[GroupKey, object]]]) -> GroupMetadata:
+    """Rebuild a KIP-848 ``ConsumerGroup`` and its state (``ConsumerGroup.maybeUpdateGroupState``)."""
+    group_epoch = 0
+    for _k, v in by_type.get(3, []):
+        group_epoch = _field(_fields(v), "Epoch", 0) or 0
+    assignment_epoch = 0
+    for _k, v in by_type.get(6, []):
+        assignment_epoch = _field(_fields(v), "AssignmentEpoch", 0) or 0
+    topic_names: dict[str, str] = {}
+    for _k, v in by_type.get(4, []):
+        for t in _field(_fields(v), "Topics", []) or []:
+            tid = _field(t, "TopicId")
+            if tid is not None:
+                topic_names[str(tid)] = _field(t, "TopicName")
+    current: dict[str, dict] = {}
+    for k, v in by_type.get(8, []):
+        current[_field(k.fields, "memberId", "")] = _fields(v)
+    members = []
+    reconciling = False
+    for k, v in by_type.get(5, []):
+        mid = _field(k.fields, "memberId", "")
+        f = _fields(v)
+        cur = current.get(mid, {})
+        assignment: dict[str, list[int]] = {}
+        for tp in _field(cur, "AssignedPartitions", []) or []:
+            tid = str(_field(tp, "TopicId"))
+            assignment[topic_names.get(tid, tid)] = sorted(_field(tp, "Partitions", []) or [])
+        member_epoch = _field(cur, "MemberEpoch")
+        if member_epoch != assignment_epoch or (_field(cur, "State", 0) or 0) != 0:
+            reconciling = True
+        classic = _field(f, "ClassicMemberMetadata") or {}
+        members.append(
+            MemberMetadata(
+                member_id=mid,
+                group_instance_id=_field(f, "InstanceId"),
+                client_id=_field(f, "ClientId", "") or "",
+                client_host=_field(f, "ClientHost", "") or "",
+                session_timeout_ms=_field(classic, "SessionTimeoutMs") if classic else None,
+                rebalance_timeout_ms=_field(f, "RebalanceTimeoutMs"),
+                subscribed_topics=sorted(_field(f, "SubscribedTopicNames", []) or []),
+                assignment=assignment,
+                member_epoch=member_epoch,
+                rack_id=_field(f, "RackId"),
+            )
+        )
+    if not members:
+        state = "Empty"
+    elif group_epoch > assignment_epoch:
+        state = "Assigning"
+    elif reconciling:
+        state = "Reconciling"
+    else:
+        state = "Stable"
+    return GroupMetadata(
+        group_id=gid,
+        state=state,
+        protocol_type="consumer",
+        generation=group_epoch,
+        members=sorted(members, key=lambda m: m.member_id),
+        group_type="consumer",
+    )
+
+
+def _member_group(
+    gid: str, by_type: dict[int, list[tuple[GroupKey, object]]], kind: str, meta_type: int, member_type: int
+) -> GroupMetadata:
+    epoch = 0
+    for _k, v in by_type.get(meta_type, []):
+        epoch = _field(_fields(v), "Epoch", 0) or 0
+    members = [
+        MemberMetadata(
+            member_id=_field(k.fields, "memberId", ""),
+            group_instance_id=None,
+            client_id=_field(_fields(v), "ClientId", "") or "",
+            client_host=_field(_fields(v), "ClientHost", "") or "",
+            session_timeout_ms=None,
+            rebalance_timeout_ms=None,
+            subscribed_topics=_field(_fields(v), "SubscribedTopicNames"),
+            assignment=None,
+        )
+        for k, v in by_type.get(member_type, [])
+    ]
+    return GroupMetadata(
+        group_id=gid,
+        state="Stable" if members else "Empty",
+        protocol_type=kind,
+        generation=epoch,
+        members=members,
+        group_type=kind,
+    )
+
+
+def load_partition(
+    batches: Iterable[RecordBatch],
+    *,
+    partition: int | None,
+    num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
+    semantics: str = "java",
+) -> CoordinatorCache:
+    """Load one ``__consumer_offsets`` partition from its batches in log order."""
+    start = time.perf_counter()
+    fold = PartitionFold(partition=partition, semantics=semantics)
+    fold.add_batches(batches)
+    cache = fold.finish(num_partitions=num_partitions)
+    cache.stats.elapsed_ms = (time.perf_counter() - start) * 1000
+    return cache
+
+
+def load_partition_dir(
+    pdir,
+    *,
+    num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
+    semantics: str = "java",
+    verify_crc: bool = True,
+) -> CoordinatorCache:
+    """Load a ``PartitionDir`` from disk, streaming its segments; read errors land in the stats."""
+    start = time.perf_counter()
+    fold = PartitionFold(partition=pdir.partition, semantics=semantics)
+    fold.add_batches(pdir.iter_batches(fold.stats.errors, verify_crc=verify_crc))
+    fold.stats.segments = len(pdir.segments)
+    cache = fold.finish(num_partitions=num_partitions)
+    cache.stats.elapsed_ms = (time.perf_counter() - start) * 1000
+    return cache
+
+
+def load_log_dir(
+    path,
+    *,
+    partitions: list[int] | None = None,
+    num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
+    semantics: str = "java",
+) -> list[CoordinatorCache]:
+    """Load every (or the chosen) ``__consumer_offsets`` partition of a broker log dir."""
+    from coordinator_core.sources.logdir import open_log_dir
+
+    logdir = open_log_dir(path, partitions=partitions)
+    return [
+        load_partition_dir(p, num_partitions=num_partitions, semantics=semantics) for p in logdir.partitions
+    ]

@@ -1,0 +1,615 @@
+"""Read ``__consumer_offsets`` partitions from a running cluster as :class:`RecordBatch` es.
+
+The group coordinator loads a partition by reading its log from the log start to the high watermark
+with every batch intact (``GroupMetadataManager.doLoadGroupsAndOffsets``): transactional offset commits
+whose transaction is still open, and the COMMIT/ABORT control batches that settle them. kafka-python's
+``KafkaConsumer`` hides both (it drops control batches and batch attributes), so this module speaks the
+raw protocol: Metadata for leaders, ListOffsets for the bounds, and Fetch with ``isolation_level=0``
+(READ_UNCOMMITTED) whose record-set bytes go straight to :func:`coordinator_core.records.reader.read_batches`.
+
+Configuration comes from the environment (:meth:`LiveConfig.from_env`) or a Java-style
+``client.properties`` file (:meth:`LiveConfig.from_file`); see the docstrings for the keys.
+Every failure to reach or authenticate to the cluster raises :class:`LiveSourceError`, within
+``connect_timeout_ms``, naming the bootstrap servers and never a secret.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import re
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kafka.errors as kerr
+from kafka.net.compat import KafkaNetClient
+from kafka.protocol.consumer.fetch import FetchRequest
+from kafka.protocol.consumer.offsets import ListOffsetsRequest
+from kafka.protocol.metadata import MetadataRequest
+
+from coordinator_core.errors import DecodeError
+from coordinator_core.records.batch import RecordBatch
+from coordinator_core.records.reader import ErrorSink, read_batches
+
+__all__ = ["CONSUMER_OFFSETS", "LiveConfig", "LiveSource", "LiveSourceError", "complete_prefix"]
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+
+# ListOffsets timestamps (ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_TIMESTAMP).
+_EARLIEST, _LATEST = -2, -1
+# Fetch v13+ names topics by id only; v12 still takes the name, and every broker from 2.7 to 4.x
+# serves it, so capping here saves a topic-id lookup without losing anything we read.
+_FETCH_MAX_VERSION = 12
+# Per-partition errors that mean "your metadata is stale": refresh leaders and retry.
+_RETRIABLE = {
+    3: "UNKNOWN_TOPIC_OR_PARTITION",
+    5: "LEADER_NOT_AVAILABLE",
+    6: "NOT_LEADER_OR_FOLLOWER",
+    56: "KAFKA_STORAGE_ERROR",
+    74: "FENCED_LEADER_EPOCH",
+    75: "UNKNOWN_LEADER_EPOCH",
+}
+_OFFSET_OUT_OF_RANGE = 1
+_TOPIC_AUTHORIZATION_FAILED = 29
+_MAX_RETRIES = 5
+_MAX_PARTITION_FETCH_BYTES = 64 << 20
+
+_LOG_OVERHEAD = 12  # baseOffset int64 + length int32
+_V2_LAST_OFFSET_DELTA_AT = 23
+_V2_MIN_SIZE = 61 - _LOG_OVERHEAD
+_LEGACY_MIN_SIZE = 14  # crc + magic + attributes + key length + value length (magic 0)
+
+
+class _LastError(logging.Handler):
+    """Remembers the last warning/error kafka-python logged (its messages carry no secrets)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.message = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad log record must not break the connect path
+            return
+        # "Bootstrap failed/not ready" only restates the timeout; keep the cause before it.
+        if message.startswith("Bootstrap"):
+            return
+        if record.levelno >= logging.ERROR or not self.message:
+            self.message = message[:300]
+
+
+class LiveSourceError(Exception):
+    """The cluster could not be reached, refused us, or answered something we cannot go on from."""
+
+
+def _secret(value: str | None) -> str:
+    return "None" if value is None else "'***'"
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    """How to reach a cluster (the kafka-python client settings offsetops uses).
+
+    ``bootstrap_servers`` is a comma-separated ``host:port`` list. ``repr`` never shows the SASL
+    password.
+    """
+
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_plain_username: str | None = None
+    sasl_plain_password: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_check_hostname: bool = True
+    client_id: str = "offsetops"
+    request_timeout_ms: int = 30_000
+    #: Bound on reaching the cluster at all (TCP, TLS, SASL, ApiVersions, first Metadata).
+    connect_timeout_ms: int = 10_000
+    #: Per-partition Fetch size; grown automatically when one batch is bigger.
+    fetch_max_bytes: int = 4 << 20
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap_servers or not self.bootstrap_servers.strip():
+            raise LiveSourceError("bootstrap_servers is empty")
+        protocol = self.security_protocol.upper()
+        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise LiveSourceError(f"unknown security_protocol {self.security_protocol!r}")
+        object.__setattr__(self, "security_protocol", protocol)
+
+    def __repr__(self) -> str:
+        fields = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            shown = _secret(value) if f.name == "sasl_plain_password" else repr(value)
+            fields.append(f"{f.name}={shown}")
+        return f"LiveConfig({', '.join(fields)})"
+
+    __str__ = __repr__
+
+    @property
+    def servers(self) -> list[str]:
+        return [s.strip() for s in self.bootstrap_servers.split(",") if s.strip()]
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for kafka-python's client (includes the password: do not log)."""
+        kwargs: dict[str, Any] = {
+            "bootstrap_servers": self.servers,
+            "client_id": self.client_id,
+            "security_protocol": self.security_protocol,
+            "request_timeout_ms": self.request_timeout_ms,
+            "socket_connection_setup_timeout_ms": self.connect_timeout_ms,
+            "socket_connection_setup_timeout_max_ms": self.connect_timeout_ms,
+            # Keep reconnect back-off short so several attempts fit into connect_timeout_ms.
+            "reconnect_backoff_ms": 100,
+            "reconnect_backoff_max_ms": 1000,
+            # A fetch may carry one batch bigger than fetch_max_bytes (KIP-74), and we grow the size.
+            "receive_message_max_bytes": _MAX_PARTITION_FETCH_BYTES + (1 << 20),
+            "ssl_check_hostname": self.ssl_check_hostname,
+        }
+        for name in ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
+                     "ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            value = getattr(self, name)
+            if value is not None:
+                kwargs[name] = value
+        return kwargs
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LiveConfig:
+        """Build from ``OFFSETOPS_*`` variables.
+
+        ``OFFSETOPS_BOOTSTRAP_SERVERS`` (required), ``OFFSETOPS_SECURITY_PROTOCOL``,
+        ``OFFSETOPS_SASL_MECHANISM``, ``OFFSETOPS_SASL_USERNAME``, ``OFFSETOPS_SASL_PASSWORD``,
+        ``OFFSETOPS_SSL_CAFILE``, ``OFFSETOPS_SSL_CERTFILE``, ``OFFSETOPS_SSL_KEYFILE``,
+        ``OFFSETOPS_SSL_CHECK_HOSTNAME`` (true/false), ``OFFSETOPS_CLIENT_ID``,
+        ``OFFSETOPS_REQUEST_TIMEOUT_MS``, ``OFFSETOPS_CONNECT_TIMEOUT_MS``.
+        """
+        env = os.environ if environ is None else environ
+        if not env.get("OFFSETOPS_BOOTSTRAP_SERVERS"):
+            raise LiveSourceError("OFFSETOPS_BOOTSTRAP_SERVERS is not set")
+        names = {
+            "OFFSETOPS_BOOTSTRAP_SERVERS": "bootstrap_servers",
+            "OFFSETOPS_SECURITY_PROTOCOL": "security_protocol",
+            "OFFSETOPS_SASL_MECHANISM": "sasl_mechanism",
+            "OFFSETOPS_SASL_USERNAME": "sasl_plain_username",
+            "OFFSETOPS_SASL_PASSWORD": "sasl_plain_password",
+            "OFFSETOPS_SSL_CAFILE": "ssl_cafile",
+            "OFFSETOPS_SSL_CERTFILE": "ssl_certfile",
+            "OFFSETOPS_SSL_KEYFILE": "ssl_keyfile",
+            "OFFSETOPS_SSL_CHECK_HOSTNAME": "ssl_check_hostname",
+            "OFFSETOPS_CLIENT_ID": "client_id",
+            "OFFSETOPS_REQUEST_TIMEOUT_MS": "request_timeout_ms",
+            "OFFSETOPS_CONNECT_TIMEOUT_MS": "connect_timeout_ms",
+        }
+        values = {field: env[var] for var, field in names.items() if env.get(var)}
+        return cls._build({**values, **overrides}, source="environment")
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], **overrides: Any) -> LiveConfig:
+        """Build from a Java ``client.properties`` file (the one ``kafka-console-consumer`` takes).
+
+        Keys read: ``bootstrap.servers``, ``security.protocol``, ``sasl.mechanism``,
+        ``sasl.jaas.config`` (``username="..." password="..."`` of the PLAIN or SCRAM login module),
+        ``ssl.truststore.location`` when ``ssl.truststore.type=PEM``,
+        ``ssl.endpoint.identification.algorithm`` (empty turns hostname checks off), ``client.id``,
+        ``request.timeout.ms``; librdkafka's
+        ``sasl.username``/``sasl.password``, ``ssl.ca.location``, ``ssl.certificate.location`` and
+        ``ssl.key.location`` too. Other keys (consumer/producer tuning) are ignored. JKS/PKCS12
+        stores are refused with a clear error: Python's ssl module needs PEM files.
+        """
+        p = Path(path)
+        try:
+            props = parse_properties(p.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise LiveSourceError(f"cannot read Kafka client properties {p}: {exc.strerror}") from exc
+        values: dict[str, Any] = {}
+        simple = {
+            "bootstrap.servers": "bootstrap_servers",
+            "security.protocol": "security_protocol",
+            "sasl.mechanism": "sasl_mechanism",
+            "sasl.mechanisms": "sasl_mechanism",  # librdkafka spelling
+            "sasl.username": "sasl_plain_username",
+            "sasl.password": "sasl_plain_password",
+            "ssl.ca.location": "ssl_cafile",
+            "ssl.certificate.location": "ssl_certfile",
+            "ssl.key.location": "ssl_keyfile",
+            "client.id": "client_id",
+            "request.timeout.ms": "request_timeout_ms",
+        }
+        for key, field in simple.items():
+            if props.get(key):
+                values[field] = props[key]
+        if "sasl.jaas.config" in props:
+            user, password = _parse_jaas(props["sasl.jaas.config"], p)
+            values.setdefault("sasl_plain_username", user)
+            values.setdefault("sasl_plain_password", password)
+        if props.get("ssl.truststore.location"):
+            if props.get("ssl.truststore.type", "JKS").upper() != "PEM":
+                raise LiveSourceError(
+                    f"{p}: ssl.truststore.location is a {props.get('ssl.truststore.type', 'JKS')} store; "
+                    "offsetops needs PEM: set ssl.truststore.type=PEM or use ssl.ca.location")
+            values.setdefault("ssl_cafile", props["ssl.truststore.location"])
+        if props.get("ssl.keystore.location"):
+            raise LiveSourceError(
+                f"{p}: ssl.keystore.location is not supported; use ssl.certificate.location and "
+                "ssl.key.location (PEM)")
+        if props.get("ssl.endpoint.identification.algorithm", "https") == "":
+            values["ssl_check_hostname"] = False
+        if "bootstrap_servers" not in values and "bootstrap_servers" not in overrides:
+            raise LiveSourceError(f"{p}: bootstrap.servers is not set")
+        return cls._build({**values, **overrides}, source=str(p))
+
+    @classmethod
+    def _build(cls, values: dict[str, Any], *, source: str) -> LiveConfig:
+        for name in ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes"):
+            if name in values and isinstance(values[name], str):
+                try:
+                    values[name] = int(values[name])
+                except ValueError:
+                    raise LiveSourceError(f"{source}: {name} must be an integer") from None
+        if isinstance(values.get("ssl_check_hostname"), str):
+            values["ssl_check_hostname"] = values["ssl_check_hostname"].strip().lower() not in (
+                "0", "false", "no", "")
+        if isinstance(values.get("sasl_mechanism"), str):
+            values["sasl_mechanism"] = values["sasl_mechanism"].upper()
+        return cls(**values)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java ``.properties`` (``key=value`` / ``key: value``, ``#``/``!`` comments, ``\\`` continuations)."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip() if not logical else raw.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        # An odd number of trailing backslashes continues the line.
+        stripped = line.rstrip()
+        trailing = len(stripped) - len(stripped.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical += stripped[:-1]
+            continue
+        logical += stripped
+        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", logical)
+        if m:
+            props[m.group(1)] = m.group(2).strip()
+        logical = ""
+    if logical:
+        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", logical)
+        if m:
+            props[m.group(1)] = m.group(2).strip()
+    return props
+
+
+def _parse_jaas(jaas: str, source: Path) -> tuple[str | None, str | None]:
+    """``username``/``password`` options of a PLAIN or SCRAM ``LoginModule`` line."""
+    if not re.search(r"(PlainLoginModule|ScramLoginModule)", jaas):
+        raise LiveSourceError(
+            f"{source}: sasl.jaas.config uses a login module offsetops does not support "
+            "(only PlainLoginModule and ScramLoginModule)")
+    opts = dict(re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', jaas))
+    return opts.get("username"), opts.get("password")
+
+
+def complete_prefix(buf: bytes | memoryview) -> tuple[int, int | None, bool]:
+    """Split a Fetch record set at its last complete batch.
+
+    A Fetch response stops at ``max_bytes`` and may end inside a batch; that is how Fetch works
+    (``FetchResponse`` / ``FileRecords.slice``), not corruption. Returns ``(length, next_offset,
+    framed)``: the bytes of whole batches, the offset after the last whole batch (``None`` if there
+    is none), and whether the framing was sane all the way (``False``: a length below the minimum for
+    its magic, which ``read_batches`` will report; reading cannot go past it).
+    """
+    n = len(buf)
+    pos = 0
+    next_offset: int | None = None
+    while pos + _LOG_OVERHEAD <= n:
+        base, size = struct.unpack_from(">qi", buf, pos)
+        if pos + 17 > n:
+            break
+        magic = buf[pos + 16]
+        if size < (_V2_MIN_SIZE if magic == 2 else _LEGACY_MIN_SIZE):
+            return n, next_offset, False
+        if pos + _LOG_OVERHEAD + size > n:
+            break
+        if magic == 2:
+            (delta,) = struct.unpack_from(">i", buf, pos + _V2_LAST_OFFSET_DELTA_AT)
+            next_offset = base + max(delta, 0) + 1
+        else:
+            # A legacy entry's offset is its own (or, for a compressed wrapper, its last inner) offset.
+            next_offset = base + 1
+        pos += _LOG_OVERHEAD + size
+    return pos, next_offset, True
+
+
+class LiveSource:
+    """Partitions of one topic on a running cluster, read as record batches.
+
+    ``topic`` defaults to ``__consumer_offsets``; tests replay real segments into another topic.
+    Connects lazily; use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, config: LiveConfig, *, topic: str = CONSUMER_OFFSETS):
+        self.config = config
+        self.topic = topic
+        self._client: Any = None
+        self._leaders: dict[int, int] = {}
+
+    def __repr__(self) -> str:
+        return f"LiveSource({self.config!r}, topic={self.topic!r})"
+
+    def __enter__(self) -> LiveSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            # Closing a half-open client must not mask the error that brought us here.
+            with contextlib.suppress(Exception):
+                client.close()
+
+    # -- connection -------------------------------------------------------------------------------
+
+    def _where(self) -> str:
+        return f"Kafka at {self.config.bootstrap_servers} ({self.config.security_protocol})"
+
+    def _connect(self) -> Any:
+        if self._client is not None:
+            return self._client
+
+        timeout_ms = self.config.connect_timeout_ms
+        try:
+            client = KafkaNetClient(**self.config.client_kwargs())
+        except (ValueError, TypeError, OSError, kerr.KafkaError) as exc:
+            raise LiveSourceError(f"cannot set up a client for {self._where()}: {exc}") from None
+        # kafka-python retries a failing connection until the deadline and then only says "timed out";
+        # keep the last thing it logged so the error tells an operator *why* (refused, TLS, SASL).
+        last = _LastError()
+        kafka_log = logging.getLogger("kafka")
+        kafka_log.addHandler(last)
+        try:
+            # Bootstrap = connect, TLS, SASL, ApiVersions and a first Metadata, bounded in time.
+            client.check_version(timeout_ms=timeout_ms)
+        except (kerr.SaslAuthenticationFailedError, kerr.AuthorizationError) as exc:
+            client.close()
+            raise LiveSourceError(f"authentication to {self._where()} failed: {exc}") from None
+        except kerr.KafkaTimeoutError:
+            client.close()
+            cause = f"; last error: {last.message}" if last.message else ""
+            raise LiveSourceError(
+                f"cannot reach {self._where()} within {timeout_ms / 1000:g}s{cause} "
+                "(check the address, that the broker is up, the listener's security protocol and the "
+                "SASL credentials)"
+            ) from None
+        except (kerr.KafkaError, OSError) as exc:
+            client.close()
+            raise LiveSourceError(f"cannot connect to {self._where()}: {exc}") from None
+        finally:
+            kafka_log.removeHandler(last)
+        self._client = client
+        return client
+
+    def _call(self, request: Any, node_id: int | None = None) -> Any:
+
+        client = self._connect()
+        if node_id is None:
+            node_id = client.least_loaded_node(bootstrap_fallback=True)
+        try:
+            return client.send_and_receive(node_id, request, timeout_ms=self.config.request_timeout_ms)
+        except (kerr.SaslAuthenticationFailedError, kerr.AuthorizationError) as exc:
+            raise LiveSourceError(f"authentication to {self._where()} failed: {exc}") from None
+        except (kerr.KafkaError, OSError) as exc:
+            raise LiveSourceError(
+                f"{type(request).__name__} to broker {node_id} of {self._where()} failed: {exc}"
+            ) from None
+
+    # -- metadata ---------------------------------------------------------------------------------
+
+    def _refresh_metadata(self) -> dict[int, int]:
+
+        request = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=self.topic)],
+            allow_auto_topic_creation=False,
+        )
+        response = self._call(request)
+        # Teach the client every broker, so requests can go to partition leaders it has not met yet.
+        self._client.cluster.update_metadata(response)
+        topic = next((t for t in response.topics if t.name == self.topic), None)
+        if topic is None or topic.error_code == 3:
+            raise LiveSourceError(f"topic {self.topic!r} does not exist on {self._where()}")
+        if topic.error_code == _TOPIC_AUTHORIZATION_FAILED:
+            raise LiveSourceError(
+                f"not authorized to describe topic {self.topic!r} on {self._where()} "
+                "(reading __consumer_offsets needs DESCRIBE and READ on it)")
+        if topic.error_code not in (0, 5):
+            raise LiveSourceError(
+                f"Metadata for {self.topic!r} on {self._where()} failed with error {topic.error_code}")
+        self._leaders = {p.partition_index: p.leader_id for p in topic.partitions}
+        return self._leaders
+
+    def partitions(self) -> list[int]:
+        """The topic's partition ids, sorted."""
+        return sorted(self._refresh_metadata())
+
+    def _leader(self, partition: int, *, refresh: bool = False) -> int:
+        if refresh or partition not in self._leaders or self._leaders[partition] < 0:
+            self._refresh_metadata()
+        if partition not in self._leaders:
+            raise LiveSourceError(f"{self.topic}-{partition} does not exist on {self._where()}")
+        leader = self._leaders[partition]
+        if leader < 0:
+            raise LiveSourceError(f"{self.topic}-{partition} has no leader on {self._where()}")
+        return leader
+
+    # -- offsets ----------------------------------------------------------------------------------
+
+    def _list_offsets(self, timestamp: int, partitions: list[int] | None = None) -> dict[int, int]:
+
+        if partitions is None:
+            partitions = self.partitions()
+        todo = set(partitions)
+        result: dict[int, int] = {}
+        for attempt in range(_MAX_RETRIES + 1):
+            by_leader: dict[int, list[int]] = {}
+            for p in sorted(todo):
+                by_leader.setdefault(self._leader(p, refresh=attempt > 0), []).append(p)
+            retry: dict[int, str] = {}
+            for leader, parts in by_leader.items():
+                topic_req = ListOffsetsRequest.ListOffsetsTopic(
+                    name=self.topic,
+                    partitions=[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                        partition_index=p, current_leader_epoch=-1, timestamp=timestamp,
+                        max_num_offsets=1) for p in parts],
+                )
+                # isolation_level=0: the high watermark, not the last stable offset, so a read
+                # includes transactions that are still open, as the coordinator's load does.
+                request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[topic_req])
+                response = self._call(request, leader)
+                for t in response.topics:
+                    for pr in t.partitions:
+                        if pr.error_code == 0:
+                            result[pr.partition_index] = pr.offset
+                        elif pr.error_code in _RETRIABLE:
+                            retry[pr.partition_index] = _RETRIABLE[pr.error_code]
+                        else:
+                            raise LiveSourceError(
+                                f"ListOffsets {self.topic}-{pr.partition_index} on {self._where()} "
+                                f"failed with error {pr.error_code}")
+            todo = set(retry)
+            if not todo:
+                return result
+        raise LiveSourceError(
+            f"ListOffsets on {self._where()} kept failing: "
+            + ", ".join(f"{self.topic}-{p}: {e}" for p, e in sorted(retry.items())))
+
+    def end_offsets(self, partitions: list[int] | None = None) -> dict[int, int]:
+        """High watermark per partition (READ_UNCOMMITTED end offset)."""
+        return self._list_offsets(_LATEST, partitions)
+
+    def start_offsets(self, partitions: list[int] | None = None) -> dict[int, int]:
+        """Log start offset per partition."""
+        return self._list_offsets(_EARLIEST, partitions)
+
+    # -- fetch ------------------------------------------------------------------------------------
+
+    def _fetch(self, partition: int, offset: int, max_bytes: int, leader: int) -> Any:
+
+        fp = FetchRequest.FetchTopic.FetchPartition(
+            partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+            partition_max_bytes=max_bytes,
+        )
+        request = FetchRequest(
+            max_version=_FETCH_MAX_VERSION, replica_id=-1, max_wait_ms=100, min_bytes=1,
+            max_bytes=max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+            topics=[FetchRequest.FetchTopic(topic=self.topic, partitions=[fp])],
+            forgotten_topics_data=[], rack_id="",
+        )
+        response = self._call(request, leader)
+        for t in response.responses:
+            for pd in t.partitions:
+                if pd.partition_index == partition:
+                    return pd
+        raise LiveSourceError(f"Fetch response from {self._where()} has no {self.topic}-{partition}")
+
+    def iter_batches(
+        self,
+        partition: int,
+        errors: ErrorSink,
+        *,
+        start_offset: int | None = None,
+        end_offset: int | None = None,
+        verify_crc: bool = True,
+    ) -> Iterator[RecordBatch]:
+        """Every batch of ``partition`` from the log start (or ``start_offset``) to the high watermark
+        taken when the read starts (or ``end_offset``), control and transactional batches included.
+
+        Decode problems go to ``errors`` as :class:`DecodeError` s, as for segment files; the
+        DecodeError's ``file`` names the topic-partition and the fetch offset.
+        """
+        if start_offset is None:
+            start_offset = self.start_offsets([partition])[partition]
+        if end_offset is None:
+            end_offset = self.end_offsets([partition])[partition]
+        report = errors.append if isinstance(errors, list) else errors
+        offset = start_offset
+        max_bytes = self.config.fetch_max_bytes
+        leader = self._leader(partition)
+        retries = 0
+        while offset < end_offset:
+            pd = self._fetch(partition, offset, max_bytes, leader)
+            if pd.error_code in _RETRIABLE:
+                retries += 1
+                if retries > _MAX_RETRIES:
+                    raise LiveSourceError(
+                        f"Fetch {self.topic}-{partition} at {offset} on {self._where()} kept failing: "
+                        f"{_RETRIABLE[pd.error_code]}")
+                leader = self._leader(partition, refresh=True)
+                continue
+            if pd.error_code == _OFFSET_OUT_OF_RANGE:
+                # Retention or DeleteRecords moved the log start past us while we read.
+                log_start = self.start_offsets([partition])[partition]
+                if log_start <= offset:
+                    raise LiveSourceError(
+                        f"{self.topic}-{partition}: offset {offset} out of range on {self._where()} "
+                        f"(log start {log_start}, end {end_offset})")
+                report(DecodeError(
+                    "io", f"log start moved to {log_start} during the read; offsets {offset}.."
+                    f"{log_start - 1} were deleted by the broker", f"{self.topic}-{partition}",
+                    partition, None, offset))
+                offset = log_start
+                continue
+            if pd.error_code != 0:
+                raise LiveSourceError(
+                    f"Fetch {self.topic}-{partition} at {offset} on {self._where()} failed with error "
+                    f"{pd.error_code}")
+            retries = 0
+            records = pd.records or b""
+            if not records:
+                # Nothing below an end we saw: the high watermark went down (an unclean leader
+                # change truncated the log). Read to the new end, not forever.
+                high_watermark = pd.high_watermark
+                if high_watermark <= offset:
+                    report(DecodeError(
+                        "truncated", f"high watermark fell to {high_watermark} below the end "
+                        f"{end_offset} seen at the start of the read", f"{self.topic}-{partition}",
+                        partition, None, offset))
+                    return
+                raise LiveSourceError(
+                    f"Fetch {self.topic}-{partition} at {offset} on {self._where()} returned no data "
+                    f"below the high watermark {high_watermark}")
+            length, next_offset, framed = complete_prefix(records)
+            if length == 0:
+                # One batch bigger than max_bytes and a broker that does not return it whole
+                # (pre-KIP-74): ask for more.
+                if max_bytes >= _MAX_PARTITION_FETCH_BYTES:
+                    raise LiveSourceError(
+                        f"{self.topic}-{partition} at {offset}: a batch exceeds "
+                        f"{_MAX_PARTITION_FETCH_BYTES} bytes")
+                max_bytes = min(max_bytes * 2, _MAX_PARTITION_FETCH_BYTES)
+                continue
+            label = f"{self.topic}-{partition} fetch@{offset}"
+            for batch in read_batches(memoryview(records)[:length], file=label, partition=partition,
+                                      errors=errors, verify_crc=verify_crc):
+                # Fetch answers with the whole batch holding `offset`; its earlier records were
+                # already yielded with the previous batch-aligned read, or precede start_offset.
+                if batch.last_offset < offset:
+                    continue
+                if batch.base_offset >= end_offset:
+                    return
+                yield batch
+            if not framed:
+                return  # read_batches reported the broken length; nothing after it can be framed
+            if next_offset is None or next_offset <= offset:
+                raise LiveSourceError(
+                    f"{self.topic}-{partition}: fetch at {offset} on {self._where()} made no progress")
+            offset = next_offset

@@ -1,0 +1,1 @@
+"""One module per ``offsetops`` subcommand; see :mod:`offsetops.cli`."""

@@ -1,0 +1,51 @@
+"""``offsetops decode``: decode one record from hex (e.g. bytes copied out of kcat)."""
+
+from __future__ import annotations
+
+import argparse
+
+from coordinator_core.schema import SchemaError, UnknownKey, decode_key, decode_value, key_json, value_json
+from offsetops.commands._common import die, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "decode",
+        help="decode one __consumer_offsets record given as hex",
+        description="Decode a record key (and value) as hex into JSON. Spaces and a 0x prefix are allowed.",
+    )
+    p.add_argument("--key", required=True, metavar="HEX")
+    p.add_argument("--value", metavar="HEX", help="omit for a tombstone")
+    p.set_defaults(func=run)
+
+
+def _hex(text: str, what: str) -> bytes:
+    cleaned = "".join(text.split()).removeprefix("0x").removeprefix("0X")
+    try:
+        return bytes.fromhex(cleaned)
+    except ValueError as exc:
+        raise ValueError(f"--{what} is not valid hex: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        key_bytes = _hex(args.key, "key")
+        value_bytes = _hex(args.value, "value") if args.value is not None else None
+    except ValueError as exc:
+        return die(str(exc))
+    try:
+        key = decode_key(key_bytes)
+    except SchemaError as exc:
+        return die(f"key: {exc}")
+    if isinstance(key, UnknownKey):
+        print_json({"key": {"type": str(key.record_type), "data": "unknown"}, "value": None})
+        return 1
+    doc = {"key": key_json(key), "value": None}
+    if value_bytes is not None:
+        try:
+            doc["value"] = value_json(key.record_type, decode_value(key.record_type, value_bytes))
+        except SchemaError as exc:
+            print_json({**doc, "error": str(exc)})
+            return 1
+    print_json(doc)
+    return 0

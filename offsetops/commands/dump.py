@@ -1,0 +1,205 @@
+"""``offsetops dump``: print batches and records like ``kafka-dump-log --offsets-decoder`` (Kafka 3.8+)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from coordinator_core.errors import DecodeError, OffsetsDecodeException
+from coordinator_core.records.batch import RecordBatch
+from coordinator_core.records.reader import iter_segment_batches
+from coordinator_core.schema import (
+    SchemaError,
+    UnknownKey,
+    decode_control_key,
+    decode_end_txn_marker,
+    decode_key,
+    decode_value,
+    key_json,
+    value_json,
+)
+from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.commands._common import die, report_errors
+
+CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "dump",
+        help="print every batch and record, decoded, like kafka-dump-log --offsets-decoder",
+        description="Dump segment files batch by batch. PATH is a .log file, a partition dir or a log dir.",
+    )
+    p.add_argument("path")
+    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument("--json", action="store_true", help="JSON lines: one object per batch and per record")
+    p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
+    p.set_defaults(func=run)
+
+
+def _files(path: Path, partitions: list[int] | None) -> Iterator[tuple[Path, int | None]]:
+    if path.is_file():
+        part = None
+        with contextlib.suppress(IndexError, ValueError):
+            part = int(path.parent.name.rsplit("-", 1)[1])
+        yield path, part
+        return
+    logdir = open_log_dir(path, partitions=partitions)
+    for pdir in logdir.partitions:
+        for seg in pdir.segments:
+            yield seg.path, pdir.partition
+
+
+def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
+    """The key and payload columns: JSON objects, or Kafka's words for what it could not decode."""
+    if key is None:
+        return "Error: record has no key", None
+    try:
+        k = decode_key(key)
+    except SchemaError as exc:
+        return f"Error: {exc}", None
+    if isinstance(k, UnknownKey):
+        return f"Unknown record type {k.record_type}", None
+    if value is None:
+        return key_json(k), "<DELETE>"
+    try:
+        return key_json(k), value_json(k.record_type, decode_value(k.record_type, value))
+    except SchemaError as exc:
+        return key_json(k), f"Error: {exc}"
+
+
+def _batch_line(b: RecordBatch) -> str:
+    if b.magic < 2:
+        return (
+            f"offset: {b.last_offset} position: {b.position} "
+            f"{'CreateTime' if b.timestamp_type == 0 else 'LogAppendTime'}: {b.max_timestamp} "
+            f"isvalid: true size: {b.size} magic: {b.magic} compresscodec: {CODECS.get(b.compression)} "
+            f"crc: {b.crc}"
+        )
+    last_seq = -1 if b.base_sequence < 0 else b.base_sequence + (b.last_offset - b.base_offset)
+    horizon = (
+        f"OptionalLong[{b.delete_horizon_ms}]" if b.delete_horizon_ms is not None else "OptionalLong.empty"
+    )
+    return (
+        f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count} "
+        f"baseSequence: {b.base_sequence} lastSequence: {last_seq} producerId: {b.producer_id} "
+        f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
+        f"isTransactional: {str(b.is_transactional).lower()} isControl: {str(b.is_control).lower()} "
+        f"deleteHorizonMs: {horizon} position: {b.position} "
+        f"{'CreateTime' if b.timestamp_type == 0 else 'LogAppendTime'}: {b.max_timestamp} size: {b.size} "
+        f"magic: 2 compresscodec: {CODECS.get(b.compression)} crc: {b.crc} isvalid: true"
+    )
+
+
+def _batch_json(b: RecordBatch, file: Path) -> dict[str, Any]:
+    return {
+        "type": "batch",
+        "file": str(file),
+        "position": b.position,
+        "base_offset": b.base_offset,
+        "last_offset": b.last_offset,
+        "count": b.record_count,
+        "magic": b.magic,
+        "compression": CODECS.get(b.compression),
+        "producer_id": b.producer_id,
+        "producer_epoch": b.producer_epoch,
+        "base_sequence": b.base_sequence,
+        "partition_leader_epoch": b.partition_leader_epoch,
+        "is_transactional": b.is_transactional,
+        "is_control": b.is_control,
+        "delete_horizon_ms": b.delete_horizon_ms,
+        "max_timestamp": b.max_timestamp,
+        "size": b.size,
+        "crc": b.crc,
+    }
+
+
+def _control(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
+    try:
+        ctype = decode_control_key(key or b"").type
+        epoch = decode_end_txn_marker(value or b"").coordinator_epoch
+    except SchemaError as exc:
+        return f" control: Error: {exc}", {"control_error": str(exc)}
+    name = CONTROL_TYPES.get(ctype, f"type {ctype}")
+    return f" endTxnMarker: {name} coordinatorEpoch: {epoch}", {
+        "end_txn_marker": name,
+        "coordinator_epoch": epoch,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    errors: list[DecodeError] = []
+    out = sys.stdout
+    try:
+        files = list(_files(path, args.partition))
+    except LogDirError as exc:
+        return die(str(exc))
+    if not path.exists():
+        return die(f"{path}: no such file or directory")
+    for file, part in files:
+        if not args.json:
+            out.write(f"Dumping {file}\n")
+            with contextlib.suppress(ValueError):
+                out.write(f"Log starting offset: {int(file.stem)}\n")
+        for batch in iter_segment_batches(file, partition=part, errors=errors):
+            if args.json:
+                out.write(json.dumps(_batch_json(batch, file)) + "\n")
+            else:
+                out.write(_batch_line(batch) + "\n")
+            try:
+                for offset, ts, key, value in batch.iter_records():
+                    seq = (
+                        -1 if batch.base_sequence < 0 else batch.base_sequence + (offset - batch.base_offset)
+                    )
+                    if batch.is_control:
+                        text, extra = _control(key, value)
+                        k = p = None
+                    else:
+                        k, p = _decode(key, value)
+                        text, extra = "", {}
+                    if args.json:
+                        rec = {
+                            "type": "record",
+                            "offset": offset,
+                            "timestamp": ts,
+                            "key_size": -1 if key is None else len(key),
+                            "value_size": -1 if value is None else len(value),
+                            "sequence": seq,
+                            **extra,
+                        }
+                        if not batch.is_control:
+                            rec["key"], rec["payload"] = k, p
+                        out.write(json.dumps(rec) + "\n")
+                    else:
+                        line = (
+                            f"| offset: {offset} CreateTime: {ts} keySize: {-1 if key is None else len(key)} "
+                            f"valueSize: {-1 if value is None else len(value)} sequence: {seq} headerKeys: []"
+                        )
+                        if batch.is_control:
+                            line += text
+                        else:
+                            ktxt = k if isinstance(k, str) else json.dumps(k, separators=(",", ":"))
+                            ptxt = (
+                                p if isinstance(p, str) or p is None else json.dumps(p, separators=(",", ":"))
+                            )
+                            line += f" key: {ktxt}"
+                            if ptxt is not None:
+                                line += f" payload: {ptxt}"
+                        out.write(line + "\n")
+            except OffsetsDecodeException as exc:
+                errors.append(exc.error)
+                if not args.json:
+                    out.write(f"| Error: {exc.error}\n")
+    if errors:
+        report_errors(errors)
+        if args.json:
+            for e in errors:
+                out.write(json.dumps({"type": "error", **e.to_dict()}) + "\n")
+    return 1 if errors and args.strict else 0

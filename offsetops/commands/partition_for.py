@@ -1,0 +1,26 @@
+"""``offsetops partition-for``: which __consumer_offsets partition owns a group."""
+
+from __future__ import annotations
+
+import argparse
+
+from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
+from offsetops.commands._common import die
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "partition-for",
+        help="print the offsets partition that owns a group",
+        description="Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, as the broker computes it.",
+    )
+    p.add_argument("group", help="the group id")
+    p.add_argument("--partitions", type=int, default=DEFAULT_OFFSETS_PARTITIONS, help="default 50")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.partitions <= 0:
+        return die(f"--partitions must be positive, got {args.partitions}")
+    print(partition_for(args.group, args.partitions))
+    return 0

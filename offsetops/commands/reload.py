@@ -1,0 +1,128 @@
+"""``offsetops reload``: rebuild the coordinator cache of each partition and print it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from coordinator_core.cache import CoordinatorCache
+from coordinator_core.loader import load_partition, load_partition_dir
+from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.commands._common import die, parse_partitions, print_json, report_errors
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "reload",
+        help="rebuild the group coordinator's cache from a log dir or a live cluster",
+        description="Replay __consumer_offsets exactly as the group coordinator does when it loads a "
+        "partition (doLoadGroupsAndOffsets), and print the groups, offsets and load statistics.",
+    )
+    p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
+    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
+    p.add_argument("--client-config", metavar="FILE", help="client properties for --bootstrap (SASL/SSL)")
+    p.add_argument("--topic", default="__consumer_offsets", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--num-partitions",
+        type=int,
+        default=DEFAULT_OFFSETS_PARTITIONS,
+        help="offsets.topic.num.partitions, for partition_for checks (default 50)",
+    )
+    p.add_argument(
+        "--semantics",
+        choices=["java", "scala"],
+        default="java",
+        help="coordinator replay rules: java (Kafka 3.6+/4.x, default) or scala (up to 3.x)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
+    p.set_defaults(func=run)
+
+
+def _load_files(args: argparse.Namespace) -> list[CoordinatorCache]:
+    logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
+    caches = []
+    for pdir in logdir.partitions:
+        caches.append(load_partition_dir(pdir, num_partitions=args.num_partitions, semantics=args.semantics))
+    return caches
+
+
+def _load_live(args: argparse.Namespace) -> list[CoordinatorCache]:
+    import os
+
+    from coordinator_core.sources.live import LiveConfig, LiveSource
+
+    if args.client_config:
+        config = LiveConfig.from_file(args.client_config, bootstrap_servers=args.bootstrap)
+    else:
+        config = LiveConfig.from_env({**os.environ, "OFFSETOPS_BOOTSTRAP_SERVERS": args.bootstrap})
+    caches = []
+    with LiveSource(config, topic=args.topic) as source:
+        wanted = parse_partitions(args.partition) or source.partitions()
+        for part in wanted:
+            errors: list = []
+            cache = load_partition(
+                source.iter_batches(part, errors),
+                partition=part,
+                num_partitions=args.num_partitions,
+                semantics=args.semantics,
+            )
+            cache.stats.errors[:0] = errors
+            caches.append(cache)
+    return caches
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.path and not args.bootstrap:
+        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    try:
+        caches = _load_live(args) if args.bootstrap else _load_files(args)
+    except LogDirError as exc:
+        return die(str(exc))
+    except Exception as exc:  # a live-source failure must name the cluster, not dump a traceback
+        if type(exc).__name__ == "LiveSourceError":
+            return die(str(exc))
+        raise
+    errors = [e for c in caches for e in c.stats.errors]
+    if args.json:
+        print_json({"partitions": [c.to_json() for c in caches]})
+    else:
+        _print_summary(caches)
+    if errors:
+        report_errors(errors)
+    return 1 if errors and args.strict else 0
+
+
+def _print_summary(caches: list[CoordinatorCache]) -> None:
+    out = sys.stdout
+    total_groups = total_offsets = total_records = 0
+    for c in caches:
+        s = c.stats
+        total_groups += len(c.groups)
+        total_offsets += c.offset_count
+        total_records += s.records
+        out.write(
+            f"partition {c.partition}: {len(c.groups)} groups, {c.offset_count} offsets | "
+            f"{s.segments} segments, {s.batches} batches, {s.records} records, {s.bytes} bytes, "
+            f"{s.tombstones} tombstones, {s.control_records} control, "
+            f"{s.unknown_record_types} unknown-type, {len(s.errors)} errors, {s.elapsed_ms:.1f} ms\n"
+        )
+        for gid in sorted(c.groups):
+            g = c.groups[gid]
+            pending = sum(len(v) for v in g.pending_offsets.values())
+            extra = f", {pending} pending txn offsets" if pending else ""
+            out.write(
+                f"  {gid!r}: {g.state}, protocol_type={g.protocol_type or '-'}, "
+                f"generation={g.generation}, {len(g.members)} members, {len(g.offsets)} offsets{extra}\n"
+            )
+        if c.misplaced_groups:
+            out.write(
+                f"  WARNING: {len(c.misplaced_groups)} group(s) do not belong in partition {c.partition} "
+                f"by partition_for with {c.num_partitions} partitions: {', '.join(c.misplaced_groups[:10])}\n"
+            )
+    out.write(
+        f"total: {len(caches)} partitions, {total_groups} groups, {total_offsets} offsets, "
+        f"{total_records} records\n"
+    )

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Make sure the system packages offsetops' tests need are present:
+#   - Java 17+ (PySpark's local SparkSession)
+#   - Debian's chromium + chromium-driver (browser checks of Data Docs / the Dagster UI)
+# Idempotent: when everything is already there it only runs a few version checks.
+# Installs with apt-get (as root, or through sudo when available); `apt-get update` runs at most once.
+set -euo pipefail
+
+log() { printf '[system-deps] %s\n' "$*"; }
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO="sudo -n"; else SUDO="__none__"; fi
+fi
+
+missing=()
+
+# Java: `java -version` prints e.g. 'openjdk version "17.0.15"' (or "1.8.0_x" for Java 8) on stderr.
+java_major() {
+    local v
+    v=$(java -version 2>&1 | awk -F '"' '/version/ {print $2; exit}') || return 1
+    [ -n "$v" ] || return 1
+    case "$v" in
+        1.*) echo "$v" | cut -d. -f2 ;;
+        *) echo "$v" | cut -d. -f1 ;;
+    esac
+}
+if command -v java >/dev/null 2>&1 && major=$(java_major) && [ "${major:-0}" -ge 17 ]; then
+    log "java ${major} present"
+else
+    log "java 17+ missing (found: $(java -version 2>&1 | head -n1 || echo none))"
+    # default-jre-headless is 17 on Debian 12; name 17 explicitly so a newer default cannot surprise Spark.
+    missing+=(openjdk-17-jre-headless)
+fi
+
+if command -v chromium >/dev/null 2>&1; then
+    log "chromium present ($(chromium --version 2>/dev/null | head -n1 || echo 'version unknown'))"
+else
+    log "chromium missing"
+    missing+=(chromium)
+fi
+if command -v chromedriver >/dev/null 2>&1; then
+    log "chromedriver present"
+else
+    log "chromedriver missing"
+    missing+=(chromium-driver)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+    log "nothing to install"
+    exit 0
+fi
+
+if [ "$SUDO" = "__none__" ]; then
+    log "ERROR: need to install ${missing[*]} but not root and no sudo" >&2
+    exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+log "apt-get update"
+$SUDO apt-get update -qq
+log "apt-get install ${missing[*]}"
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+log "installed: ${missing[*]}"

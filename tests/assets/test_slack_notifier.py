@@ -1,0 +1,486 @@
+"""SlackNotifier against a real HTTP server on loopback that speaks the Slack Web API."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assets.alerting import Alert, SendStatus, SlackNotifier
+from tests.support.slack_server import SlackTestServer
+from tests.support.slack_server import slack_server_fixture as slack_server_fixture
+
+TOKEN = "xoxb-test-token"
+CHANNEL = "#offsetops-oncall"
+RUN_URL = "http://dagster.local/runs/4f1c2a"
+
+
+class FakeClock:
+    """Epoch seconds that only move when the test says so."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def make_notifier(tmp_path: Path, slack_server: SlackTestServer, clock: FakeClock) -> Any:
+    def make(token: str | None = TOKEN, **kwargs: Any) -> SlackNotifier:
+        kwargs.setdefault("base_url", slack_server.base_url)
+        kwargs.setdefault("state_path", tmp_path / "state" / "alerts.json")
+        kwargs.setdefault("outbox_path", tmp_path / "outbox.jsonl")
+        kwargs.setdefault("clock", clock)
+        kwargs.setdefault("max_retries", 2)
+        return SlackNotifier(token, CHANNEL, **kwargs)
+
+    return make
+
+
+def make_alert(key: str = "audit:critical:partition-7", **overrides: Any) -> Alert:
+    fields: dict[str, Any] = {
+        "key": key,
+        "severity": "critical",
+        "title": "Log Cleaner stalled on __consumer_offsets",
+        "partitions": (7, 12),
+        "reason": "Dirty ratio 0.93 for 6h; the cleaner checkpoint has not moved.",
+        "remedy": "Check the log-cleaner thread on broker 3 and restart it if it died.",
+        "run_url": RUN_URL,
+        "details": {"broker": 3, "dirty_ratio": 0.93},
+    }
+    fields.update(overrides)
+    return Alert(**fields)
+
+
+def outbox_lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def block_texts(blocks: list[dict[str, Any]]) -> str:
+    """Every text string in a list of blocks, joined, so tests can look for content."""
+    out: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("text", "url") and isinstance(v, str):
+                    out.append(v)
+                else:
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(blocks)
+    return "\n".join(out)
+
+
+# -- message content -----------------------------------------------------------------------------
+
+
+def test_message_blocks_carry_severity_partitions_reason_remedy_and_run_link(
+    make_notifier: Any, slack_server: SlackTestServer
+) -> None:
+    alert = make_alert()
+    result = make_notifier().send(alert)
+
+    assert result.status is SendStatus.SENT
+    posts = slack_server.requests_to("chat.postMessage")
+    assert len(posts) == 1
+    req = posts[0]
+    assert req.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert req.body["channel"] == CHANNEL
+    assert result.ts == slack_server.messages[0]["ts"]
+
+    assert req.body["text"].startswith("[CRITICAL] Log Cleaner stalled")
+    assert "7, 12" in req.body["text"]
+
+    blocks = req.blocks
+    header = blocks[0]
+    assert header["type"] == "header"
+    assert header["text"]["text"] == ":rotating_light: Log Cleaner stalled on __consumer_offsets"
+
+    fields = [f["text"] for f in blocks[1]["fields"]]
+    assert fields[0] == "*Severity:*\nCRITICAL"
+    assert fields[1] == "*Partitions:*\n7, 12"
+    assert "*broker:*\n3" in fields
+
+    text = block_texts(blocks)
+    assert alert.reason in text
+    assert alert.remedy in text
+    buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    assert buttons == [
+        {
+            "type": "button",
+            "text": {"type": "plain_text", "text": "Open Dagster run", "emoji": True},
+            "url": RUN_URL,
+            "action_id": "open_dagster_run",
+        }
+    ]
+    context = next(b for b in blocks if b["type"] == "context")
+    assert f"<{RUN_URL}|Dagster run>" in context["elements"][0]["text"]
+
+
+def test_single_partition_warning_without_run_url_and_mrkdwn_escaped(
+    make_notifier: Any, slack_server: SlackTestServer
+) -> None:
+    alert = make_alert(
+        key="expire:warning:partition-3",
+        severity="warning",
+        partitions=[3],
+        reason="Group <payments> & friends expire in 2h",
+        run_url=None,
+        details={},
+    )
+    assert make_notifier().send(alert).sent
+
+    blocks = slack_server.requests_to("chat.postMessage")[0].blocks
+    assert blocks[0]["text"]["text"].startswith(":warning: ")
+    assert [f["text"] for f in blocks[1]["fields"]] == ["*Severity:*\nWARNING", "*Partition:*\n3"]
+    assert "Group &lt;payments&gt; &amp; friends expire in 2h" in block_texts(blocks)
+    assert not [b for b in blocks if b["type"] == "actions"]
+
+
+def test_long_title_is_clipped_to_slack_header_limit(
+    make_notifier: Any, slack_server: SlackTestServer
+) -> None:
+    assert make_notifier().send(make_alert(title="x" * 400, reason="r" * 5000)).sent
+    blocks = slack_server.requests_to("chat.postMessage")[0].blocks
+    assert len(blocks[0]["text"]["text"]) == 150
+    assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section" and "text" in b)
+
+
+# -- deduplication -------------------------------------------------------------------------------
+
+
+def test_same_key_is_not_resent_inside_the_window_and_is_after_it(
+    make_notifier: Any, slack_server: SlackTestServer, clock: FakeClock
+) -> None:
+    notifier = make_notifier(dedupe_window_s=600)
+    alert = make_alert()
+
+    assert notifier.send(alert).status is SendStatus.SENT
+    clock.advance(599)
+    second = notifier.send(alert)
+    assert second.status is SendStatus.DEDUPLICATED
+    assert "already notified to Slack" in second.reason
+    assert len(slack_server.requests) == 1
+
+    clock.advance(1)
+    assert notifier.send(alert).status is SendStatus.SENT
+    assert len(slack_server.requests_to("chat.postMessage")) == 2
+    assert len(slack_server.messages) == 2
+
+
+def test_different_keys_are_not_deduplicated_together(
+    make_notifier: Any, slack_server: SlackTestServer
+) -> None:
+    notifier = make_notifier()
+    assert notifier.send(make_alert("audit:critical:partition-7")).sent
+    assert notifier.send(make_alert("audit:critical:partition-8")).sent
+    assert len(slack_server.messages) == 2
+
+
+def test_severity_escalation_is_sent_inside_the_window(
+    make_notifier: Any, slack_server: SlackTestServer, clock: FakeClock
+) -> None:
+    notifier = make_notifier()
+    assert notifier.send(make_alert("lag:group-x", severity="warning")).sent
+    clock.advance(10)
+    assert notifier.send(make_alert("lag:group-x", severity="critical")).sent
+    clock.advance(10)
+    assert notifier.send(make_alert("lag:group-x", severity="warning")).deduplicated
+    assert len(slack_server.messages) == 2
+
+
+def test_state_survives_a_new_notifier_instance(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path
+) -> None:
+    alert = make_alert()
+    assert make_notifier().send(alert).sent
+
+    state = json.loads((tmp_path / "state" / "alerts.json").read_text())
+    assert list(state["firing"]) == [alert.key]
+    assert state["firing"][alert.key]["delivered"] is True
+    assert not [p for p in (tmp_path / "state").iterdir() if p.name.endswith(".tmp")]
+
+    fresh = make_notifier()  # what the next sensor tick, in a new process, builds
+    assert fresh.firing_keys() == [alert.key]
+    assert fresh.send(alert).deduplicated
+    assert len(slack_server.requests) == 1
+    assert fresh.resolve(alert.key).sent
+    assert slack_server.messages[-1]["text"].startswith("RESOLVED: ")
+
+
+def test_unreadable_state_file_is_treated_as_empty(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state_path = tmp_path / "state" / "alerts.json"
+    state_path.parent.mkdir(parents=True)
+    state_path.write_text("{not json")
+    with caplog.at_level(logging.WARNING):
+        assert make_notifier().send(make_alert()).sent
+    assert "unreadable" in caplog.text
+    assert json.loads(state_path.read_text())["version"] == 1
+
+
+# -- recovery ------------------------------------------------------------------------------------
+
+
+def test_recovery_is_posted_once_after_the_key_clears(
+    make_notifier: Any, slack_server: SlackTestServer, clock: FakeClock
+) -> None:
+    notifier = make_notifier()
+    alert = make_alert()
+    notifier.send(alert)
+    clock.advance(2 * 3600 + 5 * 60)
+
+    result = notifier.resolve(alert.key)
+    assert result.status is SendStatus.SENT
+    assert result.kind == "recovery"
+    posts = slack_server.requests_to("chat.postMessage")
+    assert len(posts) == 2
+    recovery = posts[1]
+    assert recovery.body["text"] == f"RESOLVED: {alert.title}"
+    assert recovery.blocks[0]["text"]["text"] == f":white_check_mark: RESOLVED: {alert.title}"
+    text = block_texts(recovery.blocks)
+    assert "*Firing for:*\n2h 5m" in text
+    assert "*Partitions:*\n7, 12" in text
+    assert RUN_URL in text
+
+    again = notifier.resolve(alert.key)
+    assert again.status is SendStatus.SKIPPED
+    assert len(slack_server.requests) == 2
+    assert notifier.firing_keys() == []
+
+
+def test_no_recovery_for_a_key_that_never_fired(make_notifier: Any, slack_server: SlackTestServer) -> None:
+    result = make_notifier().resolve("audit:critical:partition-99")
+    assert result.status is SendStatus.SKIPPED
+    assert slack_server.requests == []
+
+
+def test_reconcile_sends_active_and_resolves_cleared_keys_in_scope(
+    make_notifier: Any, slack_server: SlackTestServer, clock: FakeClock
+) -> None:
+    notifier = make_notifier()
+    a = make_alert("audit:critical:partition-7")
+    b = make_alert("audit:critical:partition-8", partitions=(8,))
+    other = make_alert("expire:warning:partition-1", severity="warning", partitions=(1,))
+
+    assert [r.status for r in notifier.reconcile([a, b], scope="audit:")] == [SendStatus.SENT] * 2
+    assert notifier.send(other).sent
+    clock.advance(60)
+
+    results = notifier.reconcile([a], scope="audit:")
+    assert [(r.key, r.kind, r.status) for r in results] == [
+        (a.key, "alert", SendStatus.DEDUPLICATED),
+        (b.key, "recovery", SendStatus.SENT),
+    ]
+    assert [m["text"] for m in slack_server.messages][-1] == f"RESOLVED: {b.title}"
+    assert notifier.firing_keys() == [a.key, other.key]  # the other sensor's key is left alone
+
+    clock.advance(60)
+    assert [r.status for r in notifier.reconcile([a], scope="audit:")] == [SendStatus.DEDUPLICATED]
+    assert len(slack_server.messages) == 4
+
+
+# -- rate limits and server errors ---------------------------------------------------------------
+
+
+def test_rate_limited_then_success_delivers_exactly_one_message(
+    make_notifier: Any, slack_server: SlackTestServer
+) -> None:
+    slack_server.rate_limit_next(1, retry_after=0)
+    result = make_notifier().send(make_alert())
+
+    assert result.status is SendStatus.SENT
+    posts = slack_server.requests_to("chat.postMessage")
+    assert len(posts) >= 2
+    assert [p.status for p in posts] == [429, 200]
+    assert len(slack_server.messages) == 1
+
+
+def test_rate_limited_beyond_retries_goes_to_outbox(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path
+) -> None:
+    slack_server.rate_limit_next(10, retry_after=0)
+    result = make_notifier(max_retries=1).send(make_alert())
+
+    assert result.status is SendStatus.OUTBOXED
+    assert result.error == "ratelimited"
+    assert len(slack_server.requests) == 2  # the first try and one retry
+    assert slack_server.messages == []
+    assert [line["error"] for line in outbox_lines(tmp_path / "outbox.jsonl")] == ["ratelimited"]
+
+
+def test_server_error_is_retried(make_notifier: Any, slack_server: SlackTestServer) -> None:
+    slack_server.fail_next(1, status=500)
+    assert make_notifier().send(make_alert()).sent
+    assert [r.status for r in slack_server.requests] == [500, 200]
+    assert len(slack_server.messages) == 1
+
+
+# -- Slack unusable: outbox, one log line, no exception, no token anywhere ------------------------
+
+
+def test_invalid_token_goes_to_outbox_and_logs_without_the_token(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "xoxb-1234-5678-NotAValidSecretAtAll"
+    notifier = make_notifier(token=secret)
+    alert = make_alert()
+
+    with caplog.at_level(logging.DEBUG):
+        result = notifier.send(alert)
+
+    assert result.status is SendStatus.OUTBOXED
+    assert result.error == "invalid_auth"
+    assert len(slack_server.requests) == 1
+    assert slack_server.requests[0].status == 200
+    assert slack_server.messages == []
+
+    lines = outbox_lines(tmp_path / "outbox.jsonl")
+    assert len(lines) == 1
+    assert lines[0]["kind"] == "alert"
+    assert lines[0]["key"] == alert.key
+    assert lines[0]["error"] == "invalid_auth"
+    assert lines[0]["alert"] == alert.to_json()
+    assert lines[0]["channel"] == CHANNEL
+    assert lines[0]["blocks"][0]["type"] == "header"
+
+    ours = [r for r in caplog.records if r.name.startswith("assets.alerting")]
+    assert len(ours) == 1
+    assert ours[0].levelno == logging.ERROR
+    assert "token is invalid" in ours[0].getMessage()
+    assert str(tmp_path / "outbox.jsonl") in ours[0].getMessage()
+    assert secret not in caplog.text
+    assert all(secret not in r.getMessage() for r in caplog.records)
+    assert secret not in repr(notifier)
+    assert secret not in (tmp_path / "outbox.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    "error", ["account_inactive", "token_revoked", "channel_not_found", "not_in_channel"]
+)
+def test_slack_api_errors_go_to_outbox(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path, error: str
+) -> None:
+    slack_server.error_next(error)
+    result = make_notifier().send(make_alert())
+    assert result.status is SendStatus.OUTBOXED
+    assert result.error == error
+    assert slack_server.messages == []
+    assert [line["error"] for line in outbox_lines(tmp_path / "outbox.jsonl")] == [error]
+
+
+@pytest.mark.parametrize("token", [None, "", "   "])
+def test_missing_token_goes_to_outbox_with_zero_requests(
+    make_notifier: Any,
+    slack_server: SlackTestServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    token: str | None,
+) -> None:
+    notifier = make_notifier(token=token)
+    assert not notifier.has_token
+    assert "token=<missing>" in repr(notifier)
+
+    with caplog.at_level(logging.INFO, logger="assets.alerting"):
+        result = notifier.send(make_alert())
+        again = notifier.send(make_alert())
+
+    assert result.status is SendStatus.OUTBOXED
+    assert result.error == "missing_token"
+    assert again.status is SendStatus.DEDUPLICATED  # no token: the outbox line is not repeated
+    assert slack_server.requests == []
+    assert len(outbox_lines(tmp_path / "outbox.jsonl")) == 1
+    assert "no Slack token is configured" in caplog.text
+
+
+def test_network_failure_after_retries_goes_to_outbox(tmp_path: Path, clock: FakeClock) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again at once: connections are refused
+    notifier = SlackNotifier(
+        TOKEN,
+        CHANNEL,
+        base_url=f"http://127.0.0.1:{port}/api/",
+        state_path=tmp_path / "alerts.json",
+        outbox_path=tmp_path / "outbox.jsonl",
+        max_retries=1,
+        clock=clock,
+    )
+    result = notifier.send(make_alert())
+    assert result.status is SendStatus.OUTBOXED
+    assert result.error is not None and "URLError" in result.error
+    assert len(outbox_lines(tmp_path / "outbox.jsonl")) == 1
+
+
+def test_outboxed_alert_is_tried_against_slack_again_on_the_next_send(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path, clock: FakeClock
+) -> None:
+    notifier = make_notifier()
+    slack_server.error_next("channel_not_found")
+    assert notifier.send(make_alert()).outboxed
+    clock.advance(30)
+    assert notifier.send(make_alert()).sent
+    assert len(slack_server.messages) == 1
+    clock.advance(30)
+    assert notifier.send(make_alert()).deduplicated
+    assert len(outbox_lines(tmp_path / "outbox.jsonl")) == 1
+
+
+def test_recovery_of_an_outboxed_alert_goes_to_the_outbox(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path
+) -> None:
+    notifier = make_notifier()
+    slack_server.error_next("channel_not_found")
+    notifier.send(make_alert())
+    result = notifier.resolve(make_alert().key)
+
+    assert result.status is SendStatus.OUTBOXED
+    assert len(slack_server.requests) == 1  # only the failed alert; Slack never saw it fire
+    assert [line["kind"] for line in outbox_lines(tmp_path / "outbox.jsonl")] == ["alert", "recovery"]
+    assert notifier.firing_keys() == []
+
+
+def test_unwritable_state_never_raises(make_notifier: Any, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the state directory should be")
+    notifier = make_notifier(state_path=blocker / "alerts.json")
+    result = notifier.send(make_alert())
+    assert result.status is SendStatus.OUTBOXED
+    assert outbox_lines(tmp_path / "outbox.jsonl")[0]["key"] == make_alert().key
+    assert notifier.resolve("anything").status is SendStatus.FAILED
+    assert notifier.firing_keys() == []
+
+
+# -- the Alert value -----------------------------------------------------------------------------
+
+
+def test_alert_is_a_frozen_hashable_value() -> None:
+    alert = make_alert(partitions=[12, 7])
+    assert alert.partitions == (12, 7)
+    assert hash(alert) == hash(make_alert(partitions=(12, 7)))
+    with pytest.raises(AttributeError):
+        alert.title = "changed"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="severity"):
+        make_alert(severity="page")
+    with pytest.raises(ValueError, match="key"):
+        make_alert(key=" ")
