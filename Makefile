@@ -44,7 +44,7 @@ demo: setup
 		echo "make demo: $(BIN)/offsetops is not installed yet; nothing to do"; \
 	else \
 		mkdir -p "$(DEMO_OUT)" && \
-		$(BIN)/offsetops reload "$(DEMO_LOGDIR)" --out "$(DEMO_OUT)"; \
+		$(BIN)/offsetops reload "$(DEMO_LOGDIR)"; \
 	fi
 
 clean:
