@@ -13,9 +13,13 @@ the same cache as one sequential fold (the Spark job splits large partitions thi
 from __future__ import annotations
 
 import bisect
+import mmap
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from crc32c import crc32c
 
 from coordinator_core.cache import (
     CoordinatorCache,
@@ -26,7 +30,15 @@ from coordinator_core.cache import (
 )
 from coordinator_core.errors import DecodeError, OffsetsDecodeException
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
-from coordinator_core.records.batch import RecordBatch
+from coordinator_core.records.batch import (
+    LOG_OVERHEAD,
+    V2_HEADER,
+    V2_HEADER_SIZE,
+    RecordBatch,
+    _CorruptRecord,
+    _decode_v2_records,
+)
+from coordinator_core.records.reader import read_batches
 from coordinator_core.schema import (
     GroupKey,
     GroupMetadataKey,
@@ -51,6 +63,13 @@ _OFFSET_PREFIX = b"\x00\x01"
 _OFFSET_TYPES = (_LEGACY_PREFIX, _OFFSET_PREFIX)
 _MAX_KNOWN_TYPE = 24
 _CONTROL_ABORT, _CONTROL_COMMIT = 0, 1
+# Batches the fast path takes: magic 2, uncompressed, neither transactional nor control (the codec
+# bits, the transactional bit and the control bit all clear; timestamp type and delete horizon allowed).
+_SLOW_ATTRS = 0x07 | 0x10 | 0x20
+_TIMESTAMP_TYPE = 0x08
+_V2_MIN_SIZE = V2_HEADER_SIZE - LOG_OVERHEAD
+_MAGIC_AT = 16
+_RELEASE_EVERY = 64 << 20  # drop already-folded pages of a mapped segment from RSS this often
 
 
 @dataclass(slots=True)
@@ -107,7 +126,7 @@ class PartitionFold:
         except OffsetsDecodeException as exc:
             stats.errors.append(exc.error)
 
-    def _missing_key(self, batch: RecordBatch, offset: int) -> None:
+    def _missing_key(self, batch, offset: int) -> None:
         self.stats.errors.append(
             DecodeError(
                 "missing_key",
@@ -120,13 +139,14 @@ class PartitionFold:
         )
 
     def _add_plain(self, batch: RecordBatch) -> None:
+        self._fold_plain(batch.iter_records(), batch.base_offset, batch.position, batch)
+
+    def _fold_plain(self, records, base: int, pos: int, batch) -> None:
         latest = self.latest
         counts = self.type_counts
-        base = batch.base_offset
-        pos = batch.position
         n = tombs = 0
         java = self.semantics == "java"
-        for off, _ts, key, value in batch.iter_records():
+        for off, _ts, key, value in records:
             n += 1
             if key is None:
                 self._missing_key(batch, off)
@@ -146,6 +166,119 @@ class PartitionFold:
             latest[key] = (off, base, pos, value)
         self.stats.records += n
         self.stats.tombstones += tombs
+
+    # -- the fast path: whole buffers and segment files ----------------------------------------------
+
+    def add_buffer(
+        self,
+        data,
+        *,
+        file: str | None = None,
+        start_position: int = 0,
+        verify_crc: bool = True,
+        release=None,
+    ) -> None:
+        """Fold a buffer of concatenated batches (a whole segment, or a Fetch response).
+
+        Plain uncompressed magic-2 batches, nearly all of an offsets topic, are walked here without
+        building batch objects; every other batch, and anything malformed, goes through
+        :func:`read_batches`, so errors are reported exactly as the general reader reports them.
+        """
+        stats = self.stats
+        mv = memoryview(data)
+        end = len(data)
+        pos = 0
+        unpack = V2_HEADER.unpack_from
+        partition = self.partition
+        next_release = _RELEASE_EVERY
+        if file is not None and (not self.files or self.files[-1][1] != file):
+            stats.segments += 1
+        while pos < end:
+            if release is not None and pos >= next_release:
+                release(pos)
+                next_release = pos + _RELEASE_EVERY
+            total = 0
+            if end - pos >= V2_HEADER_SIZE and data[pos + _MAGIC_AT] == 2:
+                (base_offset, size, _ple, _m, crc, attrs, lod, base_ts, max_ts, _pid, _ep, _seq, count) = (
+                    unpack(data, pos)
+                )
+                total = LOG_OVERHEAD + size
+                if (
+                    not attrs & _SLOW_ATTRS
+                    and size >= _V2_MIN_SIZE
+                    and pos + total <= end
+                    and count >= 0
+                    and lod >= 0
+                    and (not verify_crc or crc32c(mv[pos + 21 : pos + total]) == crc)
+                ):
+                    try:
+                        records = _decode_v2_records(
+                            data,
+                            pos + V2_HEADER_SIZE,
+                            pos + total,
+                            count,
+                            base_offset,
+                            base_ts,
+                            max_ts if attrs & _TIMESTAMP_TYPE else None,
+                        )
+                    except (_CorruptRecord, IndexError, ValueError):
+                        records = None  # the general reader reports it properly below
+                    if records is not None:
+                        if file is not None and (not self.files or self.files[-1][1] != file):
+                            self.files.append((base_offset, file))
+                        stats.batches += 1
+                        stats.bytes += total
+                        if stats.first_offset is None:
+                            stats.first_offset = base_offset
+                        stats.last_offset = base_offset + lod
+                        self._fold_plain(records, base_offset, start_position + pos, _Where(file, pos))
+                        pos += total
+                        continue
+            elif end - pos >= LOG_OVERHEAD:
+                total = LOG_OVERHEAD + int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
+            if total > LOG_OVERHEAD and pos + total <= end:
+                # One well-framed batch the fast path does not take (compressed, transactional,
+                # control, legacy magic, bad CRC, corrupt records).
+                chunk, stop = bytes(mv[pos : pos + total]), pos + total
+            else:
+                # The framing is lost (truncated tail, bad length, unknown magic, padding): the
+                # general reader takes the rest and reports it.
+                chunk, stop = bytes(mv[pos:end]), end
+            saved = stats.segments
+            for batch in read_batches(
+                chunk,
+                file=file,
+                partition=partition,
+                start_position=start_position + pos,
+                errors=stats.errors,
+                verify_crc=verify_crc,
+            ):
+                self.add_batch(batch)
+            stats.segments = saved
+            pos = stop
+
+    def add_segment(self, path, *, verify_crc: bool = True) -> None:
+        """Fold one ``.log`` file, memory-mapped; folded pages are released as the walk goes on."""
+        file = str(path)
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
+        except OSError as exc:
+            self.stats.errors.append(DecodeError("io", f"cannot open: {exc}", file, self.partition))
+            return
+        with fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                self.stats.segments += 1
+                return
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+
+                def release(upto: int) -> None:
+                    # Pages already folded are clean file pages; dropping them keeps RSS flat.
+                    page = upto - upto % mmap.PAGESIZE
+                    if page > 0 and hasattr(mm, "madvise"):
+                        mm.madvise(mmap.MADV_DONTNEED, 0, page)
+
+                self.add_buffer(mm, file=file, verify_crc=verify_crc, release=release)
 
     def _add_transactional(self, batch: RecordBatch) -> None:
         pid = batch.producer_id
@@ -452,6 +585,14 @@ class _Materializer:
                 self.groups[gid] = _member_group(gid, by_type, "streams", 17, 19)
 
 
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Where a fast-path batch sits, for error messages (the fields a RecordBatch would give)."""
+
+    file: str | None
+    position: int
+
+
 def _field(fields: dict, name: str, default=None):
     """Read a field whatever its spelling (Kafka's JSON uses PascalCase, the tools camelCase)."""
     if name in fields:
@@ -583,7 +724,8 @@ def load_partition_dir(
     """Load a ``PartitionDir`` from disk, streaming its segments; read errors land in the stats."""
     start = time.perf_counter()
     fold = PartitionFold(partition=pdir.partition, semantics=semantics)
-    fold.add_batches(pdir.iter_batches(fold.stats.errors, verify_crc=verify_crc))
+    for seg in pdir.segments:
+        fold.add_segment(seg.path, verify_crc=verify_crc)
     fold.stats.segments = len(pdir.segments)
     cache = fold.finish(num_partitions=num_partitions)
     cache.stats.elapsed_ms = (time.perf_counter() - start) * 1000

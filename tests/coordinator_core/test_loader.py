@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -327,3 +328,60 @@ def test_merged_segment_folds_equal_the_sequential_load(ops, cuts):
     for f in folds[1:]:
         merged.merge(f)
     assert _summary(merged.finish()) == _summary(sequential)
+
+
+# -- the fast path (whole buffers, mapped segments) equals the general reader --------------------------
+
+
+def _mixed_log() -> bytes:
+    from coordinator_core.records import build_legacy_message_set
+
+    log = Log()
+    log.data([(okey("g", "t", 0), oval(1)), (gkey("g"), gval(2, [("m", ["t"])]))])
+    log.buf += build_record_batch(
+        [(okey("g", "t", 1), oval(2), T0), (okey("g", "t", 2), oval(3), T0)],
+        base_offset=log.next,
+        compression=4,
+    )
+    log.next += 2
+    log.data([(okey("g", "t", 3), oval(4))], pid=5, txn=True)
+    log.marker(5, commit=True)
+    log.buf += build_legacy_message_set(
+        [(okey("h", "u", 0), oval(9, version=1), T0)], magic=1, base_offset=log.next
+    )
+    log.next += 1
+    log.data([(okey("g", "t", 0), None)])
+    return bytes(log.buf)
+
+
+def _fold_view(fold: PartitionFold):
+    cache = fold.finish()
+    return (
+        _summary(cache),
+        [(e.kind, e.position, e.offset) for e in cache.stats.errors],
+        (cache.stats.batches, cache.stats.records, cache.stats.tombstones, cache.stats.control_records),
+    )
+
+
+@pytest.mark.parametrize("damage", ["none", "crc", "truncate", "garbage_tail", "zero_padding"])
+def test_fast_path_equals_general_reader(tmp_path, damage):
+    data = bytearray(_mixed_log())
+    if damage == "crc":
+        data[70] ^= 0xFF
+    elif damage == "truncate":
+        del data[-7:]
+    elif damage == "garbage_tail":
+        data += b"\x00\x00\x00\x00\x00\x00\x00\x63\xff\xff\xff\xf0" + b"\x01" * 40
+    elif damage == "zero_padding":
+        data += b"\x00" * 4096
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(data))
+    general = PartitionFold()
+    general.add_batches(read_batches(bytes(data), errors=general.stats.errors, file=str(path)))
+    fast = PartitionFold()
+    fast.add_segment(path)
+    buffered = PartitionFold()
+    buffered.add_buffer(bytes(data), file=str(path))
+    assert _fold_view(fast) == _fold_view(general) == _fold_view(buffered)
+    if damage in ("crc", "truncate", "garbage_tail"):
+        assert _fold_view(fast)[1], "the damage must be reported"
