@@ -1,0 +1,204 @@
+"""Run an expiration plan through an executor: journal first, apply what is not applied yet, verify."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from coordinator_core.expiration import ExpirationPlan
+from coordinator_core.tombstones.journal import (
+    APPLIED_STATUSES,
+    Journal,
+    JournalError,
+    list_journals,
+    prepare_document,
+)
+
+
+class ExecutorRefused(Exception):
+    """The executor will not run with these settings; the message says why (nothing was sent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    """After execution: is the key gone (absent), tombstoned (latest record is null), or present?"""
+
+    item_id: int
+    key_hex: str
+    group_id: str
+    topic: str | None
+    partition: int | None
+    state: str  # gone | tombstoned | present | unknown
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.state in ("gone", "tombstoned")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "item_id": self.item_id,
+            "key_hex": self.key_hex,
+            "group_id": self.group_id,
+            "topic": self.topic,
+            "partition": self.partition,
+            "state": self.state,
+            "detail": self.detail,
+        }
+
+
+class Executor(Protocol):
+    """What the runner needs from an executor."""
+
+    name: str
+
+    def target(self) -> dict[str, Any]:
+        """The destination's identity; part of the plan id, so a plan is bound to one target."""
+        ...
+
+    def apply(self, journal: Journal, todo: list[dict[str, Any]]) -> None:
+        """Write the ``todo`` items (plan order), journaling each item's outcome as it lands."""
+        ...
+
+    def verify(self, journal: Journal) -> list[VerifyResult]:
+        """Re-read the target and say, per item, whether its key is gone or tombstoned."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class ExecutionReport:
+    """What one run did: per-item outcomes, and the verification that followed."""
+
+    plan_id: str
+    journal: str
+    executor: str
+    resumed: bool
+    skipped_already_applied: int
+    items: list[dict[str, Any]] = field(default_factory=list)
+    verification: list[VerifyResult] = field(default_factory=list)
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        return dict(Counter(i["status"] for i in self.items))
+
+    @property
+    def not_gone(self) -> list[VerifyResult]:
+        return [v for v in self.verification if not v.ok]
+
+    @property
+    def complete(self) -> bool:
+        return all(i["status"] in APPLIED_STATUSES for i in self.items)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plan_id": self.plan_id,
+            "journal": self.journal,
+            "executor": self.executor,
+            "resumed": self.resumed,
+            "skipped_already_applied": self.skipped_already_applied,
+            "outcomes": self.outcomes,
+            "complete": self.complete,
+            "items": self.items,
+            "verification": {
+                "checked": len(self.verification),
+                "not_gone": [v.to_json() for v in self.not_gone],
+            },
+        }
+
+
+def plan_document(plan: ExpirationPlan, *, executor: Executor, source: str | None) -> dict[str, Any]:
+    """The journal's plan document for ``plan`` bound to ``executor``'s target."""
+    return {
+        "now_ms": plan.now_ms,
+        "retention_ms": plan.retention_ms,
+        "coordinator": plan.coordinator,
+        "executor": executor.name,
+        "target": executor.target(),
+        "source": source,
+        "items": [t.to_journal() for t in plan.tombstones],
+        "dead_groups": [d.to_json() for d in plan.dead_groups],
+    }
+
+
+def open_or_create_journal(
+    journal_dir: str | os.PathLike[str],
+    doc: dict[str, Any],
+    *,
+    force_new: bool = False,
+) -> tuple[Journal, bool]:
+    """Create the journal for ``doc`` (or reuse the one with the same id).
+
+    Refuses when another, unfinished journal targets the same destination: resuming that one
+    (``--resume``) is almost always what the operator wants, and two plans interleaving on one
+    target is how things get applied twice.
+    """
+    if not force_new:
+        plan_id = prepare_document(doc)["plan_id"]
+        for other in list_journals(journal_dir):
+            same_target = (
+                other.plan.get("executor") == doc["executor"] and other.plan.get("target") == doc["target"]
+            )
+            if same_target and other.plan_id != plan_id and not other.is_complete():
+                raise JournalError(
+                    f"journal {other.plan_id} in {journal_dir} targets the same destination and is "
+                    f"not finished; resume it with --resume {other.plan_id}, or pass --force-new-plan"
+                )
+    return Journal.create(journal_dir, doc)
+
+
+def run_journal(
+    journal: Journal, executor: Executor, *, resumed: bool, verify: bool = True
+) -> ExecutionReport:
+    """Apply every item of ``journal`` that is not applied yet, then verify the whole plan."""
+    if journal.plan.get("executor") != executor.name:
+        raise JournalError(
+            f"plan {journal.plan_id} was made for the {journal.plan.get('executor')} executor, "
+            f"not {executor.name}"
+        )
+    if journal.plan.get("target") != executor.target():
+        raise JournalError(
+            f"plan {journal.plan_id} targets {journal.plan.get('target')}, not {executor.target()}"
+        )
+    done_before = journal.applied_ids()
+    todo = [item for item in journal.items if item["item_id"] not in done_before]
+    journal.event("run", todo=len(todo), skipped=len(done_before), pid=os.getpid())
+    try:
+        if todo:
+            executor.apply(journal, todo)
+        statuses = journal.statuses()
+        items = []
+        for item in journal.items:
+            st = statuses.get(item["item_id"], {"status": "not_attempted", "detail": None})
+            items.append(
+                {
+                    "item_id": item["item_id"],
+                    "kind": item["kind"],
+                    "group_id": item["group_id"],
+                    "topic": item["topic"],
+                    "partition": item["partition"],
+                    "status": st["status"],
+                    "detail": st.get("detail"),
+                }
+            )
+        verification = executor.verify(journal) if verify else []
+        if verify:
+            journal.event(
+                "verified",
+                checked=len(verification),
+                not_gone=[v.item_id for v in verification if not v.ok],
+            )
+    finally:
+        executor.close()
+    return ExecutionReport(
+        plan_id=journal.plan_id,
+        journal=str(journal.plan_path),
+        executor=executor.name,
+        resumed=resumed,
+        skipped_already_applied=len(done_before),
+        items=items,
+        verification=verification,
+    )

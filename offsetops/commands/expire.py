@@ -1,0 +1,327 @@
+"""``offsetops expire``: plan (and optionally apply) the tombstones of one offset-expiration pass.
+
+Dry-run by default: prints the tombstones cleanupGroupMetadata would write, the groups that go Dead,
+and a forecast of what expires soon. ``--execute`` applies the plan through an executor, journaled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from coordinator_core.expiration import (
+    COORDINATORS,
+    DEFAULT_RETENTION_MS,
+    ExpirationPlan,
+    coordinator_for_broker_version,
+    plan_expiration,
+)
+from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.commands._common import die, parse_partitions, print_json, report_errors
+
+EXECUTORS = ("admin", "produce", "segment")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "expire",
+        help="plan offset expiration (cleanupGroupMetadata) and optionally apply it, journaled",
+        description="Reload __consumer_offsets, apply the KIP-211 expiration rules at --now, and print the "
+        "tombstones the group coordinator would write, the groups that go Dead, and the offsets that expire "
+        "within --forecast-hours. Nothing is written unless --execute is given.",
+    )
+    p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
+    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument("--now", type=int, metavar="MS", help="the time to expire at, epoch ms (default: now)")
+    p.add_argument(
+        "--retention-ms",
+        type=int,
+        metavar="MS",
+        help=f"offsets.retention.minutes in ms (default {DEFAULT_RETENTION_MS}, 7 days)",
+    )
+    p.add_argument(
+        "--coordinator",
+        choices=COORDINATORS,
+        help="legacy (Scala, up to 3.x) or kip848 (Java, 4.x); default from --broker-version",
+    )
+    p.add_argument(
+        "--broker-version",
+        metavar="X.Y",
+        help="the brokers' Kafka version; picks --coordinator (< 4.0: legacy; default kip848)",
+    )
+    p.add_argument(
+        "--forecast-hours",
+        type=float,
+        default=24.0,
+        metavar="H",
+        help="forecast offsets that expire within H hours (default 24)",
+    )
+    p.add_argument(
+        "--what-if-retention-ms",
+        type=int,
+        metavar="MS",
+        help="also plan and forecast at this retention (reported under what_if)",
+    )
+    p.add_argument(
+        "--num-partitions",
+        type=int,
+        default=DEFAULT_OFFSETS_PARTITIONS,
+        help="offsets.topic.num.partitions (default 50)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    ex = p.add_argument_group("execution (dry-run unless --execute)")
+    ex.add_argument("--execute", action="store_true", help="apply the plan (needs --executor, --journal-dir)")
+    ex.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        help="admin (live cluster), produce (mirror/sandbox topic), segment (a copy of the log dir)",
+    )
+    ex.add_argument("--journal-dir", metavar="DIR", help="where the plan and its per-item status are kept")
+    ex.add_argument(
+        "--resume", metavar="PLAN_ID", help="continue the journaled plan PLAN_ID (no re-planning)"
+    )
+    ex.add_argument(
+        "--force-new-plan",
+        action="store_true",
+        help="start a new plan even though an unfinished one targets the same destination",
+    )
+    ex.add_argument("--bootstrap", metavar="HOST:PORT", help="cluster for the admin and produce executors")
+    ex.add_argument("--target-topic", metavar="TOPIC", help="topic the produce executor writes to")
+    ex.add_argument(
+        "--target-partition",
+        choices=["same", "key"],
+        default="same",
+        help="produce: partition = the offsets partition (same, default) or the key hash",
+    )
+    ex.add_argument(
+        "--allow-internal-topic-write",
+        action="store_true",
+        help="produce: allow --target-topic __consumer_offsets (dangerous; see docs/expiration.md)",
+    )
+    ex.add_argument("--output-dir", metavar="DIR", help="segment: where the copy of the log dir is made")
+    p.set_defaults(func=run)
+
+
+def _coordinator(args: argparse.Namespace) -> str:
+    if args.coordinator:
+        return args.coordinator
+    return coordinator_for_broker_version(args.broker_version)
+
+
+def _load(args: argparse.Namespace, coordinator: str) -> list:
+    from coordinator_core.loader import load_partition_dir
+
+    semantics = "scala" if coordinator == "legacy" else "java"
+    logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
+    return [
+        load_partition_dir(p, num_partitions=args.num_partitions, semantics=semantics)
+        for p in logdir.partitions
+    ]
+
+
+def _make_executor(
+    args: argparse.Namespace, name: str, target: dict[str, Any] | None = None, coordinator: str = "kip848"
+) -> Any:
+    target = target or {}
+    if name == "admin":
+        from coordinator_core.tombstones.admin import AdminExecutor
+
+        bootstrap = args.bootstrap or target.get("bootstrap")
+        if not bootstrap:
+            raise ValueError("--executor admin needs --bootstrap HOST:PORT")
+        return AdminExecutor(bootstrap)
+    if name == "produce":
+        from coordinator_core.tombstones.produce import ProduceExecutor
+
+        bootstrap = args.bootstrap or target.get("bootstrap")
+        topic = args.target_topic or target.get("topic")
+        if not bootstrap or not topic:
+            raise ValueError("--executor produce needs --bootstrap HOST:PORT and --target-topic TOPIC")
+        return ProduceExecutor(
+            bootstrap,
+            topic,
+            partitioning=target.get("partitioning", args.target_partition),
+            allow_internal_topic_write=args.allow_internal_topic_write,
+        )
+    from coordinator_core.tombstones.segment import SegmentExecutor
+
+    source = args.path or target.get("source")
+    output = args.output_dir or target.get("output_dir")
+    if not source or not output:
+        raise ValueError("--executor segment needs the log dir PATH and --output-dir DIR")
+    return SegmentExecutor(source, output, semantics="scala" if coordinator == "legacy" else "java")
+
+
+def run(args: argparse.Namespace) -> int:
+    from coordinator_core.tombstones.journal import JournalError
+    from coordinator_core.tombstones.runner import ExecutorRefused
+
+    if args.execute and not (args.executor or args.resume):
+        return die("--execute needs --executor admin|produce|segment")
+    if (args.execute or args.resume) and not args.journal_dir:
+        return die("--execute needs --journal-dir DIR: the plan is journaled before anything is sent")
+    try:
+        if args.resume:
+            return _resume(args)
+    except (JournalError, ExecutorRefused, ValueError) as exc:
+        return die(str(exc))
+    if not args.path:
+        return die("give a log dir PATH (or --resume PLAN_ID)")
+    try:
+        coordinator = _coordinator(args)
+    except ValueError as exc:
+        return die(str(exc))
+    now_ms = args.now if args.now is not None else int(time.time() * 1000)
+    retention_ms = args.retention_ms if args.retention_ms is not None else DEFAULT_RETENTION_MS
+    horizon_ms = int(args.forecast_hours * 3600 * 1000)
+    try:
+        caches = _load(args, coordinator)
+    except LogDirError as exc:
+        return die(str(exc))
+    errors = [e for c in caches for e in c.stats.errors]
+    plan = plan_expiration(
+        caches,
+        now_ms=now_ms,
+        retention_ms=retention_ms,
+        coordinator=coordinator,
+        forecast_horizon_ms=horizon_ms,
+    )
+    doc: dict[str, Any] = plan.to_json()
+    doc["dry_run"] = not args.execute
+    if args.what_if_retention_ms is not None:
+        what_if = plan_expiration(
+            caches,
+            now_ms=now_ms,
+            retention_ms=args.what_if_retention_ms,
+            coordinator=coordinator,
+            forecast_horizon_ms=horizon_ms,
+        )
+        doc["what_if"] = {k: v for k, v in what_if.to_json().items() if k not in ("now_ms", "coordinator")}
+    report = None
+    if args.execute:
+        if errors:
+            report_errors(errors)
+            return die(
+                f"the reload met {len(errors)} decode error(s); refusing to execute a plan built on it"
+            )
+        try:
+            report = _execute(args, plan, coordinator)
+        except (JournalError, ExecutorRefused, ValueError) as exc:
+            return die(str(exc))
+        doc["execution"] = report.to_json()
+    if args.json:
+        print_json(doc)
+    else:
+        _print_text(plan, doc, args)
+    if errors:
+        report_errors(errors)
+    if report is not None and (not report.complete or report.not_gone):
+        return 1
+    return 0
+
+
+def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -> Any:
+    from coordinator_core.tombstones.runner import open_or_create_journal, plan_document, run_journal
+
+    executor = _make_executor(args, args.executor, coordinator=coordinator)
+    try:
+        journal, resumed = open_or_create_journal(
+            args.journal_dir,
+            plan_document(plan, executor=executor, source=args.path),
+            force_new=args.force_new_plan,
+        )
+    except BaseException:
+        executor.close()
+        raise
+    print(
+        f"offsetops: plan {journal.plan_id} journaled at {journal.plan_path}"
+        f"{' (resuming)' if resumed else ''}",
+        file=sys.stderr,
+    )
+    return run_journal(journal, executor, resumed=resumed)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from coordinator_core.tombstones.journal import Journal
+    from coordinator_core.tombstones.runner import run_journal
+
+    journal = Journal.open(args.journal_dir, args.resume)
+    name = journal.plan["executor"]
+    if args.executor and args.executor != name:
+        raise ValueError(f"plan {journal.plan_id} was made for --executor {name}")
+    executor = _make_executor(args, name, journal.plan["target"], journal.plan["coordinator"])
+    report = run_journal(journal, executor, resumed=True)
+    doc = {"plan_id": journal.plan_id, "execution": report.to_json()}
+    if args.json:
+        print_json(doc)
+    else:
+        _print_execution(report.to_json())
+    return 0 if report.complete and not report.not_gone else 1
+
+
+def _age(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    hours = ms / 3_600_000
+    return f"{hours / 24:.1f}d" if abs(hours) >= 48 else f"{hours:.1f}h"
+
+
+def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namespace) -> None:
+    out = sys.stdout
+    mode = "DRY RUN" if doc["dry_run"] else "EXECUTE"
+    out.write(
+        f"{mode}: coordinator={plan.coordinator} now={plan.now_ms} retention={_age(plan.retention_ms)} "
+        f"partitions={len(plan.partitions)}\n"
+        f"{len(plan.tombstones)} tombstones, {len(plan.dead_groups)} dead groups\n"
+    )
+    for t in plan.tombstones:
+        what = f"{t.topic}-{t.partition}" if t.kind == "offset_commit" else t.kind
+        out.write(f"  [{t.offsets_partition}] {t.group_id!r} {what}: {t.reason}, age {_age(t.age_ms)}\n")
+    for d in plan.dead_groups:
+        out.write(
+            f"  dead: [{d.offsets_partition}] {d.group_id!r} generation {d.generation}, "
+            f"{d.tombstones} group tombstone(s) ({d.reason})\n"
+        )
+    _print_forecast(plan.forecast, args.forecast_hours, out)
+    if "what_if" in doc:
+        w = doc["what_if"]
+        out.write(
+            f"what-if retention {_age(w['retention_ms'])}: {len(w['tombstones'])} tombstones, "
+            f"{len(w['dead_groups'])} dead groups, {len(w['forecast'])} forecast\n"
+        )
+    if "execution" in doc:
+        _print_execution(doc["execution"])
+
+
+def _print_forecast(forecast: list, hours: float, out: Any) -> None:
+    by_group: dict[tuple[int | None, str], list] = {}
+    for f in forecast:
+        by_group.setdefault((f.offsets_partition, f.group_id), []).append(f)
+    out.write(f"forecast (next {hours:g} h): {len(forecast)} offsets in {len(by_group)} groups\n")
+    for (part, gid), entries in sorted(by_group.items(), key=lambda kv: kv[1][0].expires_at):
+        first = entries[0]
+        out.write(
+            f"  [{part}] {gid!r} loses {len(entries)} offset(s), the first in "
+            f"{_age(first.expires_in_ms)} ({first.topic}-{first.partition}, {first.reason})\n"
+        )
+
+
+def _print_execution(ex: dict[str, Any]) -> None:
+    out = sys.stdout
+    out.write(
+        f"execution: plan {ex['plan_id']} via {ex['executor']}"
+        f"{' (resumed)' if ex['resumed'] else ''}; {ex['skipped_already_applied']} already applied; "
+        f"outcomes {ex['outcomes']}\n"
+    )
+    for item in ex["items"]:
+        if item["status"] not in ("applied", "already_gone", "applied_via_delete_groups"):
+            where = f"{item['topic']}-{item['partition']}" if item["topic"] is not None else item["kind"]
+            out.write(f"  {item['group_id']!r} {where}: {item['status']} {item['detail'] or ''}\n")
+    v = ex["verification"]
+    out.write(f"verification: {v['checked']} keys checked, {len(v['not_gone'])} not gone\n")
+    for r in v["not_gone"]:
+        where = f"{r['topic']}-{r['partition']}" if r["topic"] is not None else "group"
+        out.write(f"  NOT GONE: {r['group_id']!r} {where}: {r['state']} {r['detail'] or ''}\n")
