@@ -1,0 +1,305 @@
+"""The configuration the Log Cleaner applies to ``__consumer_offsets`` (``LogConfig``, ``CleanerConfig``).
+
+Values come, in increasing precedence, from Kafka's defaults for this topic, a live cluster
+(``DescribeConfigs`` for the topic and for one broker) and the user (``--config KEY=VALUE``).
+:attr:`CleanerConfig.sources` records where each value came from, so a report can say so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LONG_MAX = 2**63 - 1
+
+#: config key -> (dataclass field, parser). Topic-level names and their broker-level defaults both map
+#: to the same field; a topic-level value beats a broker-level one (``LogConfig`` resolution).
+_TOPIC_KEYS: dict[str, str] = {
+    "cleanup.policy": "cleanup_policy",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
+    "delete.retention.ms": "delete_retention_ms",
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+}
+_BROKER_KEYS: dict[str, str] = {
+    "log.cleanup.policy": "cleanup_policy",
+    "log.cleaner.min.cleanable.ratio": "min_cleanable_dirty_ratio",
+    "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
+    "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
+    "log.cleaner.delete.retention.ms": "delete_retention_ms",
+    "log.cleaner.enable": "cleaner_enable",
+    "log.cleaner.threads": "cleaner_threads",
+    "log.cleaner.dedupe.buffer.size": "dedupe_buffer_size",
+    "log.cleaner.io.buffer.load.factor": "dedupe_load_factor",
+    "log.cleaner.backoff.ms": "cleaner_backoff_ms",
+}
+# Broker-level names that only act as defaults when the topic has no override of its own.
+_BROKER_DEFAULTS_FOR_TOPIC = {k for k, f in _BROKER_KEYS.items() if f in _TOPIC_KEYS.values()}
+
+
+class ClusterConfigError(Exception):
+    """The live cluster could not be reached or refused DescribeConfigs; the message says which."""
+
+
+def _parse_bool(text: str) -> bool:
+    v = text.strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+@dataclass(frozen=True)
+class CleanerConfig:
+    """Effective cleaner settings for ``__consumer_offsets``; defaults are Kafka's for this topic.
+
+    ``GroupCoordinatorService.groupMetadataTopicConfigs`` (cleanup.policy=compact, segment.bytes
+    100 MiB) over ``CleanerConfig``/``LogConfig`` defaults (format notes §5.1-5.2).
+    """
+
+    cleanup_policy: str = "compact"
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    delete_retention_ms: int = 86_400_000
+    segment_bytes: int = 104_857_600
+    segment_ms: int = 604_800_000
+    cleaner_enable: bool = True
+    cleaner_threads: int = 1
+    dedupe_buffer_size: int = 134_217_728
+    dedupe_load_factor: float = 0.9
+    cleaner_backoff_ms: int = 15_000
+    #: field name -> "default" | "live" | "user"
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def is_compacted(self) -> bool:
+        """``LogConfig.compact``: the policy list contains ``compact``."""
+        return "compact" in {p.strip() for p in self.cleanup_policy.split(",")}
+
+    @property
+    def dedupe_capacity(self) -> int:
+        """Keys one cleaner thread's ``SkimpyOffsetMap`` takes before it stops a pass early.
+
+        Memory per thread is ``dedupe.buffer.size / threads`` (capped at Int.MaxValue); each slot is a
+        16-byte MD5 hash plus an 8-byte offset; the map is "full" at ``slots * load factor``.
+        """
+        per_thread = min(self.dedupe_buffer_size // max(self.cleaner_threads, 1), 2**31 - 1)
+        return int((per_thread // 24) * self.dedupe_load_factor)
+
+    def source_of(self, field_name: str) -> str:
+        return self.sources.get(field_name, "default")
+
+    def with_values(self, values: Mapping[str, str], *, source: str) -> CleanerConfig:
+        """A copy with Kafka config keys applied (topic-level beats broker-level within ``values``)."""
+        updates: dict[str, Any] = {}
+        topic_fields_set: set[str] = set()
+        for key, raw in values.items():
+            if raw is None:
+                continue
+            name = _TOPIC_KEYS.get(key)
+            if name is not None:
+                updates[name] = _convert(name, str(raw), key)
+                topic_fields_set.add(name)
+        for key, raw in values.items():
+            if raw is None:
+                continue
+            name = _BROKER_KEYS.get(key)
+            if name is None or (key in _BROKER_DEFAULTS_FOR_TOPIC and name in topic_fields_set):
+                continue
+            updates[name] = _convert(name, str(raw), key)
+        if not updates:
+            return self
+        sources = dict(self.sources)
+        sources.update(dict.fromkeys(updates, source))
+        return dataclasses.replace(self, **updates, sources=sources)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "sources":
+                continue
+            out[f.name] = {"value": getattr(self, f.name), "source": self.source_of(f.name)}
+        return out
+
+
+def _convert(name: str, raw: str, key: str) -> Any:
+    kind = type(CleanerConfig.__dataclass_fields__[name].default)
+    try:
+        if kind is bool:
+            return _parse_bool(raw)
+        if kind is int:
+            return int(raw.strip())
+        if kind is float:
+            return float(raw.strip())
+        return raw.strip()
+    except ValueError as exc:
+        raise ValueError(f"config {key}={raw!r}: {exc}") from exc
+
+
+def known_config_keys() -> list[str]:
+    return sorted(set(_TOPIC_KEYS) | set(_BROKER_KEYS))
+
+
+def parse_config_overrides(items: Iterable[str]) -> dict[str, str]:
+    """``["k=v", ...]`` from the command line into a dict; unknown keys are an error (typos)."""
+    out: dict[str, str] = {}
+    known = set(known_config_keys())
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--config expects KEY=VALUE, got {item!r}")
+        if key not in known:
+            raise ValueError(f"unknown config {key!r}; known: {', '.join(sorted(known))}")
+        out[key] = value.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    """What a live cluster said: raw topic and broker configs, log-dir sizes, and what it could not do."""
+
+    bootstrap: str
+    broker_id: int | None
+    topic_configs: dict[str, str]
+    broker_configs: dict[str, str]
+    #: partition -> size in bytes on ``broker_id``, from DescribeLogDirs (None when unsupported)
+    log_dir_sizes: dict[int, int] | None
+    notes: tuple[str, ...] = ()
+
+    def apply(self, base: CleanerConfig) -> CleanerConfig:
+        merged = dict(self.broker_configs)
+        merged.update(self.topic_configs)
+        return base.with_values(merged, source="live")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bootstrap": self.bootstrap,
+            "broker_id": self.broker_id,
+            "topic_config_entries": len(self.topic_configs),
+            "broker_config_entries": len(self.broker_configs),
+            "log_dir_sizes": self.log_dir_sizes,
+            "notes": list(self.notes),
+        }
+
+
+def read_broker_id(log_dir: str | os.PathLike[str]) -> int | None:
+    """``broker.id`` (ZooKeeper) or ``node.id`` (KRaft) from the log dir's ``meta.properties``."""
+    path = Path(log_dir) / "meta.properties"
+    if not path.is_file():
+        return None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in ("broker.id", "node.id"):
+            try:
+                return int(value.strip())
+            except ValueError:
+                return None
+    return None
+
+
+def _values(entries: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, entry in entries.items():
+        value = entry.get("value") if isinstance(entry, Mapping) else entry
+        if value is not None:
+            out[str(name)] = str(value)
+    return out
+
+
+def fetch_live_config(
+    bootstrap: str,
+    *,
+    topic: str = "__consumer_offsets",
+    broker_id: int | None = None,
+    timeout_ms: int = 10_000,
+    client_options: Mapping[str, Any] | None = None,
+) -> LiveConfig:
+    """DescribeConfigs for the topic and one broker, and DescribeLogDirs where the broker supports it.
+
+    ``broker_id`` defaults to the first broker the cluster reports. Raises :class:`ClusterConfigError`
+    with a readable message when the cluster cannot be reached or the request fails.
+    """
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    notes: list[str] = []
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap,
+            request_timeout_ms=timeout_ms,
+            bootstrap_timeout_ms=timeout_ms,
+            client_id="offsetops-audit",
+            **dict(client_options or {}),
+        )
+    except KafkaError as exc:
+        raise ClusterConfigError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+    except OSError as exc:
+        raise ClusterConfigError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+    try:
+        try:
+            cluster = admin.describe_cluster()
+            brokers = sorted(int(b.get("broker_id", b.get("node_id"))) for b in cluster.get("brokers", []))
+        except (KafkaError, TypeError) as exc:
+            raise ClusterConfigError(f"{bootstrap}: describe cluster failed: {exc}") from exc
+        if broker_id is None or (brokers and broker_id not in brokers):
+            if broker_id is not None:
+                notes.append(
+                    f"broker {broker_id} from meta.properties is not in this cluster; used {brokers[0]}"
+                )
+            broker_id = brokers[0] if brokers else None
+        try:
+            topic_raw = admin.describe_configs(
+                [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"
+            )
+            topic_configs = _values(topic_raw.get("topic", {}).get(topic, {}))
+        except KafkaError as exc:
+            raise ClusterConfigError(f"{bootstrap}: DescribeConfigs for topic {topic} failed: {exc}") from exc
+        broker_configs: dict[str, str] = {}
+        if broker_id is not None:
+            try:
+                broker_raw = admin.describe_configs(
+                    [ConfigResource(ConfigResourceType.BROKER, str(broker_id))], config_filter="all"
+                )
+                broker_configs = _values(broker_raw.get("broker", {}).get(str(broker_id), {}))
+            except KafkaError as exc:
+                raise ClusterConfigError(
+                    f"{bootstrap}: DescribeConfigs for broker {broker_id} failed: {exc}"
+                ) from exc
+        if not topic_configs:
+            notes.append(f"the cluster returned no config entries for topic {topic}; defaults assumed")
+        if broker_id is not None and not broker_configs:
+            notes.append(f"the cluster returned no config entries for broker {broker_id}; defaults assumed")
+        sizes: dict[int, int] | None = None
+        try:
+            result = admin.describe_log_dirs(topic_partitions=[topic], brokers=[broker_id])
+            sizes = _log_dir_sizes(result, topic)
+        except KafkaError as exc:
+            notes.append(f"DescribeLogDirs not available ({type(exc).__name__}); live sizes omitted")
+        return LiveConfig(bootstrap, broker_id, topic_configs, broker_configs, sizes, tuple(notes))
+    finally:
+        admin.close()
+
+
+def _log_dir_sizes(result: Any, topic: str) -> dict[int, int]:
+    """Partition sizes out of kafka-python's DescribeLogDirs dicts (field names vary by version)."""
+    sizes: dict[int, int] = {}
+    for broker in result or []:
+        for log_dir in broker.get("log_dirs", []):
+            for t in log_dir.get("topics", []):
+                if t.get("name", t.get("topic")) != topic:
+                    continue
+                for p in t.get("partitions", []):
+                    idx = p.get("partition_index", p.get("partition"))
+                    size = p.get("partition_size", p.get("size"))
+                    if idx is not None and size is not None:
+                        sizes[int(idx)] = int(size)
+    return sizes
