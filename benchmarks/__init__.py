@@ -1,0 +1,1 @@
+"""Runnable benchmarks that print their figures (see benchmarks/README.md)."""
