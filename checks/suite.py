@@ -1,0 +1,247 @@
+"""Validate a reloaded coordinator cache (Spark DataFrames) with Great Expectations 1.x.
+
+One ephemeral GX context per run: a Spark datasource with one dataframe asset per table (batch
+definition "whole dataframe"), one :class:`ExpectationSuite` per table, and one Checkpoint per table
+with an ``UpdateDataDocsAction`` that writes a static Data Docs site to
+``OUTPUT/reports/data_docs``. A Checkpoint passes the same batch parameters to all of its validation
+definitions, and a dataframe asset takes its DataFrame as a batch parameter, hence one per table.
+Our own summary goes to ``OUTPUT/reports/index.html``.
+
+The caller's DataFrames are never mutated: GX sees an alias of each one (a new plan node), which we
+cache and unpersist ourselves; GX's own ``persist`` is switched off.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import great_expectations as gx
+from great_expectations.checkpoint import UpdateDataDocsAction
+from great_expectations.core.expectation_validation_result import ExpectationValidationResult
+from great_expectations.core.run_identifier import RunIdentifier
+from great_expectations.data_context import AbstractDataContext
+from great_expectations.data_context.types.base import ProgressBarsConfig
+from pyspark.sql import DataFrame, SparkSession
+
+from checks.expectations import (
+    DEFAULT_SKEW_MS,
+    OPTIONAL_TABLES,
+    REQUIRED_TABLES,
+    TABLE_ORDER,
+    CheckSpec,
+    build_checks,
+)
+from checks.report import ExpectationOutcome, ValidationReport, write_summary
+
+logger = logging.getLogger(__name__)
+
+SUITE_PREFIX = "offsetops_cache"
+"""Suites are named ``offsetops_cache.<table>``."""
+
+DATA_DOCS_SITE = "offsetops"
+DATASOURCE_NAME = "offsetops_cache"
+BATCH_DEFINITION_NAME = "whole dataframe"
+SAMPLE_SIZE = 5
+RESULT_FORMAT: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_SIZE}
+
+# GX's UnexpectedRowsExpectation registers the batch under this temp view name on Spark.
+_GX_TEMP_VIEW = "tmp_view"
+
+
+def suite_name(table: str) -> str:
+    """The expectation suite (and validation definition, checkpoint) name of ``table``."""
+    return f"{SUITE_PREFIX}.{table}"
+
+
+def _context(data_docs_dir: Path) -> AbstractDataContext:
+    """An ephemeral context whose only Data Docs site is a local directory."""
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+    for name in list(context.get_site_names()):
+        context.delete_data_docs_site(name)
+    context.add_data_docs_site(
+        site_name=DATA_DOCS_SITE,
+        site_config={
+            "class_name": "SiteBuilder",
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            "store_backend": {
+                "class_name": "TupleFilesystemStoreBackend",
+                "base_directory": str(data_docs_dir),
+            },
+        },
+    )
+    return context
+
+
+def _json_safe(value: Any) -> Any:
+    """Samples come back as Rows, dicts, datetimes...; keep them JSON-friendly."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _exception_message(result: ExpectationValidationResult) -> str | None:
+    info = result.exception_info or {}
+    if info.get("raised_exception"):
+        return str(info.get("exception_message") or "exception")
+    for nested in info.values():  # keyed by metric id when several metrics were resolved
+        if isinstance(nested, dict) and nested.get("raised_exception"):
+            return str(nested.get("exception_message") or "exception")
+    return None
+
+
+def _outcome(spec: CheckSpec, result: ExpectationValidationResult | None) -> ExpectationOutcome:
+    """Turn one GX result into our outcome, pulling a count and a small sample of what was wrong."""
+    description = spec.expectation.description or ""
+    expectation_type = spec.expectation.expectation_type
+    if result is None:
+        return ExpectationOutcome(
+            spec.check_id,
+            spec.table,
+            spec.severity,
+            expectation_type,
+            description,
+            False,
+            exception="no result returned by Great Expectations",
+        )
+    body: dict[str, Any] = dict(result.result or {})
+    count = body.get("unexpected_count")
+    sample: list[Any] = list(body.get("partial_unexpected_list") or [])
+    details = body.get("details") or {}
+    if "unexpected_rows" in details:  # UnexpectedRowsExpectation: observed_value is the row count
+        sample = list(details["unexpected_rows"])
+        count = body.get("observed_value")
+    elif count is None and isinstance(body.get("observed_value"), int):
+        count = body["observed_value"]  # e.g. a row count that should have been 0
+    elif count is None and details.get("mismatched"):
+        sample = [details["mismatched"]]
+    return ExpectationOutcome(
+        check_id=spec.check_id,
+        table=spec.table,
+        severity=spec.severity,
+        expectation_type=expectation_type,
+        description=description,
+        success=bool(result.success),
+        unexpected_count=None if count is None else int(count),
+        sample=_json_safe(sample[:SAMPLE_SIZE]),
+        exception=_exception_message(result),
+    )
+
+
+def validate_cache(
+    spark: SparkSession,
+    tables: Mapping[str, DataFrame],
+    *,
+    output_dir: str | Path,
+    now_ms: int,
+    num_partitions: int = 50,
+    skew_ms: int = DEFAULT_SKEW_MS,
+    cache: bool = True,
+) -> ValidationReport:
+    """Run every check against the reload tables, build Data Docs and the summary page.
+
+    ``tables`` must hold ``offsets``, ``groups``, ``members`` and ``decode_errors``;
+    ``pending_offsets`` and ``load_stats`` are validated when present. The DataFrames are not
+    mutated (no persist, no new columns). ``cache`` caches an alias of each table for the run.
+    """
+    started = time.perf_counter()
+    missing = [t for t in REQUIRED_TABLES if t not in tables]
+    unknown = sorted(set(tables) - set(REQUIRED_TABLES) - set(OPTIONAL_TABLES))
+    if missing or unknown:
+        raise ValueError(f"tables: missing {missing}, unknown {unknown}")
+    names = [t for t in TABLE_ORDER if t in tables]
+
+    reports_dir = Path(output_dir) / "reports"
+    data_docs_dir = reports_dir / "data_docs"
+    if data_docs_dir.exists():
+        shutil.rmtree(data_docs_dir)  # only this run's results belong in the site
+    data_docs_dir.mkdir(parents=True)
+
+    specs = [
+        s
+        for s in build_checks(now_ms=now_ms, num_partitions=num_partitions, skew_ms=skew_ms)
+        if s.table in tables
+    ]
+    run_time = dt.datetime.now(dt.UTC)
+    run_id = RunIdentifier(run_name=f"offsetops-{run_time:%Y%m%dT%H%M%SZ}", run_time=run_time)
+    temp_view_existed = spark.catalog.tableExists(_GX_TEMP_VIEW)
+
+    views = {t: tables[t].alias(f"offsetops_{t}") for t in names}
+    if cache:
+        for view in views.values():
+            view.cache()
+    try:
+        counts = {t: views[t].count() for t in names}
+        decode_errors_sample = (
+            [
+                r.asDict()
+                for r in views["decode_errors"]
+                .orderBy("offsets_partition", "position")
+                .limit(SAMPLE_SIZE)
+                .collect()
+            ]
+            if counts["decode_errors"]
+            else []
+        )
+
+        context = _context(data_docs_dir)
+        datasource = context.data_sources.add_spark(name=DATASOURCE_NAME, persist=False)
+        results: dict[str, ExpectationValidationResult] = {}
+        for table in names:
+            suite = context.suites.add(gx.ExpectationSuite(name=suite_name(table)))
+            for spec in specs:
+                if spec.table == table:
+                    suite.add_expectation(spec.expectation)
+            asset = datasource.add_dataframe_asset(name=table)
+            batch_definition = asset.add_batch_definition_whole_dataframe(BATCH_DEFINITION_NAME)
+            validation = context.validation_definitions.add(
+                gx.ValidationDefinition(name=suite_name(table), data=batch_definition, suite=suite)
+            )
+            checkpoint = context.checkpoints.add(
+                gx.Checkpoint(
+                    name=suite_name(table),
+                    validation_definitions=[validation],
+                    actions=[UpdateDataDocsAction(name="update_data_docs", site_names=[DATA_DOCS_SITE])],
+                    result_format=RESULT_FORMAT,
+                )
+            )
+            checkpoint_result = checkpoint.run(batch_parameters={"dataframe": views[table]}, run_id=run_id)
+            for run_result in checkpoint_result.run_results.values():
+                for r in run_result.results:
+                    meta = (r.expectation_config.meta if r.expectation_config else None) or {}
+                    if "check_id" in meta:
+                        results[meta["check_id"]] = r
+    finally:
+        if cache:
+            for view in views.values():
+                view.unpersist()
+        if not temp_view_existed:
+            spark.catalog.dropTempView(_GX_TEMP_VIEW)
+
+    outcomes = [_outcome(spec, results.get(spec.check_id)) for spec in specs]
+    report = ValidationReport(
+        success_error_level=all(o.success for o in outcomes if o.severity == "error"),
+        success=all(o.success for o in outcomes),
+        counts=counts,
+        outcomes=outcomes,
+        data_docs_index=data_docs_dir / "index.html",
+        summary_path=reports_dir / "index.html",
+        run_name=run_id.run_name or "",
+        now_ms=now_ms,
+        num_partitions=num_partitions,
+        elapsed_ms=(time.perf_counter() - started) * 1000,
+        decode_errors_sample=_json_safe(decode_errors_sample),
+    )
+    write_summary(report)
+    logger.info(
+        "validated %s: error-level %s, %d failed",
+        ", ".join(names),
+        "passed" if report.success_error_level else "FAILED",
+        len(report.failed),
+    )
+    return report

@@ -1,0 +1,416 @@
+"""Explicit Spark schemas of the reload output tables (the group coordinator's cache, as Parquet).
+
+Each column carries its user-facing description as Spark column metadata (``{"comment": ...}``), so
+the Parquet footer, ``DESCRIBE`` and :data:`COLUMN_DOCS` all say the same thing. ``docs/tables.md``
+is rendered from these definitions by :func:`render_tables_markdown`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDoc:
+    """What a column means for users, and where it comes from in Kafka."""
+
+    meaning: str
+    source: str
+
+
+def _field(name: str, data_type: DataType, nullable: bool, meaning: str, source: str) -> StructField:
+    """A field whose description travels with the schema (Spark's ``comment`` metadata key)."""
+    return StructField(
+        name,
+        data_type,
+        nullable=nullable,
+        metadata={"comment": meaning, "kafka_source": source},
+    )
+
+
+def _offsets_partition() -> StructField:
+    return _field(
+        "offsets_partition",
+        IntegerType(),
+        False,
+        "The __consumer_offsets partition the row was loaded from.",
+        "Partition directory `__consumer_offsets-N` (or the Fetch partition for a live read).",
+    )
+
+
+def _group_id(source: str = "Record key `group` (OffsetCommitKey / GroupMetadataKey).") -> StructField:
+    return _field("group_id", StringType(), False, "Consumer group id.", source)
+
+
+ASSIGNMENT_ENTRY = StructType(
+    [
+        StructField("topic", StringType(), nullable=False),
+        StructField("partitions", ArrayType(IntegerType(), containsNull=False), nullable=False),
+    ]
+)
+"""One topic of a member's assignment: ``ConsumerProtocolAssignment.assignedPartitions[i]``."""
+
+OFFSETS_SCHEMA = StructType(
+    [
+        _offsets_partition(),
+        _group_id("OffsetCommitKey `group` (record key type 0 or 1)."),
+        _field(
+            "topic", StringType(), False, "Topic the offset was committed for.", "OffsetCommitKey `topic`."
+        ),
+        _field(
+            "partition",
+            IntegerType(),
+            False,
+            "Partition of `topic` the offset was committed for.",
+            "OffsetCommitKey `partition`.",
+        ),
+        _field(
+            "offset",
+            LongType(),
+            False,
+            "Committed offset: the next record the group will consume (-1 means no position).",
+            "OffsetCommitValue `offset`.",
+        ),
+        _field(
+            "leader_epoch",
+            IntegerType(),
+            True,
+            "Leader epoch of the committed offset (KIP-320); null when unknown (-1) or value version < 3.",
+            "OffsetCommitValue `leaderEpoch` (v3+).",
+        ),
+        _field(
+            "metadata",
+            StringType(),
+            False,
+            "Free-form metadata the client attached to the commit (often empty).",
+            "OffsetCommitValue `metadata`.",
+        ),
+        _field(
+            "commit_timestamp",
+            LongType(),
+            False,
+            "When the coordinator accepted the commit, epoch milliseconds.",
+            "OffsetCommitValue `commitTimestamp`.",
+        ),
+        _field(
+            "expire_timestamp",
+            LongType(),
+            True,
+            "Explicit expiry time, epoch milliseconds; null when not set (-1, or any value version but 1).",
+            "OffsetCommitValue `expireTimestamp` (v1 only; KIP-211 removed it from v2+).",
+        ),
+        _field(
+            "record_offset",
+            LongType(),
+            False,
+            "Offset in __consumer_offsets of the record this row came from (the last writer wins).",
+            "Log offset of the OffsetCommit record (RecordBatch base offset + record delta).",
+        ),
+    ]
+)
+"""``offsets``: one row per committed (group, topic, partition) in the coordinator's cache."""
+
+PENDING_OFFSETS_SCHEMA = StructType(
+    [
+        _offsets_partition(),
+        _group_id("OffsetCommitKey `group`, in a transactional batch."),
+        _field(
+            "producer_id",
+            LongType(),
+            False,
+            "Transactional producer that wrote the offset; it is pending until its COMMIT/ABORT marker.",
+            "RecordBatch `producerId` of a transactional batch (KIP-98 TxnOffsetCommit).",
+        ),
+        _field(
+            "topic", StringType(), False, "Topic the offset was committed for.", "OffsetCommitKey `topic`."
+        ),
+        _field(
+            "partition",
+            IntegerType(),
+            False,
+            "Partition of `topic` the offset was committed for.",
+            "OffsetCommitKey `partition`.",
+        ),
+        _field("offset", LongType(), False, "The pending committed offset.", "OffsetCommitValue `offset`."),
+        _field(
+            "record_offset",
+            LongType(),
+            False,
+            "Offset in __consumer_offsets of the transactional OffsetCommit record.",
+            "Log offset of the record.",
+        ),
+    ]
+)
+"""``pending_offsets``: transactional offset commits with no end-transaction marker yet."""
+
+GROUPS_SCHEMA = StructType(
+    [
+        _offsets_partition(),
+        _group_id("GroupMetadataKey `group` (key type 2), or OffsetCommitKey for offsets-only groups."),
+        _field(
+            "state",
+            StringType(),
+            False,
+            "Group state after load: Empty (no members) or Stable (members); Kafka's GroupState names.",
+            "Derived as GroupMetadata.loadGroup does; not stored in the log.",
+        ),
+        _field(
+            "protocol_type",
+            StringType(),
+            True,
+            'Embedded protocol, e.g. `consumer` or `connect`; null for none (offsets-only groups, or "").',
+            "GroupMetadataValue `protocolType`.",
+        ),
+        _field(
+            "generation",
+            IntegerType(),
+            False,
+            "Generation id of the group; 0 for offsets-only groups.",
+            "GroupMetadataValue `generation`.",
+        ),
+        _field(
+            "protocol",
+            StringType(),
+            True,
+            "Selected assignor (for consumers) or protocol name; null when none was chosen.",
+            "GroupMetadataValue `protocol`.",
+        ),
+        _field(
+            "leader",
+            StringType(),
+            True,
+            "Member id of the group leader; null when there is none.",
+            "GroupMetadataValue `leader`.",
+        ),
+        _field(
+            "current_state_timestamp",
+            LongType(),
+            True,
+            "When the group last changed state, epoch milliseconds; null when -1 or value version < 2.",
+            "GroupMetadataValue `currentStateTimestamp` (v2+).",
+        ),
+        _field(
+            "member_count",
+            IntegerType(),
+            False,
+            "Number of members stored in the group's metadata record.",
+            "Length of GroupMetadataValue `members`.",
+        ),
+    ]
+)
+"""``groups``: one row per group in the coordinator's cache."""
+
+MEMBERS_SCHEMA = StructType(
+    [
+        _offsets_partition(),
+        _group_id("GroupMetadataKey `group`."),
+        _field(
+            "member_id",
+            StringType(),
+            False,
+            "Member id assigned by the coordinator.",
+            "MemberMetadata `memberId`.",
+        ),
+        _field(
+            "group_instance_id",
+            StringType(),
+            True,
+            "Static membership id (KIP-345); null for dynamic members or value version < 3.",
+            "MemberMetadata `groupInstanceId` (v3+).",
+        ),
+        _field("client_id", StringType(), False, "Client id the member sent.", "MemberMetadata `clientId`."),
+        _field(
+            "client_host",
+            StringType(),
+            False,
+            "Host the member connected from.",
+            "MemberMetadata `clientHost`.",
+        ),
+        _field(
+            "session_timeout_ms",
+            IntegerType(),
+            True,
+            "Session timeout, milliseconds.",
+            "MemberMetadata `sessionTimeout`.",
+        ),
+        _field(
+            "rebalance_timeout_ms",
+            IntegerType(),
+            True,
+            "Rebalance timeout, milliseconds (equal to the session timeout for value version 0).",
+            "MemberMetadata `rebalanceTimeout` (v1+).",
+        ),
+        _field(
+            "subscribed_topics",
+            ArrayType(StringType(), containsNull=False),
+            True,
+            "Topics the member subscribed to; null when not the consumer protocol or unparseable.",
+            "ConsumerProtocolSubscription `topics`, decoded from MemberMetadata `subscription`.",
+        ),
+        _field(
+            "assignment",
+            ArrayType(ASSIGNMENT_ENTRY, containsNull=False),
+            True,
+            "Partitions the leader assigned to the member, by topic; null when unknown.",
+            "ConsumerProtocolAssignment `assignedPartitions`, decoded from MemberMetadata `assignment`.",
+        ),
+    ]
+)
+"""``members``: one row per member of a group with a GroupMetadata record."""
+
+DECODE_ERRORS_SCHEMA = StructType(
+    [
+        _offsets_partition(),
+        _field(
+            "file",
+            StringType(),
+            True,
+            "Segment file (or source) being read; null for an in-memory buffer.",
+            "DecodeError `file`.",
+        ),
+        _field(
+            "position",
+            LongType(),
+            True,
+            "Byte position in `file` where the problem starts.",
+            "DecodeError `position`.",
+        ),
+        _field(
+            "offset",
+            LongType(),
+            True,
+            "Log offset of the batch or record, when known.",
+            "DecodeError `offset`.",
+        ),
+        _field(
+            "kind",
+            StringType(),
+            False,
+            "Stable category: truncated, crc_mismatch, bad_length, unknown_magic, decompression, "
+            "corrupt_batch, corrupt_record, missing_key, unknown_value_version, corrupt_key, "
+            "corrupt_value, io.",
+            "DecodeError `kind`.",
+        ),
+        _field("reason", StringType(), False, "Human-readable explanation.", "DecodeError `reason`."),
+    ]
+)
+"""``decode_errors``: every problem found while decoding; empty on a healthy log."""
+
+LOAD_STATS_SCHEMA = StructType(
+    [
+        _offsets_partition(),
+        _field("segments", IntegerType(), False, "Segment files read.", "LoadStats `segments`."),
+        _field(
+            "batches",
+            LongType(),
+            False,
+            "Record batches read (legacy messages count one each).",
+            "LoadStats `batches`.",
+        ),
+        _field(
+            "records", LongType(), False, "Records read, control records included.", "LoadStats `records`."
+        ),
+        _field("bytes", LongType(), False, "Bytes of log read.", "LoadStats `bytes`."),
+        _field(
+            "tombstones",
+            LongType(),
+            False,
+            "Records with a null value (offset or group deletions).",
+            "LoadStats `tombstones`.",
+        ),
+        _field(
+            "control_records", LongType(), False, "COMMIT/ABORT markers read.", "LoadStats `control_records`."
+        ),
+        _field(
+            "unknown_record_types",
+            LongType(),
+            False,
+            "Records whose key type this version does not know (skipped, as the broker does).",
+            "LoadStats `unknown_record_types`.",
+        ),
+        _field(
+            "errors",
+            LongType(),
+            False,
+            "Decode errors for this partition (see decode_errors).",
+            "len(LoadStats `errors`).",
+        ),
+        _field(
+            "elapsed_ms",
+            DoubleType(),
+            False,
+            "Wall time of the partition load, milliseconds.",
+            "LoadStats `elapsed_ms`.",
+        ),
+    ]
+)
+"""``load_stats``: one row per loaded ``__consumer_offsets`` partition."""
+
+TABLE_SCHEMAS: dict[str, StructType] = {
+    "offsets": OFFSETS_SCHEMA,
+    "pending_offsets": PENDING_OFFSETS_SCHEMA,
+    "groups": GROUPS_SCHEMA,
+    "members": MEMBERS_SCHEMA,
+    "decode_errors": DECODE_ERRORS_SCHEMA,
+    "load_stats": LOAD_STATS_SCHEMA,
+}
+"""Every reload output table, by name, in the order the docs list them."""
+
+TABLE_DOCS: dict[str, str] = {
+    "offsets": "One row per committed (group, topic, partition) in the coordinator's cache after load.",
+    "pending_offsets": "Transactional offset commits whose transaction has no COMMIT/ABORT marker yet.",
+    "groups": "One row per group in the cache, offsets-only groups included (Empty, no protocol type).",
+    "members": "One row per member stored in a group's GroupMetadata record.",
+    "decode_errors": "Every problem found while reading the log, with its file, position, offset and reason.",
+    "load_stats": "One row per loaded __consumer_offsets partition: what was read and how long it took.",
+}
+"""What each table holds, for users."""
+
+COLUMN_DOCS: dict[str, dict[str, ColumnDoc]] = {
+    table: {f.name: ColumnDoc(f.metadata["comment"], f.metadata["kafka_source"]) for f in schema.fields}
+    for table, schema in TABLE_SCHEMAS.items()
+}
+"""Column documentation, ``COLUMN_DOCS[table][column]``, taken from the schemas' metadata."""
+
+
+def render_tables_markdown() -> str:
+    """``docs/tables.md``: every table and column with its type, nullability, meaning and Kafka source."""
+    lines = [
+        "# Reload output tables",
+        "",
+        "The reload job writes the group coordinator's cache, as it stands after",
+        "`GroupMetadataManager.doLoadGroupsAndOffsets`, as Parquet tables with the explicit schemas in",
+        "`pipelines/schemas.py`. Every column's description below is also stored in the Parquet schema",
+        "(Spark column metadata `comment`). Timestamps are epoch milliseconds (UTC).",
+        "",
+        "This page is generated by `pipelines.schemas.render_tables_markdown()`;",
+        "edit the schema, not the page.",
+        "",
+    ]
+    for table, schema in TABLE_SCHEMAS.items():
+        lines += [
+            f"## `{table}`",
+            "",
+            TABLE_DOCS[table],
+            "",
+            "| Column | Type | Null | Meaning | From Kafka |",
+            "|---|---|---|---|---|",
+        ]
+        for f in schema.fields:
+            doc = COLUMN_DOCS[table][f.name]
+            null = "yes" if f.nullable else "no"
+            cells = [f"`{f.name}`", f"`{f.dataType.simpleString()}`", null, doc.meaning, doc.source]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,133 @@
+"""validate_cache on Spark: healthy data passes, each deliberate corruption is named with its severity."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checks.expectations import build_checks
+from checks.report import ValidationReport
+from checks.suite import suite_name, validate_cache
+from pipelines.schemas import TABLE_SCHEMAS
+from tests.checks.conftest import (
+    CORRUPTIONS,
+    DECODE_ERROR_FILE,
+    NOW_MS,
+    good_rows,
+    make_tables,
+    unsubscribed_assignment_rows,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def _scalars(value: Any) -> Iterator[Any]:
+    """Every leaf of a sample (lists, tuples and dicts flattened)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        for item in value:
+            yield from _scalars(item)
+    else:
+        yield value
+
+
+def test_healthy_cache_passes_every_check(good_report: ValidationReport) -> None:
+    expected_ids = [s.check_id for s in build_checks(now_ms=NOW_MS)]
+    assert [o.check_id for o in good_report.outcomes] == expected_ids
+    assert good_report.failed == [], [(o.check_id, o.sample, o.exception) for o in good_report.failed]
+    assert good_report.success and good_report.success_error_level
+    assert all(o.exception is None for o in good_report.outcomes)
+    rows = good_rows()
+    assert good_report.counts == {name: len(rows[name]) for name in TABLE_SCHEMAS}
+    tally = good_report.by_severity
+    assert tally["error"]["failed"] == tally["warning"]["failed"] == 0
+    assert tally["error"]["passed"] + tally["warning"]["passed"] == len(expected_ids)
+
+
+def test_report_paths_exist(good_report: ValidationReport) -> None:
+    assert good_report.summary_path.name == "index.html"
+    assert good_report.summary_path.parent.name == "reports"
+    assert good_report.data_docs_index == good_report.summary_path.parent / "data_docs" / "index.html"
+    assert good_report.data_docs_index.is_file()
+    summary = good_report.summary_path.read_text(encoding="utf-8")
+    assert 'href="data_docs/index.html"' in summary
+    assert "http://" not in summary and "https://" not in summary  # no external fetches
+    index = good_report.data_docs_index.read_text(encoding="utf-8")
+    for table in TABLE_SCHEMAS:
+        assert suite_name(table) in index
+
+
+@pytest.mark.parametrize("check_id", sorted(CORRUPTIONS))
+def test_each_corruption_is_named(corrupted_report: ValidationReport, check_id: str) -> None:
+    severity, count, marker = CORRUPTIONS[check_id]
+    outcome = corrupted_report.outcome(check_id)
+    assert not outcome.success
+    assert outcome.severity == severity
+    assert outcome.exception is None
+    assert outcome.unexpected_count == count
+    assert outcome in corrupted_report.failed
+    if marker is not None:
+        assert marker in list(_scalars(outcome.sample)), outcome.sample
+
+
+def test_corruptions_fail_exactly_their_checks(corrupted_report: ValidationReport) -> None:
+    assert {o.check_id for o in corrupted_report.failed} == set(CORRUPTIONS)
+    assert not corrupted_report.success_error_level
+    assert corrupted_report.by_severity["error"]["failed"] == len(CORRUPTIONS)
+    assert corrupted_report.counts["decode_errors"] == 1
+    assert corrupted_report.decode_errors_sample[0]["file"] == DECODE_ERROR_FILE
+
+
+def test_report_to_dict_round_trips_as_json(corrupted_report: ValidationReport) -> None:
+    data = json.loads(json.dumps(corrupted_report.to_dict()))
+    assert data["success_error_level"] is False
+    failed = {f["check_id"]: f for f in data["failed"]}
+    assert set(failed) == set(CORRUPTIONS)
+    state = failed["groups.state_known"]
+    assert (state["table"], state["severity"], state["unexpected_count"]) == ("groups", "error", 1)
+    assert state["sample"] == ["Bogus"]
+    assert data["summary_path"].endswith("reports/index.html")
+    summary_json = json.loads((Path(data["summary_path"]).parent / "summary.json").read_text())
+    assert summary_json["counts"] == data["counts"]
+
+
+def test_validation_does_not_mutate_tables(
+    spark: Any,
+    corrupted_report: ValidationReport,
+    corrupted_tables: dict[str, Any],
+    corrupted_snapshot: dict[str, Any],
+) -> None:
+    assert corrupted_report.outcomes  # the validation ran
+    for name, df in corrupted_tables.items():
+        rows, schema, storage, count = corrupted_snapshot[name]
+        assert df.count() == count, name
+        assert df.schema.json() == schema, name
+        assert df.storageLevel == storage and not df.is_cached, name
+        assert sorted(map(repr, df.collect())) == rows, name
+    assert not spark.catalog.tableExists("tmp_view")  # GX's temp view is cleaned up
+
+
+def test_unsubscribed_assignment_is_only_a_warning(spark: Any, tmp_path: Path) -> None:
+    tables = make_tables(spark, unsubscribed_assignment_rows())
+    report = validate_cache(spark, tables, output_dir=tmp_path, now_ms=NOW_MS)
+    assert report.success_error_level
+    assert not report.success
+    assert [o.check_id for o in report.failed] == ["members.assignment_within_subscription"]
+    outcome = report.failed[0]
+    assert (outcome.severity, outcome.unexpected_count) == ("warning", 1)
+    assert outcome.sample[0]["group_id"] == "payments-consumer"
+    assert "audit-log" in json.dumps(outcome.sample)
+    assert report.by_severity["warning"] == {"passed": 2, "failed": 1}
+    assert "PASSED with warnings" in report.summary_path.read_text(encoding="utf-8")
+
+
+def test_missing_required_table_is_refused(spark: Any, tmp_path: Path) -> None:
+    tables = make_tables(spark, good_rows())
+    del tables["decode_errors"]
+    with pytest.raises(ValueError, match="decode_errors"):
+        validate_cache(spark, tables, output_dir=tmp_path, now_ms=NOW_MS)
