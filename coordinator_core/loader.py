@@ -31,12 +31,12 @@ from coordinator_core.cache import (
 from coordinator_core.errors import DecodeError, OffsetsDecodeException
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
 from coordinator_core.records.batch import (
+    _ZIGZAG1,
     LOG_OVERHEAD,
     V2_HEADER,
     V2_HEADER_SIZE,
     RecordBatch,
-    _CorruptRecord,
-    _decode_v2_records,
+    _varint,
 )
 from coordinator_core.records.reader import read_batches
 from coordinator_core.schema import (
@@ -58,15 +58,12 @@ from coordinator_core.schema import (
 Entry = tuple[int, int, int, bytes | None]
 
 SEMANTICS = ("java", "scala")
-_LEGACY_PREFIX = b"\x00\x00"
 _OFFSET_PREFIX = b"\x00\x01"
-_OFFSET_TYPES = (_LEGACY_PREFIX, _OFFSET_PREFIX)
 _MAX_KNOWN_TYPE = 24
 _CONTROL_ABORT, _CONTROL_COMMIT = 0, 1
 # Batches the fast path takes: magic 2, uncompressed, neither transactional nor control (the codec
 # bits, the transactional bit and the control bit all clear; timestamp type and delete horizon allowed).
 _SLOW_ATTRS = 0x07 | 0x10 | 0x20
-_TIMESTAMP_TYPE = 0x08
 _V2_MIN_SIZE = V2_HEADER_SIZE - LOG_OVERHEAD
 _MAGIC_AT = 16
 _RELEASE_EVERY = 64 << 20  # drop already-folded pages of a mapped segment from RSS this often
@@ -89,7 +86,7 @@ class PartitionFold:
     open_txns: dict[int, dict[bytes, Entry]] = field(default_factory=dict)
     first_marker: dict[int, tuple[int, bool]] = field(default_factory=dict)
     tomb_max: dict[bytes, int] = field(default_factory=dict)
-    type_counts: dict[bytes, int] = field(default_factory=dict)
+    type_counts: dict[int, int] = field(default_factory=dict)  # record type (-1: key too short) -> n
     files: list[tuple[int, str]] = field(default_factory=list)  # (first offset, file) in log order
     stats: LoadStats = field(default_factory=LoadStats)
 
@@ -151,21 +148,114 @@ class PartitionFold:
             if key is None:
                 self._missing_key(batch, off)
                 continue
-            prefix = key[:2]
-            counts[prefix] = counts.get(prefix, 0) + 1
-            if prefix == _LEGACY_PREFIX:
+            rtype = _record_type(key)
+            counts[rtype] = counts.get(rtype, 0) + 1
+            if rtype == 0:
                 # Type 0 and type 1 keys name the same GroupTopicPartition in the cache.
                 key = _OFFSET_PREFIX + key[2:]
             if value is None:
                 tombs += 1
                 if java:
-                    self.tomb_max[key] = off
-                    if self.open_txns and prefix in _OFFSET_TYPES:
-                        for pending in self.open_txns.values():
-                            pending.pop(key, None)
+                    self._tombstone(key, off, rtype)
             latest[key] = (off, base, pos, value)
         self.stats.records += n
         self.stats.tombstones += tombs
+
+    def _tombstone(self, key: bytes, off: int, rtype: int) -> None:
+        """Java semantics: remember the tombstone (for merges) and drop the key from open transactions."""
+        self.tomb_max[key] = off
+        if self.open_txns and 0 <= rtype <= 1:
+            for pending in self.open_txns.values():
+                pending.pop(key, None)
+
+    def _fold_v2(
+        self, data, p: int, end: int, count: int, base_offset: int, batch_pos: int, file: str | None
+    ) -> bool:
+        """Parse and fold the records of one plain magic-2 batch (``DefaultRecord``) in a single pass.
+
+        The hot loop of a reload: nothing per record but the key, the value and the entry tuple.
+        Returns False, having folded nothing, when a record does not fit its declared length, so the
+        caller can hand the batch to the general reader, which reports it.
+        """
+        zz = _ZIGZAG1
+        varint = _varint
+        staged = []
+        stage = staged.append
+        try:
+            for _ in range(count):
+                b = data[p]
+                if b < 0x80:
+                    rec_end = p + 1 + zz[b]
+                    p += 1
+                else:
+                    length, p = varint(data, p)
+                    rec_end = p + length
+                # Skip the record attributes; then the timestamp delta, unused by the coordinator.
+                b = data[p + 1]
+                if b < 0x80:
+                    p += 2
+                else:
+                    p = varint(data, p + 1)[1]
+                b = data[p]
+                if b < 0x80:
+                    off = base_offset + zz[b]
+                    p += 1
+                else:
+                    delta, p = varint(data, p)
+                    off = base_offset + delta
+                b = data[p]
+                if b < 0x80:
+                    klen = zz[b]
+                    p += 1
+                else:
+                    klen, p = varint(data, p)
+                if klen < 0:
+                    key = None
+                else:
+                    key = data[p : p + klen]
+                    p += klen
+                b = data[p]
+                if b < 0x80:
+                    vlen = zz[b]
+                    p += 1
+                else:
+                    vlen, p = varint(data, p)
+                if vlen < 0:
+                    value = None
+                else:
+                    value = data[p : p + vlen]
+                    p += vlen
+                if p > rec_end or rec_end > end:
+                    return False
+                p = rec_end
+                stage((off, key, value))
+        except (IndexError, ValueError):
+            return False
+        if p != end:
+            return False
+        latest = self.latest
+        counts = self.type_counts
+        java = self.semantics == "java"
+        tombs = 0
+        for off, key, value in staged:
+            if key is None:
+                self._missing_key(_Where(file, batch_pos), off)
+                continue
+            if len(key) > 1 and not key[0]:
+                rtype = key[1]
+                if rtype == 0:
+                    key = _OFFSET_PREFIX + key[2:]
+            else:
+                rtype = _record_type(key)
+            counts[rtype] = counts.get(rtype, 0) + 1
+            if value is None:
+                tombs += 1
+                if java:
+                    self._tombstone(key, off, rtype)
+            latest[key] = (off, base_offset, batch_pos, value)
+        self.stats.records += count
+        self.stats.tombstones += tombs
+        return True
 
     # -- the fast path: whole buffers and segment files ----------------------------------------------
 
@@ -185,6 +275,8 @@ class PartitionFold:
         :func:`read_batches`, so errors are reported exactly as the general reader reports them.
         """
         stats = self.stats
+        if isinstance(data, memoryview):
+            data = data.tobytes()  # keys must come out as bytes (dict keys), not views
         mv = memoryview(data)
         end = len(data)
         pos = 0
@@ -193,14 +285,17 @@ class PartitionFold:
         next_release = _RELEASE_EVERY
         if file is not None and (not self.files or self.files[-1][1] != file):
             stats.segments += 1
+        fold_v2 = self._fold_v2
+        n_batches = n_bytes = 0
+        last = None
         while pos < end:
             if release is not None and pos >= next_release:
                 release(pos)
                 next_release = pos + _RELEASE_EVERY
             total = 0
             if end - pos >= V2_HEADER_SIZE and data[pos + _MAGIC_AT] == 2:
-                (base_offset, size, _ple, _m, crc, attrs, lod, base_ts, max_ts, _pid, _ep, _seq, count) = (
-                    unpack(data, pos)
+                (base_offset, size, _ple, _m, crc, attrs, lod, _bts, _mts, _pid, _ep, _seq, count) = unpack(
+                    data, pos
                 )
                 total = LOG_OVERHEAD + size
                 if (
@@ -211,27 +306,23 @@ class PartitionFold:
                     and lod >= 0
                     and (not verify_crc or crc32c(mv[pos + 21 : pos + total]) == crc)
                 ):
-                    try:
-                        records = _decode_v2_records(
-                            data,
-                            pos + V2_HEADER_SIZE,
-                            pos + total,
-                            count,
-                            base_offset,
-                            base_ts,
-                            max_ts if attrs & _TIMESTAMP_TYPE else None,
-                        )
-                    except (_CorruptRecord, IndexError, ValueError):
-                        records = None  # the general reader reports it properly below
-                    if records is not None:
+                    if last is None:
                         if file is not None and (not self.files or self.files[-1][1] != file):
                             self.files.append((base_offset, file))
-                        stats.batches += 1
-                        stats.bytes += total
                         if stats.first_offset is None:
                             stats.first_offset = base_offset
-                        stats.last_offset = base_offset + lod
-                        self._fold_plain(records, base_offset, start_position + pos, _Where(file, pos))
+                    if fold_v2(
+                        data,
+                        pos + V2_HEADER_SIZE,
+                        pos + total,
+                        count,
+                        base_offset,
+                        start_position + pos,
+                        file,
+                    ):
+                        n_batches += 1
+                        n_bytes += total
+                        last = base_offset + lod
                         pos += total
                         continue
             elif end - pos >= LOG_OVERHEAD:
@@ -244,6 +335,12 @@ class PartitionFold:
                 # The framing is lost (truncated tail, bad length, unknown magic, padding): the
                 # general reader takes the rest and reports it.
                 chunk, stop = bytes(mv[pos:end]), end
+            if last is not None:
+                stats.batches += n_batches
+                stats.bytes += n_bytes
+                stats.last_offset = last
+                n_batches = n_bytes = 0
+                last = None
             saved = stats.segments
             for batch in read_batches(
                 chunk,
@@ -256,6 +353,10 @@ class PartitionFold:
                 self.add_batch(batch)
             stats.segments = saved
             pos = stop
+        if last is not None:
+            stats.batches += n_batches
+            stats.bytes += n_bytes
+            stats.last_offset = last
 
     def add_segment(self, path, *, verify_crc: bool = True) -> None:
         """Fold one ``.log`` file, memory-mapped; folded pages are released as the walk goes on."""
@@ -291,13 +392,13 @@ class PartitionFold:
             if key is None:
                 self._missing_key(batch, off)
                 continue
-            prefix = key[:2]
-            counts[prefix] = counts.get(prefix, 0) + 1
-            if prefix == _LEGACY_PREFIX:
+            rtype = _record_type(key)
+            counts[rtype] = counts.get(rtype, 0) + 1
+            if rtype == 0:
                 key = _OFFSET_PREFIX + key[2:]
             if value is None:
                 self.stats.tombstones += 1
-            if prefix in _OFFSET_TYPES:
+            if rtype <= 1:
                 if value is None and self.semantics == "scala":
                     pending.pop(key, None)
                 else:
@@ -381,8 +482,8 @@ class PartitionFold:
                 self.tomb_max[k] = off
         for pid, marker in later.first_marker.items():
             self.first_marker.setdefault(pid, marker)
-        for prefix, n in later.type_counts.items():
-            self.type_counts[prefix] = self.type_counts.get(prefix, 0) + n
+        for rtype, n in later.type_counts.items():
+            self.type_counts[rtype] = self.type_counts.get(rtype, 0) + n
         for first, file in later.files:
             if not self.files or self.files[-1][1] != file:
                 self.files.append((first, file))
@@ -451,8 +552,7 @@ class _Materializer:
         fold = self.fold
         stats = self.stats
         unknown = 0
-        for prefix, n in fold.type_counts.items():
-            rtype = int.from_bytes(prefix, "big", signed=True) if len(prefix) == 2 else -1
+        for rtype, n in fold.type_counts.items():
             stats.records_by_type[rtype] = stats.records_by_type.get(rtype, 0) + n
             if rtype < 0 or rtype > _MAX_KNOWN_TYPE:
                 unknown += n
@@ -583,6 +683,11 @@ class _Materializer:
                 self.groups[gid] = _member_group(gid, by_type, "share", 11, 10)
             elif any(t in by_type for t in range(17, 25)):
                 self.groups[gid] = _member_group(gid, by_type, "streams", 17, 19)
+
+
+def _record_type(key: bytes) -> int:
+    """The key's int16 record type (-1 for a key too short to have one)."""
+    return int.from_bytes(key[:2], "big", signed=True) if len(key) >= 2 else -1
 
 
 @dataclass(frozen=True, slots=True)
