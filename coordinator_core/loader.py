@@ -38,6 +38,7 @@ from coordinator_core.records.batch import (
     RecordBatch,
     _varint,
 )
+from coordinator_core.records.compression import CompressionError, decompress
 from coordinator_core.records.reader import read_batches
 from coordinator_core.schema import (
     GroupKey,
@@ -61,9 +62,10 @@ SEMANTICS = ("java", "scala")
 _OFFSET_PREFIX = b"\x00\x01"
 _MAX_KNOWN_TYPE = 24
 _CONTROL_ABORT, _CONTROL_COMMIT = 0, 1
-# Batches the fast path takes: magic 2, uncompressed, neither transactional nor control (the codec
-# bits, the transactional bit and the control bit all clear; timestamp type and delete horizon allowed).
-_SLOW_ATTRS = 0x07 | 0x10 | 0x20
+# Batches the fast path takes: magic 2, neither transactional nor control (any codec, timestamp type
+# and delete horizon).
+_SLOW_ATTRS = 0x10 | 0x20
+_CODEC_MASK = 0x07
 _V2_MIN_SIZE = V2_HEADER_SIZE - LOG_OVERHEAD
 _MAGIC_AT = 16
 _RELEASE_EVERY = 64 << 20  # drop already-folded pages of a mapped segment from RSS this often
@@ -311,15 +313,26 @@ class PartitionFold:
                             self.files.append((base_offset, file))
                         if stats.first_offset is None:
                             stats.first_offset = base_offset
-                    if fold_v2(
-                        data,
-                        pos + V2_HEADER_SIZE,
-                        pos + total,
-                        count,
-                        base_offset,
-                        start_position + pos,
-                        file,
-                    ):
+                    codec = attrs & _CODEC_MASK
+                    if codec:
+                        try:
+                            body = decompress(codec, mv[pos + V2_HEADER_SIZE : pos + total])
+                        except CompressionError:
+                            body = None  # the general reader reports it below
+                        folded = body is not None and fold_v2(
+                            body, 0, len(body), count, base_offset, start_position + pos, file
+                        )
+                    else:
+                        folded = fold_v2(
+                            data,
+                            pos + V2_HEADER_SIZE,
+                            pos + total,
+                            count,
+                            base_offset,
+                            start_position + pos,
+                            file,
+                        )
+                    if folded:
                         n_batches += 1
                         n_bytes += total
                         last = base_offset + lod
