@@ -181,8 +181,10 @@ class PartitionFold:
         """
         zz = _ZIGZAG1
         varint = _varint
-        staged = []
-        stage = staged.append
+        # A batch is folded only once all its records parsed; one record (the common case) needs no list.
+        staged: list | tuple = [] if count != 1 else ()
+        stage = staged.append if count != 1 else None
+        off = key = value = None
         try:
             for _ in range(count):
                 b = data[p]
@@ -230,11 +232,14 @@ class PartitionFold:
                 if p > rec_end or rec_end > end:
                     return False
                 p = rec_end
-                stage((off, key, value))
+                if stage is not None:
+                    stage((off, key, value))
         except (IndexError, ValueError):
             return False
         if p != end:
             return False
+        if count == 1:
+            staged = ((off, key, value),)
         latest = self.latest
         counts = self.type_counts
         java = self.semantics == "java"
