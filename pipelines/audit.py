@@ -1,0 +1,341 @@
+"""The ``audit`` Spark job: Log Cleaner health per ``__consumer_offsets`` partition (``LogCleanerManager``).
+
+The checkpoint files (``cleaner-offset-checkpoint``, ``log-start-offset-checkpoint``,
+``replication-offset-checkpoint``) are read with Spark's text reader on the driver. The segments are
+read with ``binaryFile``, routed to one task per group of partitions and sorted by base offset; a task
+spools one partition's segments to its local scratch dir, runs ``coordinator_core.cleaner_audit``'s
+``audit_partition`` + ``judge_partition`` on them, deletes them and moves on, so an executor holds at
+most one partition on disk and one segment in memory. Output: ``cleaner_audit`` (one row per
+partition, the full ``offsetops audit --json`` partition document in ``audit_json``) and
+``cleaner_audit_topic`` (the topic verdict).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from coordinator_core.cleaner.config import CleanerConfig
+from coordinator_core.cleaner_audit import (
+    _RANK,
+    Thresholds,
+    audit_partition,
+    judge_partition,
+    judge_topic,
+    worst,
+)
+from coordinator_core.errors import DecodeError
+from coordinator_core.sources.logdir import (
+    CLEANER_CHECKPOINT,
+    LOG_START_CHECKPOINT,
+    OFFSETS_TOPIC,
+    REPLICATION_CHECKPOINT,
+    LogDirError,
+    PartitionDir,
+    Segment,
+    read_offset_checkpoint,
+)
+from pipelines.cli_args import audit_arguments
+from pipelines.reload import merge_tasks, session_from_args
+from pipelines.source import InputPathError, LogDirListing, list_log_dir, local_file, read_checkpoint_text
+from pipelines.tables import rows_to_arrow
+
+
+def _f(name: str, data_type, nullable: bool, comment: str) -> StructField:
+    return StructField(name, data_type, nullable, metadata={"comment": comment})
+
+
+REASON = StructType(
+    [
+        StructField("severity", StringType(), False),
+        StructField("code", StringType(), False),
+        StructField("message", StringType(), False),
+        StructField("remedy", StringType(), False),
+    ]
+)
+
+CLEANER_AUDIT_SCHEMA = StructType(
+    [
+        _f("offsets_partition", IntegerType(), False, "The __consumer_offsets partition audited."),
+        _f("verdict", StringType(), False, "HEALTHY, DEGRADED or CRITICAL (the worst reason)."),
+        _f("reasons", ArrayType(REASON, False), False, "Findings, worst first, each with a remedy."),
+        _f("size_bytes", LongType(), False, "Bytes of all segments."),
+        _f("segments", IntegerType(), False, "Segment files."),
+        _f("log_start_offset", LongType(), False, "Log start offset."),
+        _f("log_end_offset", LongType(), False, "Log end offset."),
+        _f("checkpoint", LongType(), True, "cleaner-offset-checkpoint entry; null when none."),
+        _f("first_dirty_offset", LongType(), False, "Where the next clean starts."),
+        _f("first_uncleanable_offset", LongType(), False, "Where cleaning must stop."),
+        _f("last_stable_offset", LongType(), False, "Last stable offset (held by open transactions)."),
+        _f("clean_bytes", LongType(), False, "Bytes below the first dirty offset."),
+        _f("cleanable_bytes", LongType(), False, "Dirty bytes the cleaner may clean now."),
+        _f("dirty_ratio", DoubleType(), False, "cleanable / (clean + cleanable) bytes."),
+        _f("eligible", BooleanType(), False, "Whether grabFilthiestCompactedLog would pick the partition."),
+        _f("uncleanable_reasons", ArrayType(StringType(), False), False, "Why cleaning stops where it does."),
+        _f("open_transactions", IntegerType(), False, "Transactions with no COMMIT/ABORT marker."),
+        _f("records", LongType(), False, "Records scanned."),
+        _f("reclaimable_records", LongType(), False, "Records a full clean would drop."),
+        _f("reclaimable_bytes", LongType(), False, "Bytes a full clean would drop."),
+        _f("tombstones", LongType(), False, "Tombstones in the log."),
+        _f("expired_tombstones", LongType(), False, "Tombstones past delete.retention.ms."),
+        _f("decode_errors", IntegerType(), False, "Decode errors while scanning."),
+        _f("audit_json", StringType(), False, "The full partition document of `offsetops audit --json`."),
+    ]
+)
+"""``cleaner_audit``: one row per partition."""
+
+CLEANER_AUDIT_TOPIC_SCHEMA = StructType(
+    [
+        _f("audited_at_ms", LongType(), False, "When the audit ran (its `now`), epoch ms."),
+        _f("verdict", StringType(), False, "Worst of the topic findings and every partition verdict."),
+        _f("reasons", ArrayType(REASON, False), False, "Topic-level findings."),
+        _f("partitions", IntegerType(), False, "Partitions audited."),
+        _f("size_bytes", LongType(), False, "Bytes of all partitions."),
+        _f("reclaimable_bytes", LongType(), False, "Bytes a full clean of every partition would drop."),
+    ]
+)
+"""``cleaner_audit_topic``: one row for the topic."""
+
+AUDIT_SCHEMAS: dict[str, StructType] = {
+    "cleaner_audit": CLEANER_AUDIT_SCHEMA,
+    "cleaner_audit_topic": CLEANER_AUDIT_TOPIC_SCHEMA,
+}
+
+
+def parse_checkpoint(text: str | None, name: str) -> dict[tuple[str, int], int]:
+    """Parse checkpoint text with the core reader (same rules, errors name the file)."""
+    if text is None:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="offsetops-ckpt-") as tmp:
+        path = Path(tmp) / name
+        path.write_text(text, encoding="utf-8")
+        try:
+            return read_offset_checkpoint(path)
+        except LogDirError as exc:
+            raise LogDirError(str(exc).replace(str(path), name)) from None
+
+
+def read_checkpoints(
+    spark: SparkSession, listing: LogDirListing
+) -> tuple[dict[str, dict[int, int]], list[str]]:
+    """``{checkpoint name: {partition: offset}}`` for our topic, plus notes for unusable files."""
+    out: dict[str, dict[int, int]] = {}
+    notes: list[str] = []
+    for name in (CLEANER_CHECKPOINT, LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT):
+        try:
+            entries = parse_checkpoint(read_checkpoint_text(spark, listing.root, name), name)
+        except LogDirError as exc:
+            notes.append(f"{listing.root}/{exc}")
+            entries = {}
+        out[name] = {p: off for (t, p), off in entries.items() if t == OFFSETS_TOPIC}
+    return out, notes
+
+
+def _partition_row(doc: dict, partition: int) -> tuple:
+    """A PartitionAudit document as a ``cleaner_audit`` row, in schema order."""
+    special = {
+        "offsets_partition": partition,
+        "reasons": [dict(r) for r in doc["reasons"]],
+        "open_transactions": len(doc["open_transactions"]),
+        "decode_errors": len(doc["decode_errors"]),
+        "audit_json": json.dumps(doc, sort_keys=True),
+    }
+    return tuple(special[n] if n in special else doc[n] for n in CLEANER_AUDIT_SCHEMA.fieldNames())
+
+
+def _audit_arrow(
+    checkpoints: dict[str, dict[int, int]],
+    config: CleanerConfig,
+    thresholds: Thresholds,
+    now_ms: int,
+    verify_crc: bool,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        scratch = Path(tempfile.mkdtemp(prefix="offsetops-audit-"))
+        current: int | None = None
+        segments: list[Segment] = []
+        originals: dict[str, str] = {}
+
+        def flush(partition: int) -> pa.RecordBatch | None:
+            pdir = PartitionDir(
+                scratch / f"{OFFSETS_TOPIC}-{partition}", OFFSETS_TOPIC, partition, tuple(segments)
+            )
+            audit = audit_partition(
+                pdir,
+                config=config,
+                now_ms=now_ms,
+                checkpoint=checkpoints[CLEANER_CHECKPOINT].get(partition),
+                log_start_checkpoint=checkpoints[LOG_START_CHECKPOINT].get(partition),
+                high_watermark=checkpoints[REPLICATION_CHECKPOINT].get(partition),
+                verify_crc=verify_crc,
+            )
+            shutil.rmtree(pdir.path, ignore_errors=True)
+            segments.clear()
+            if audit is None:
+                return None
+            # Errors name the segment as the user knows it, not our scratch copy.
+            audit.decode_errors = [
+                DecodeError(
+                    e.kind, e.reason, originals.get(e.file or "", e.file), e.partition, e.position, e.offset
+                )
+                for e in audit.decode_errors
+            ]
+            audit.reasons = judge_partition(audit, config=config, thresholds=thresholds, now_ms=now_ms)
+            audit.verdict = worst(audit.reasons)
+            table = rows_to_arrow([_partition_row(audit.to_json(), partition)], CLEANER_AUDIT_SCHEMA)
+            return table.to_batches()[0]
+
+        try:
+            for rb in batches:
+                parts = rb.column("offsets_partition").to_pylist()
+                bases = rb.column("base_offset").to_pylist()
+                files = rb.column("file").to_pylist()
+                mtimes = rb.column("mtime_ms").to_pylist()
+                contents = rb.column("content")
+                for i in range(rb.num_rows):
+                    if parts[i] != current:
+                        if current is not None:
+                            out = flush(current)
+                            if out is not None:
+                                yield out
+                        current = parts[i]
+                    pdir = scratch / f"{OFFSETS_TOPIC}-{current}"
+                    pdir.mkdir(exist_ok=True)
+                    path = pdir / f"{bases[i]:020d}.log"
+                    data = contents[i].as_py() or b""
+                    path.write_bytes(data)
+                    originals[str(path)] = local_file(files[i])
+                    segments.append(Segment(path, bases[i], len(data), int(mtimes[i])))
+            if current is not None:
+                out = flush(current)
+                if out is not None:
+                    yield out
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    return run
+
+
+def audit_table(
+    spark: SparkSession,
+    listing: LogDirListing,
+    *,
+    now_ms: int,
+    config: CleanerConfig | None = None,
+    thresholds: Thresholds | None = None,
+    checkpoints: dict[str, dict[int, int]] | None = None,
+    partitions_per_task: int | None = None,
+    verify_crc: bool = True,
+) -> DataFrame:
+    """``cleaner_audit`` as a DataFrame (one row per partition)."""
+    from pipelines.source import read_segments
+
+    if checkpoints is None:
+        checkpoints, _notes = read_checkpoints(spark, listing)
+    tasks = merge_tasks(listing, partitions_per_task, spark.sparkContext.defaultParallelism)
+    segs = read_segments(spark, listing).select(
+        "offsets_partition", "base_offset", "file", "mtime_ms", "content"
+    )
+    fn = _audit_arrow(checkpoints, config or CleanerConfig(), thresholds or Thresholds(), now_ms, verify_crc)
+    return (
+        segs.repartition(tasks, "offsets_partition")
+        .sortWithinPartitions("offsets_partition", "base_offset")
+        .mapInArrow(fn, CLEANER_AUDIT_SCHEMA)
+    )
+
+
+def topic_row(
+    partition_rows: list,
+    *,
+    now_ms: int,
+    config: CleanerConfig | None = None,
+    thresholds: Thresholds | None = None,
+) -> tuple:
+    """The ``cleaner_audit_topic`` row from the collected partition rows (driver side)."""
+    reasons = judge_topic(
+        config=config or CleanerConfig(), thresholds=thresholds or Thresholds(), metrics=None, broker_log=None
+    )
+    verdict = max([worst(reasons), *(r["verdict"] for r in partition_rows)], key=_RANK.__getitem__)
+    return (
+        now_ms,
+        verdict,
+        [r.to_json() for r in reasons],
+        len(partition_rows),
+        sum(r["size_bytes"] for r in partition_rows),
+        sum(r["reclaimable_bytes"] for r in partition_rows),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.reload import options_from_args
+
+    spark = session_from_args(args, "audit")
+    started = time.perf_counter()
+    now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    try:
+        listing = list_log_dir(spark, args.input, partitions=args.partition)
+    except InputPathError as exc:
+        print(f"offsetops pipeline audit: {exc}", file=sys.stderr)
+        return 2
+    checkpoints, notes = read_checkpoints(spark, listing)
+    options = options_from_args(args)
+    df = audit_table(
+        spark,
+        listing,
+        now_ms=now_ms,
+        checkpoints=checkpoints,
+        partitions_per_task=options.partitions_per_task,
+        verify_crc=options.verify_crc,
+    )
+    out = args.output.rstrip("/")
+    df.write.mode("overwrite").parquet(out + "/cleaner_audit")
+    rows = spark.read.schema(CLEANER_AUDIT_SCHEMA).parquet(out + "/cleaner_audit").collect()
+    topic = spark.createDataFrame([topic_row(rows, now_ms=now_ms)], CLEANER_AUDIT_TOPIC_SCHEMA)
+    topic.coalesce(1).write.mode("overwrite").parquet(out + "/cleaner_audit_topic")
+    verdict = topic.first()["verdict"]
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    by = {v: sum(r["verdict"] == v for r in rows) for v in _RANK}
+    print(
+        f"audit (now_ms={now_ms}): {verdict}; {len(rows)} partitions "
+        f"({', '.join(f'{k}={n}' for k, n in by.items())}) -> {out} in {time.perf_counter() - started:.1f} s"
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="audit.py", description=__doc__.splitlines()[0])
+    audit_arguments(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit pipelines/audit.py --input PATH --output DIR``."""
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from pipelines.audit import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,75 @@
+"""Command-line arguments of the pipeline jobs, without importing Spark (``offsetops --help`` stays fast).
+
+Shared by ``offsetops pipeline JOB`` and by each job's ``main()`` under ``spark-submit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
+from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+
+MODES = ("arrow", "rows")
+
+
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """``--input``, ``--output``, ``--master`` and the Spark/reload knobs every job takes."""
+    p.add_argument("--input", required=True, metavar="PATH", help="broker log dir (local, s3a://, hdfs://)")
+    p.add_argument("--output", required=True, metavar="DIR", help="output dir for the Parquet tables")
+    p.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
+    p.add_argument("--app-name", default=None, help="Spark application name")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark setting (repeat)")
+    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument(
+        "--partitions-per-task",
+        type=int,
+        default=None,
+        metavar="K",
+        help="__consumer_offsets partitions merged per Spark task (default: about 4 tasks per core)",
+    )
+    p.add_argument(
+        "--num-partitions",
+        type=int,
+        default=DEFAULT_OFFSETS_PARTITIONS,
+        help="offsets.topic.num.partitions, for partition_for checks (default 50)",
+    )
+    p.add_argument("--no-verify-crc", action="store_true", help="skip batch CRC checks")
+
+
+def reload_arguments(p: argparse.ArgumentParser) -> None:
+    add_common_arguments(p)
+    p.add_argument("--mode", choices=MODES, default="arrow", help="arrow (mapInArrow, default) or rows (RDD)")
+
+
+def expire_arguments(p: argparse.ArgumentParser) -> None:
+    add_common_arguments(p)
+    p.add_argument("--now-ms", type=int, help="evaluate expiry at this time, epoch ms (default: now)")
+    p.add_argument(
+        "--retention-minutes",
+        type=float,
+        default=DEFAULT_RETENTION_MS / 60_000,
+        help="offsets.retention.minutes (default 10080 = 7 days)",
+    )
+    p.add_argument(
+        "--coordinator", choices=COORDINATORS, default=KIP848, help="legacy (<= 3.x) or kip848 (4.x)"
+    )
+    p.add_argument("--forecast-hours", type=float, default=24.0, help="forecast horizon (default 24)")
+
+
+def audit_arguments(p: argparse.ArgumentParser) -> None:
+    add_common_arguments(p)
+    p.add_argument("--now-ms", type=int, help="audit as of this time, epoch ms (default: now)")
+
+
+def validate_arguments(p: argparse.ArgumentParser) -> None:
+    add_common_arguments(p)
+    p.add_argument("--now-ms", type=int, help="upper bound for timestamps, epoch ms (default: now)")
+
+
+JOB_ARGUMENTS = {
+    "reload": reload_arguments,
+    "expire": expire_arguments,
+    "audit": audit_arguments,
+    "validate": validate_arguments,
+}

@@ -1,0 +1,482 @@
+"""The ``reload`` Spark job: ``__consumer_offsets`` segments -> the coordinator cache as Parquet tables.
+
+Kafka loads a partition sequentially (``GroupMetadataManager.doLoadGroupsAndOffsets``). The load is a
+last-writer-wins fold by record offset with transactions resolved by their markers, so it splits:
+
+1. per segment (``mapInArrow``): decode the segment with ``coordinator_core.records.read_batches`` into
+   a :class:`~coordinator_core.loader.PartitionFold` and pickle its state;
+2. per partition (``repartition`` by partition + ``sortWithinPartitions`` by base offset +
+   ``mapInArrow``): merge the folds in log order (``PartitionFold.merge``), ``finish()`` into a
+   ``CoordinatorCache`` and turn it into Arrow tables, carried as IPC blobs (one row per table);
+3. per table (``mapInArrow``): expand the blobs into rows with the explicit schema, write Parquet.
+
+The merge step streams: a task holds one partition's running fold and one segment's fold at a time.
+``mode="rows"`` runs the same work through plain RDDs of pickled Python rows, for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import pickle
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+
+from coordinator_core.cache import CoordinatorCache
+from coordinator_core.loader import PartitionFold
+from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.records.reader import read_batches
+from pipelines.cli_args import MODES, reload_arguments
+from pipelines.schemas import TABLE_SCHEMAS
+from pipelines.source import LogDirListing, list_log_dir, local_file, read_segments
+from pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
+
+log = logging.getLogger(__name__)
+
+FOLD_SCHEMA = StructType(
+    [
+        StructField("offsets_partition", IntegerType(), False),
+        StructField("base_offset", LongType(), False),
+        StructField("fold", BinaryType(), False),
+    ]
+)
+"""Stage 1 output: one pickled PartitionFold per segment."""
+
+BLOB_SCHEMA = StructType(
+    [
+        StructField("offsets_partition", IntegerType(), False),
+        StructField("table", StringType(), False),
+        StructField("rows", LongType(), False),
+        StructField("ipc", BinaryType(), False),
+    ]
+)
+"""Stage 2 output: one Arrow IPC blob per (partition, table), with its row count."""
+
+#: Tables written partitioned by ``offsets_partition`` (the big ones); the rest are single dirs.
+PARTITIONED_TABLES = frozenset({"offsets", "members"})
+
+#: Stage-2 emitter: a finished cache -> {table: rows in that table's schema order}.
+Emitter = Callable[[CoordinatorCache], dict[str, list[tuple]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadOptions:
+    """How to fold: replay semantics, CRC checks, partition count for ``partition_for``."""
+
+    num_partitions: int = DEFAULT_OFFSETS_PARTITIONS
+    semantics: str = "java"
+    verify_crc: bool = True
+    partitions_per_task: int | None = None
+
+
+DEFAULT_OPTIONS = ReloadOptions()
+
+
+@dataclass(slots=True)
+class ReloadResult:
+    """What a job wrote: row counts per table and timings (seconds)."""
+
+    output: str
+    counts: dict[str, int] = field(default_factory=dict)
+    segments: int = 0
+    partitions: int = 0
+    elapsed_s: float = 0.0
+
+    def summary(self) -> str:
+        tables = ", ".join(f"{t}={n}" for t, n in self.counts.items())
+        return (
+            f"{self.partitions} partitions, {self.segments} segments -> {self.output} "
+            f"({tables}) in {self.elapsed_s:.1f} s"
+        )
+
+
+# -- stage 1: one fold per segment -------------------------------------------------------------------
+
+
+def fold_segment(
+    content: bytes, *, file: str, partition: int, semantics: str = "java", verify_crc: bool = True
+) -> PartitionFold:
+    """Fold one segment's bytes (the per-segment unit of the parallel reload)."""
+    start = time.perf_counter()
+    fold = PartitionFold(partition=partition, semantics=semantics)
+    fold.add_batches(
+        read_batches(content, file=file, partition=partition, errors=fold.stats.errors, verify_crc=verify_crc)
+    )
+    # Each segment file counts once, with or without batches, as load_partition_dir counts them.
+    fold.stats.segments = 1
+    fold.stats.elapsed_ms = (time.perf_counter() - start) * 1000
+    return fold
+
+
+def _fold_arrow(
+    semantics: str, verify_crc: bool
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        target = pa.schema(
+            [
+                pa.field("offsets_partition", pa.int32(), False),
+                pa.field("base_offset", pa.int64(), False),
+                pa.field("fold", pa.binary(), False),
+            ]
+        )
+        for rb in batches:
+            parts = rb.column("offsets_partition").to_pylist()
+            bases = rb.column("base_offset").to_pylist()
+            files = rb.column("file").to_pylist()
+            contents = rb.column("content")
+            out = []
+            for i in range(rb.num_rows):
+                content = contents[i].as_py() or b""
+                fold = fold_segment(
+                    content,
+                    file=local_file(files[i]),
+                    partition=parts[i],
+                    semantics=semantics,
+                    verify_crc=verify_crc,
+                )
+                out.append(pickle.dumps(fold, protocol=pickle.HIGHEST_PROTOCOL))
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(parts, pa.int32()), pa.array(bases, pa.int64()), pa.array(out, pa.binary())],
+                schema=target,
+            )
+
+    return run
+
+
+def fold_segments(segments: DataFrame, options: ReloadOptions = DEFAULT_OPTIONS) -> DataFrame:
+    """Stage 1: ``read_segments`` rows -> one pickled PartitionFold per segment (``FOLD_SCHEMA``)."""
+    return segments.select("offsets_partition", "base_offset", "file", "content").mapInArrow(
+        _fold_arrow(options.semantics, options.verify_crc), FOLD_SCHEMA
+    )
+
+
+# -- stage 2: merge per partition, in base-offset order ------------------------------------------------
+
+
+def merge_folds(folds: Sequence[PartitionFold]) -> PartitionFold:
+    """Merge the folds of consecutive segments of one partition (given in base-offset order)."""
+    merged = folds[0]
+    for later in folds[1:]:
+        merged.merge(later)
+    return merged
+
+
+def finish_fold(fold: PartitionFold, num_partitions: int) -> CoordinatorCache:
+    """``PartitionFold.finish`` with the decode time of every segment counted in ``elapsed_ms``."""
+    start = time.perf_counter()
+    decode_ms = fold.stats.elapsed_ms
+    cache = fold.finish(num_partitions=num_partitions)
+    cache.stats.elapsed_ms = decode_ms + (time.perf_counter() - start) * 1000
+    return cache
+
+
+def reload_emitter(cache: CoordinatorCache) -> dict[str, list[tuple]]:
+    """The six reload tables of one cache."""
+    return cache_rows(cache)
+
+
+def _merge_arrow(
+    emit: Emitter, schemas: dict[str, StructType], num_partitions: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        target = pa.schema(
+            [
+                pa.field("offsets_partition", pa.int32(), False),
+                pa.field("table", pa.string(), False),
+                pa.field("rows", pa.int64(), False),
+                pa.field("ipc", pa.binary(), False),
+            ]
+        )
+
+        def flush(partition: int, fold: PartitionFold) -> pa.RecordBatch:
+            rows = emit(finish_fold(fold, num_partitions))
+            names = [t for t in schemas if t in rows]
+            blobs = [table_to_ipc(rows_to_arrow(rows[t], schemas[t])) for t in names]
+            return pa.RecordBatch.from_arrays(
+                [
+                    pa.array([partition] * len(names), pa.int32()),
+                    pa.array(names),
+                    pa.array([len(rows[t]) for t in names], pa.int64()),
+                    pa.array(blobs, pa.binary()),
+                ],
+                schema=target,
+            )
+
+        current: int | None = None
+        running: PartitionFold | None = None
+        for rb in batches:
+            parts = rb.column("offsets_partition").to_pylist()
+            blobs = rb.column("fold")
+            for i in range(rb.num_rows):
+                start = time.perf_counter()
+                fold: PartitionFold = pickle.loads(blobs[i].as_py())
+                if parts[i] != current:
+                    if running is not None and current is not None:
+                        yield flush(current, running)
+                    current, running = parts[i], fold
+                else:
+                    assert running is not None
+                    running.merge(fold)
+                running.stats.elapsed_ms += (time.perf_counter() - start) * 1000
+        if running is not None and current is not None:
+            yield flush(current, running)
+
+    return run
+
+
+def partition_outputs(
+    folds: DataFrame,
+    *,
+    emit: Emitter,
+    schemas: dict[str, StructType],
+    num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
+    tasks: int | None = None,
+) -> DataFrame:
+    """Stage 2: folds -> one Arrow IPC blob per (partition, table) (``BLOB_SCHEMA``).
+
+    ``tasks`` Spark tasks merge the partitions (default: Spark's shuffle partition count); every
+    segment of a partition goes to the same task, in base-offset order.
+    """
+    grouped = (
+        folds.repartition(tasks, "offsets_partition") if tasks else folds.repartition("offsets_partition")
+    )
+    return grouped.sortWithinPartitions("offsets_partition", "base_offset").mapInArrow(
+        _merge_arrow(emit, schemas, num_partitions), BLOB_SCHEMA
+    )
+
+
+# -- stage 3: blobs -> tables ------------------------------------------------------------------------------
+
+
+def _expand(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for rb in batches:
+        for blob in rb.column("ipc"):
+            for out in ipc_batches(blob.as_py()):
+                if out.num_rows:
+                    yield out
+
+
+def expand_table(blobs: DataFrame, table: str, schema: StructType) -> DataFrame:
+    """Stage 3: the rows of ``table``, with exactly ``schema`` (types, nullability, comments)."""
+    selected = blobs.where(F.col("table") == table).select("ipc")
+    # One task per core is plenty to expand Arrow blobs; a task per offsets partition only adds overhead.
+    cores = blobs.sparkSession.sparkContext.defaultParallelism
+    return selected.coalesce(max(1, cores)).mapInArrow(_expand, schema)
+
+
+def merge_tasks(listing: LogDirListing, partitions_per_task: int | None, cores: int) -> int:
+    """Spark tasks for the merge stage: ``ceil(partitions / partitions_per_task)``.
+
+    ``None`` picks about four tasks per core (at most one per partition), which evens out skew
+    between partitions without paying a Python task launch per small partition.
+    """
+    n = len(listing.partitions)
+    if partitions_per_task is None:
+        return max(1, min(n, 4 * cores))
+    return max(1, math.ceil(n / max(1, partitions_per_task)))
+
+
+def reload_tables(
+    spark: SparkSession,
+    listing: LogDirListing,
+    options: ReloadOptions = DEFAULT_OPTIONS,
+    *,
+    emit: Emitter = reload_emitter,
+    schemas: dict[str, StructType] = TABLE_SCHEMAS,
+) -> tuple[dict[str, DataFrame], DataFrame]:
+    """The segment-parallel reload as DataFrames: ``({table: DataFrame}, blobs)``.
+
+    ``blobs`` is the stage-2 DataFrame every table reads; persist it when more than one table is
+    computed (``write_tables`` does), or each table recomputes the decode.
+    """
+    folds = fold_segments(read_segments(spark, listing), options)
+    blobs = partition_outputs(
+        folds,
+        emit=emit,
+        schemas=schemas,
+        num_partitions=options.num_partitions,
+        tasks=merge_tasks(listing, options.partitions_per_task, spark.sparkContext.defaultParallelism),
+    )
+    return {t: expand_table(blobs, t, s) for t, s in schemas.items()}, blobs
+
+
+# -- the plain-RDD path (per-row pickling), for the Arrow comparison ---------------------------------------
+
+
+def reload_tables_rows(
+    spark: SparkSession,
+    listing: LogDirListing,
+    options: ReloadOptions = DEFAULT_OPTIONS,
+    *,
+    emit: Emitter = reload_emitter,
+    schemas: dict[str, StructType] = TABLE_SCHEMAS,
+) -> tuple[dict[str, DataFrame], object]:
+    """The same reload through RDDs of Python objects: rows cross the JVM boundary one by one."""
+    semantics, verify_crc, num_partitions = options.semantics, options.verify_crc, options.num_partitions
+    segments = read_segments(spark, listing).select("offsets_partition", "base_offset", "file", "content")
+
+    def to_fold(row) -> tuple[int, tuple[int, bytes]]:
+        fold = fold_segment(
+            bytes(row.content or b""),
+            file=local_file(row.file),
+            partition=row.offsets_partition,
+            semantics=semantics,
+            verify_crc=verify_crc,
+        )
+        return row.offsets_partition, (row.base_offset, pickle.dumps(fold, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def finish(item: tuple[int, object]) -> dict[str, list[tuple]]:
+        _p, blobs = item
+        folds = [pickle.loads(b) for _base, b in sorted(blobs, key=lambda x: x[0])]
+        return emit(finish_fold(merge_folds(folds), num_partitions))
+
+    tasks = merge_tasks(listing, options.partitions_per_task, spark.sparkContext.defaultParallelism)
+    per_partition = segments.rdd.map(to_fold).groupByKey(tasks).map(finish)
+    per_partition.persist(StorageLevel.MEMORY_AND_DISK)
+    tables = {
+        t: spark.createDataFrame(per_partition.flatMap(lambda rows, t=t: rows.get(t, [])), s)
+        for t, s in schemas.items()
+    }
+    return tables, per_partition
+
+
+# -- writing -------------------------------------------------------------------------------------------------
+
+
+def blob_counts(blobs: DataFrame, tables: Sequence[str]) -> dict[str, int]:
+    """Rows per table, from the stage-2 blobs (no extra pass over the tables)."""
+    got = {r["table"]: int(r["n"]) for r in blobs.groupBy("table").agg(F.sum("rows").alias("n")).collect()}
+    return {t: got.get(t, 0) for t in tables}
+
+
+def write_tables(
+    tables: dict[str, DataFrame],
+    output: str,
+    counts: dict[str, int],
+    *,
+    partitioned: frozenset[str] = PARTITIONED_TABLES,
+) -> None:
+    """Write each table as Parquet under ``OUTPUT/<table>/`` (overwrite).
+
+    The big tables are partitioned by ``offsets_partition``, unless empty: a partitioned write of no
+    rows leaves no Parquet file and so no schema to read back.
+    """
+    for name, df in tables.items():
+        writer = df.write.mode("overwrite")
+        if name in partitioned and counts.get(name, 0) > 0:
+            writer = writer.partitionBy("offsets_partition")
+        writer.parquet(output.rstrip("/") + "/" + name)
+
+
+def read_tables(
+    spark: SparkSession, output: str, schemas: dict[str, StructType] = TABLE_SCHEMAS
+) -> dict[str, DataFrame]:
+    """Read the tables back with their explicit schemas (columns in schema order)."""
+    out = {}
+    for name, schema in schemas.items():
+        df = spark.read.schema(schema).parquet(output.rstrip("/") + "/" + name)
+        out[name] = df.select(*schema.fieldNames())
+    return out
+
+
+def run_reload(
+    spark: SparkSession,
+    input_path: str,
+    output: str,
+    options: ReloadOptions = DEFAULT_OPTIONS,
+    *,
+    partitions: list[int] | None = None,
+    mode: str = "arrow",
+) -> ReloadResult:
+    """List, decode, merge and write the reload tables; the whole job."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    started = time.perf_counter()
+    listing = list_log_dir(spark, input_path, partitions=partitions)
+    if mode == "arrow":
+        tables, blobs = reload_tables(spark, listing, options)
+        blobs.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            counts = blob_counts(blobs, list(tables))
+            write_tables(tables, output, counts)
+        finally:
+            blobs.unpersist()
+    else:
+        tables, rdd = reload_tables_rows(spark, listing, options)
+        try:
+            counts = {t: rdd.map(lambda rows, t=t: len(rows.get(t, []))).sum() for t in tables}  # type: ignore[attr-defined]
+            write_tables(tables, output, counts)
+        finally:
+            rdd.unpersist()  # type: ignore[attr-defined]
+    return ReloadResult(
+        output=output,
+        counts=counts,
+        segments=len(listing.segments),
+        partitions=len(listing.partitions),
+        elapsed_s=time.perf_counter() - started,
+    )
+
+
+# -- command line / spark-submit -----------------------------------------------------------------------------
+
+
+def options_from_args(args: argparse.Namespace) -> ReloadOptions:
+    return ReloadOptions(
+        num_partitions=args.num_partitions,
+        verify_crc=not args.no_verify_crc,
+        partitions_per_task=args.partitions_per_task,
+    )
+
+
+def session_from_args(args: argparse.Namespace, job: str) -> SparkSession:
+    from pipelines.session import build_session, parse_conf
+
+    return build_session(
+        args.master, app_name=args.app_name or f"offsetops-{job}", conf=parse_conf(args.conf)
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the job from parsed arguments; returns the exit code (errors are counted, not fatal)."""
+    from pipelines.source import InputPathError
+
+    spark = session_from_args(args, "reload")
+    try:
+        result = run_reload(
+            spark, args.input, args.output, options_from_args(args), partitions=args.partition, mode=args.mode
+        )
+    except InputPathError as exc:
+        print(f"offsetops pipeline reload: {exc}", file=sys.stderr)
+        return 2
+    print(f"reload: {result.summary()}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="reload.py", description=__doc__.splitlines()[0])
+    reload_arguments(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit pipelines/reload.py --input PATH --output DIR``."""
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    # Run the importable module, not this file as __main__, so executors unpickle pipelines.reload.
+    import os
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from pipelines.reload import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,96 @@
+"""The ``validate`` Spark job: run the Great Expectations suite (``checks/``) over the reload tables.
+
+``--input`` is either a reload output dir (``offsets/`` and the other tables are read back with their
+explicit schemas) or a broker log dir (the segment-parallel reload runs first, in memory). The Data
+Docs and the summary page go to ``OUTPUT/reports/`` (a driver-local path: GX writes plain files).
+The exit code is 1 when an error-level expectation failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from pipelines.cli_args import validate_arguments
+from pipelines.reload import (
+    options_from_args,
+    read_tables,
+    reload_tables,
+    session_from_args,
+)
+from pipelines.schemas import TABLE_SCHEMAS
+from pipelines.source import InputPathError, list_log_dir, path_exists
+
+
+def is_reload_output(spark: SparkSession, path: str) -> bool:
+    """Whether ``path`` holds reload tables (an ``offsets/`` dir) rather than a broker log dir."""
+    return path_exists(spark, path.rstrip("/") + "/offsets")
+
+
+def validate_tables(
+    spark: SparkSession, tables: dict[str, DataFrame], output: str, *, now_ms: int, num_partitions: int
+):
+    """Call the GX suite of ``checks/`` on the tables; returns its ValidationReport."""
+    from checks.suite import validate_cache
+
+    return validate_cache(spark, tables, output_dir=output, now_ms=now_ms, num_partitions=num_partitions)
+
+
+def run(args: argparse.Namespace) -> int:
+    spark = session_from_args(args, "validate")
+    started = time.perf_counter()
+    now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    blobs = None
+    try:
+        if is_reload_output(spark, args.input):
+            tables = read_tables(spark, args.input)
+        else:
+            listing = list_log_dir(spark, args.input, partitions=args.partition)
+            tables, blobs = reload_tables(spark, listing, options_from_args(args))
+            blobs.persist(StorageLevel.MEMORY_AND_DISK)
+    except InputPathError as exc:
+        print(f"offsetops pipeline validate: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = validate_tables(
+            spark,
+            {t: tables[t] for t in TABLE_SCHEMAS},
+            args.output,
+            now_ms=now_ms,
+            num_partitions=args.num_partitions,
+        )
+    finally:
+        if blobs is not None:
+            blobs.unpersist()
+    failed = report.failed
+    print(
+        f"validate: {'passed' if report.success_error_level else 'FAILED'} "
+        f"({len(failed)} failed expectation(s)); rows {report.counts}; Data Docs {report.data_docs_index}; "
+        f"summary {report.summary_path} in {time.perf_counter() - started:.1f} s"
+    )
+    for o in failed:
+        print(f"  {o.severity}: {o.check_id}", file=sys.stderr)
+    return 0 if report.success_error_level else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="validate.py", description=__doc__.splitlines()[0])
+    validate_arguments(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit pipelines/validate.py --input PATH --output DIR``."""
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from pipelines.validate import main as _main
+
+    sys.exit(_main())
