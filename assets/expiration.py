@@ -1,0 +1,407 @@
+"""Expiration domain: the cleanup plan and forecast, and the opt-in tombstone execution.
+
+``expiration_plan`` is what ``GroupMetadataManager.cleanupGroupMetadata`` would do now (the dry run)
+plus the offsets that expire within the forecast window. ``tombstone_execution`` is never scheduled:
+by default it only reports what it would write; an operator opts in per run with ``mode: segment``
+(an offline copy of the log dir) or ``mode: admin`` plus ``confirm: true`` (the live cluster).
+"""
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from dagster import (
+    AssetExecutionContext,
+    BackfillPolicy,
+    Config,
+    Definitions,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    RunRequest,
+    ScheduleEvaluationContext,
+    asset,
+    define_asset_job,
+    schedule,
+)
+from pydantic import Field, model_validator
+
+from assets.reload import coordinator_cache
+from assets.resources import (
+    OFFSETS_PARTITIONS,
+    SCHEDULE_STATUS,
+    OffsetsSourceResource,
+    StateResource,
+    all_partitions_tags,
+    partitions_label,
+    run_partitions,
+    write_json,
+)
+from checks.dagster_checks import EXPIRATION_CHECKS
+from coordinator_core.expiration import (
+    DEFAULT_RETENTION_MS,
+    ExpirationPlan,
+    Tombstone,
+    plan_expiration,
+)
+
+GROUP = "expiration"
+PLAN_REPORT = "expiration_plan.json"
+MS_PER_HOUR = 3_600_000
+
+
+class ExpirationConfig(Config):
+    """The broker settings cleanup follows, and how far ahead to forecast."""
+
+    retention_minutes: int = Field(
+        default=DEFAULT_RETENTION_MS // 60_000,
+        ge=1,
+        description="offsets.retention.minutes (default 7 days).",
+    )
+    coordinator: Literal["kip848", "legacy"] = Field(
+        default="kip848",
+        description="kip848: Kafka 4.x Java coordinator; legacy: Scala coordinator (<= 3.x).",
+    )
+    forecast_horizon_hours: float = Field(default=24.0, gt=0, le=24 * 366, description="Forecast window.")
+
+
+def _partition_plan_path(state: StateResource, partition: int) -> Path:
+    return state.state_path / "expiration" / f"partition-{partition}.json"
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
+
+
+def _duration(ms: int) -> str:
+    hours, rest = divmod(max(ms, 0) // 60_000, 60)
+    return f"{hours}h{rest:02d}m"
+
+
+def _rebuild_report(state: StateResource) -> dict[str, Any]:
+    """``reports/expiration_plan.json``: every partition's latest plan, merged."""
+    folder = state.state_path / "expiration"
+    parts = (
+        sorted(folder.glob("partition-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+        if folder.exists()
+        else []
+    )
+    docs = [json.loads(p.read_text(encoding="utf-8")) for p in parts]
+    report: dict[str, Any] = {
+        "partitions": [d["partition"] for d in docs],
+        "tombstones": [t for d in docs for t in d["tombstones"]],
+        "dead_groups": [g for d in docs for g in d["dead_groups"]],
+        "forecast": sorted((f for d in docs for f in d["forecast"]), key=lambda f: f["expires_at"]),
+        "planned": [
+            {
+                k: d[k]
+                for k in (
+                    "partition",
+                    "now_ms",
+                    "retention_ms",
+                    "coordinator",
+                    "forecast_horizon_ms",
+                    "errors",
+                )
+            }
+            for d in docs
+        ],
+    }
+    report["summary"] = {
+        "offset_tombstones": sum(t["kind"] == "offset_commit" for t in report["tombstones"]),
+        "group_tombstones": sum(t["kind"] != "offset_commit" for t in report["tombstones"]),
+        "dead_groups": len(report["dead_groups"]),
+        "forecast_offsets": len(report["forecast"]),
+        "forecast_groups": len({f["group_id"] for f in report["forecast"]}),
+    }
+    write_json(state.reports_path / PLAN_REPORT, report)
+    return report
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=OFFSETS_PARTITIONS,
+    backfill_policy=BackfillPolicy.single_run(),
+    deps=[coordinator_cache],
+    kinds={"python"},
+    description="What offset cleanup (cleanupGroupMetadata) would delete now, and which offsets "
+    "expire within the forecast window. A dry run: nothing is written to Kafka.",
+)
+def expiration_plan(
+    context: AssetExecutionContext,
+    config: ExpirationConfig,
+    offsets_source: OffsetsSourceResource,
+    state: StateResource,
+) -> MaterializeResult:
+    """Plan one cleanup pass over this run's partitions, as of the source's clock."""
+    from coordinator_core.sources.logdir import LogDirError
+
+    partitions = run_partitions(context)
+    state.ensure()
+    now_ms = offsets_source.now_ms()
+    retention_ms = config.retention_minutes * 60_000
+    horizon_ms = int(config.forecast_horizon_hours * MS_PER_HOUR)
+    try:
+        caches = offsets_source.load_caches(partitions)
+    except LogDirError as exc:
+        raise Failure(str(exc)) from exc
+    plan = plan_expiration(
+        caches,
+        now_ms=now_ms,
+        retention_ms=retention_ms,
+        coordinator=config.coordinator,
+        forecast_horizon_ms=horizon_ms,
+    )
+    errors = {c.partition: len(c.stats.errors) for c in caches}
+    for p in partitions:
+        write_json(
+            _partition_plan_path(state, p),
+            {
+                "partition": p,
+                "now_ms": now_ms,
+                "retention_ms": retention_ms,
+                "coordinator": config.coordinator,
+                "forecast_horizon_ms": horizon_ms,
+                "errors": errors.get(p, 0),
+                "tombstones": [t.to_journal() for t in plan.tombstones if t.offsets_partition == p],
+                "dead_groups": [d.to_json() for d in plan.dead_groups if d.offsets_partition == p],
+                "forecast": [f.to_json() for f in plan.forecast if f.offsets_partition == p],
+            },
+        )
+    _rebuild_report(state)
+    report_path = write_json(
+        state.reports_path / "expiration" / f"plan-{partitions_label(partitions)}.json",
+        {**plan.to_json(), "partitions": partitions, "as_of": _iso(now_ms)},
+    )
+    offset_tombs = [t for t in plan.tombstones if t.kind == "offset_commit"]
+    at_risk: dict[str, dict[str, Any]] = {}
+    for f in plan.forecast:
+        entry = at_risk.setdefault(
+            f.group_id,
+            {
+                "group_id": f.group_id,
+                "partition": f.offsets_partition,
+                "offsets": 0,
+                "first_expiry_in": _duration(f.expires_in_ms),
+                "first_expiry_at": _iso(f.expires_at),
+            },
+        )
+        entry["offsets"] += 1
+    rows = "\n".join(
+        f"| {f.group_id} | {f.topic}-{f.partition} | {_iso(f.expires_at)} "
+        f"| {_duration(f.expires_in_ms)} | {f.reason} |"
+        for f in plan.forecast[:20]
+    )
+    context.log.info(
+        f"plan as of {_iso(now_ms)}: {len(offset_tombs)} offset tombstones, "
+        f"{len(plan.dead_groups)} dead groups, {len(plan.forecast)} offsets of {len(at_risk)} groups "
+        f"expire within {config.forecast_horizon_hours}h"
+    )
+    return MaterializeResult(
+        metadata={
+            "partitions": partitions_label(partitions),
+            "as_of": _iso(now_ms) or "",
+            "retention_minutes": config.retention_minutes,
+            "coordinator": config.coordinator,
+            "groups": sum(len(c.groups) for c in caches),
+            "offsets": sum(c.offset_count for c in caches),
+            "offset_tombstones": len(offset_tombs),
+            "group_tombstones": len(plan.tombstones) - len(offset_tombs),
+            "dead_groups": len(plan.dead_groups),
+            "groups_losing_offsets_now": len({t.group_id for t in offset_tombs}),
+            "forecast_horizon_hours": config.forecast_horizon_hours,
+            "forecast_offsets": len(plan.forecast),
+            "forecast_groups": len(at_risk),
+            "groups_at_risk": MetadataValue.json(list(at_risk.values())[:50]),
+            "errors": sum(errors.values()),
+            "forecast_preview": MetadataValue.md(
+                "| group | topic-partition | expires at | in | rule |\n|---|---|---|---|---|\n" + rows
+                if rows
+                else "No offset expires within the window."
+            ),
+            "plan": MetadataValue.path(str(report_path)),
+            "report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
+        }
+    )
+
+
+# -- tombstone execution (opt-in) ------------------------------------------------------------------
+
+
+class TombstoneExecutionConfig(Config):
+    """How (and whether) to write the planned tombstones. The default writes nothing."""
+
+    mode: Literal["dry_run", "segment", "admin"] = Field(
+        default="dry_run",
+        description="dry_run: report only; segment: write tombstones into a copy of the log dir; "
+        "admin: OffsetDelete/DeleteGroups on the live cluster (needs confirm).",
+    )
+    output_log_dir: str | None = Field(default=None, description="segment mode: where the copy goes.")
+    confirm: bool = Field(default=False, description="admin mode: required, the deletes are real.")
+    verify: bool = Field(default=True, description="Reload afterwards and report keys that are not gone.")
+
+    @model_validator(mode="after")
+    def _confirmed(self) -> "TombstoneExecutionConfig":
+        if self.mode == "admin" and not self.confirm:
+            raise ValueError("mode 'admin' deletes offsets on the live cluster: set confirm: true to proceed")
+        return self
+
+
+def _load_plan(state: StateResource, partitions: list[int]) -> tuple[ExpirationPlan, int]:
+    docs = []
+    for p in partitions:
+        path = _partition_plan_path(state, p)
+        if not path.exists():
+            raise Failure(f"no expiration plan for partition {p} ({path}); materialize expiration_plan first")
+        docs.append(json.loads(path.read_text(encoding="utf-8")))
+    heads = {(d["now_ms"], d["retention_ms"], d["coordinator"]) for d in docs}
+    if len(heads) > 1:
+        raise Failure(
+            "the partitions' plans were made at different times or settings; re-plan them in one run"
+        )
+    now_ms, retention_ms, coordinator = heads.pop()
+    plan = ExpirationPlan(now_ms, retention_ms, coordinator, docs[0]["forecast_horizon_ms"])
+    plan.tombstones = [Tombstone.from_journal(t) for d in docs for t in d["tombstones"]]
+    plan.partitions = list(partitions)
+    return plan, sum(d["errors"] for d in docs)
+
+
+def _executor(
+    config: TombstoneExecutionConfig, source: OffsetsSourceResource, state: StateResource, coordinator: str
+) -> Any:
+    if config.mode == "segment":
+        from coordinator_core.tombstones.segment import SegmentExecutor
+
+        if not source.log_dir:
+            raise Failure(
+                "segment mode writes into a copy of a log dir; OffsetsSourceResource.log_dir is not set"
+            )
+        out = config.output_log_dir or str(state.state_path / "tombstoned-logdir")
+        return SegmentExecutor(source.log_dir, out, semantics="scala" if coordinator == "legacy" else "java")
+    from coordinator_core.tombstones.admin import AdminExecutor
+
+    if not source.bootstrap_servers:
+        raise Failure("admin mode talks to the cluster; OffsetsSourceResource.bootstrap_servers is not set")
+    return AdminExecutor(source.bootstrap_servers)
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=OFFSETS_PARTITIONS,
+    backfill_policy=BackfillPolicy.single_run(),
+    deps=[expiration_plan],
+    kinds={"kafka"},
+    description="Opt-in: write the planned tombstones (journaled, resumable, verified). "
+    "Never scheduled; the default mode only reports what would be written.",
+)
+def tombstone_execution(
+    context: AssetExecutionContext,
+    config: TombstoneExecutionConfig,
+    offsets_source: OffsetsSourceResource,
+    state: StateResource,
+) -> MaterializeResult:
+    """Apply (or, by default, only count) the latest plan's tombstones for this run's partitions."""
+    from coordinator_core.tombstones.journal import JournalError
+    from coordinator_core.tombstones.runner import (
+        ExecutorRefused,
+        open_or_create_journal,
+        plan_document,
+        run_journal,
+    )
+
+    partitions = run_partitions(context)
+    plan, errors = _load_plan(state, partitions)
+    by_kind = {
+        "offset_tombstones": sum(t.kind == "offset_commit" for t in plan.tombstones),
+        "group_tombstones": sum(t.kind != "offset_commit" for t in plan.tombstones),
+    }
+    base = {
+        "mode": config.mode,
+        "partitions": partitions_label(partitions),
+        "planned_as_of": datetime.fromtimestamp(plan.now_ms / 1000, UTC).isoformat(timespec="seconds"),
+        "items": len(plan.tombstones),
+        "groups": len({t.group_id for t in plan.tombstones}),
+        **by_kind,
+    }
+    if config.mode == "dry_run":
+        context.log.info(f"dry run: {len(plan.tombstones)} tombstones would be written; set mode to execute")
+        return MaterializeResult(metadata={**base, "applied": 0, "note": "dry run: nothing was written"})
+    if errors:
+        raise Failure(f"the plan was built on a reload with {errors} decode error(s); refusing to execute it")
+    started = time.perf_counter()
+    try:
+        executor = _executor(config, offsets_source, state, plan.coordinator)
+        try:
+            journal, resumed = open_or_create_journal(
+                state.journal_dir, plan_document(plan, executor=executor, source=offsets_source.describe())
+            )
+        except BaseException:
+            executor.close()
+            raise
+        report = run_journal(journal, executor, resumed=resumed, verify=config.verify)
+    except (JournalError, ExecutorRefused, ValueError) as exc:
+        raise Failure(f"tombstone execution refused: {exc}") from exc
+    doc = report.to_json()
+    path = write_json(state.reports_path / "expiration" / f"execution-{report.plan_id}.json", doc)
+    outcomes = report.outcomes
+    metadata = {
+        **base,
+        "plan_id": report.plan_id,
+        "resumed": report.resumed,
+        "applied": sum(n for s, n in outcomes.items() if s in ("applied", "already_absent")),
+        "outcomes": MetadataValue.json(outcomes),
+        "verified_not_gone": len(report.not_gone),
+        "journal": MetadataValue.path(report.journal),
+        "report": MetadataValue.path(str(path)),
+        "elapsed_s": round(time.perf_counter() - started, 2),
+    }
+    if not report.complete or report.not_gone:
+        raise Failure(
+            f"tombstone execution incomplete: outcomes {outcomes}, {len(report.not_gone)} key(s) "
+            f"still present; resume plan {report.plan_id}",
+            metadata=metadata,
+        )
+    return MaterializeResult(metadata=metadata)
+
+
+expiration_job = define_asset_job(
+    "expiration_forecast_job",
+    selection=[expiration_plan],
+    partitions_def=OFFSETS_PARTITIONS,
+    description="Daily dry run: the expiration plan and forecast of every partition (writes nothing).",
+)
+
+tombstone_job = define_asset_job(
+    "tombstone_execution_job",
+    selection=[tombstone_execution],
+    partitions_def=OFFSETS_PARTITIONS,
+    description="Opt-in, manual only: write the planned tombstones (configure mode; dry_run by default).",
+)
+
+
+@schedule(
+    job=expiration_job,
+    cron_schedule="30 5 * * *",
+    execution_timezone="UTC",
+    default_status=SCHEDULE_STATUS,
+    description="Daily at 05:30 UTC, after the reload: expiration dry run and forecast, all partitions "
+    "in one run.",
+)
+def daily_expiration_forecast(context: ScheduleEvaluationContext) -> RunRequest:
+    """One run over every partition."""
+    return RunRequest(
+        run_key=f"expiration-{context.scheduled_execution_time:%Y%m%d}"
+        if context.scheduled_execution_time
+        else None,
+        tags=all_partitions_tags(),
+    )
+
+
+defs = Definitions(
+    assets=[expiration_plan, tombstone_execution],
+    asset_checks=EXPIRATION_CHECKS,
+    jobs=[expiration_job, tombstone_job],
+    schedules=[daily_expiration_forecast],
+)

@@ -1,0 +1,410 @@
+"""Reload domain: the raw segment inventory, and the coordinator cache rebuilt by the Spark reload job.
+
+Assets hand over through files, not IO managers: the reload tables are Parquet under
+``StateResource.tables_location`` (every table partitioned by ``offsets_partition``), so each run
+replaces exactly the offsets partitions it covers and Spark, GX and people read the same files.
+"""
+
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dagster import (
+    AssetExecutionContext,
+    BackfillPolicy,
+    Definitions,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    TableColumn,
+    TableSchema,
+    asset,
+)
+
+from assets.resources import (
+    OFFSETS_PARTITIONS,
+    OffsetsSourceResource,
+    SparkResource,
+    StateResource,
+    partitions_label,
+    run_partitions,
+    write_json,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+GROUP = "reload"
+INVENTORY_FILE = "segments.json"
+RELOAD_SUMMARY_FILE = "reload.json"
+
+
+# -- raw segments inventory ------------------------------------------------------------------------
+
+
+def _inventory_files(source: OffsetsSourceResource, partitions: list[int]) -> dict[int, dict[str, Any]]:
+    logdir = source.open_log_dir()
+    by_number = {pd.partition: pd for pd in logdir.partitions}
+    out: dict[int, dict[str, Any]] = {}
+    for p in partitions:
+        pd = by_number.get(p)
+        if pd is None or not pd.segments:
+            out[p] = {"present": False, "segments": 0, "bytes": 0}
+            continue
+        segs = pd.segments
+        out[p] = {
+            "present": True,
+            "path": str(pd.path),
+            "segments": len(segs),
+            "bytes": pd.size_bytes,
+            "log_start_offset": segs[0].base_offset,
+            "active_segment_base_offset": segs[-1].base_offset,
+            "oldest_segment_mtime_ms": min(s.mtime_ms for s in segs),
+            "newest_segment_mtime_ms": max(s.mtime_ms for s in segs),
+            "cleaner_checkpoint": logdir.cleaner_checkpoint.get((pd.topic, p)),
+        }
+    return out
+
+
+def _inventory_uri(spark: "SparkSession", log_dir: str, partitions: list[int]) -> dict[int, dict[str, Any]]:
+    """The same inventory for a Hadoop URI (``s3a://``, ``hdfs://``), listed through Spark."""
+    from pipelines.source import list_log_dir
+
+    listing = list_log_dir(spark, log_dir)
+    out: dict[int, dict[str, Any]] = {p: {"present": False, "segments": 0, "bytes": 0} for p in partitions}
+    for s in listing.segments:
+        if s.partition not in out:
+            continue
+        entry = out[s.partition]
+        if not entry["present"]:
+            entry.update(
+                present=True,
+                log_start_offset=s.base_offset,
+                oldest_segment_mtime_ms=s.mtime_ms,
+                newest_segment_mtime_ms=s.mtime_ms,
+            )
+        entry["segments"] += 1
+        entry["bytes"] += s.size
+        entry["active_segment_base_offset"] = s.base_offset
+        entry["oldest_segment_mtime_ms"] = min(entry["oldest_segment_mtime_ms"], s.mtime_ms)
+        entry["newest_segment_mtime_ms"] = max(entry["newest_segment_mtime_ms"], s.mtime_ms)
+    return out
+
+
+def _inventory_live(source: OffsetsSourceResource, partitions: list[int]) -> dict[int, dict[str, Any]]:
+    from coordinator_core.sources.live import LiveConfig, LiveSource
+
+    config = (
+        LiveConfig.from_file(source.client_config, bootstrap_servers=source.bootstrap_servers)
+        if source.client_config
+        else LiveConfig(bootstrap_servers=str(source.bootstrap_servers))
+    )
+    with LiveSource(config) as live:
+        present = [p for p in partitions if p in set(live.partitions())]
+        start = live.start_offsets(present) if present else {}
+        end = live.end_offsets(present) if present else {}
+    return {
+        p: (
+            {
+                "present": True,
+                "log_start_offset": start[p],
+                "log_end_offset": end[p],
+                "records_span": end[p] - start[p],
+            }
+            if p in start
+            else {"present": False}
+        )
+        for p in partitions
+    }
+
+
+def segment_inventory(
+    source: OffsetsSourceResource, partitions: list[int], spark: SparkResource | None = None
+) -> dict[int, dict[str, Any]]:
+    """Per partition: present or not, segment count, bytes, offsets and ages (live: offset span)."""
+    if source.log_dir and "://" in source.log_dir:
+        if spark is None:
+            raise ValueError("a URI log dir is listed through Spark; pass spark")
+        return _inventory_uri(spark.get_session(), source.log_dir, partitions)
+    if source.log_dir:
+        return _inventory_files(source, partitions)
+    return _inventory_live(source, partitions)
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=OFFSETS_PARTITIONS,
+    backfill_policy=BackfillPolicy.single_run(),
+    kinds={"kafka", "python"},
+    description="Segment files (or, live, the offset range) of each __consumer_offsets partition.",
+)
+def raw_segments(
+    context: AssetExecutionContext,
+    offsets_source: OffsetsSourceResource,
+    spark: SparkResource,
+    state: StateResource,
+) -> MaterializeResult:
+    """Inventory the partitions of this run; a partition absent from the source is listed as absent."""
+    from coordinator_core.sources.logdir import LogDirError
+
+    partitions = run_partitions(context)
+    state.ensure()
+    try:
+        inventory = segment_inventory(offsets_source, partitions, spark)
+    except LogDirError as exc:
+        raise Failure(str(exc)) from exc
+    path = state.reports_path / INVENTORY_FILE
+    merged = _merge_partitions(path, inventory, source=offsets_source.describe())
+    write_json(path, merged)
+    present = [p for p in partitions if inventory[p].get("present")]
+    largest = sorted(present, key=lambda p: -int(inventory[p].get("bytes", 0)))[:10]
+    rows = "\n".join(
+        f"| {p} | {inventory[p].get('segments', '-')} | {inventory[p].get('bytes', '-')} "
+        f"| {inventory[p].get('log_start_offset', '-')} |"
+        for p in largest
+    )
+    context.log.info(f"{len(present)} of {len(partitions)} partitions present in {offsets_source.describe()}")
+    return MaterializeResult(
+        metadata={
+            "source": offsets_source.describe(),
+            "partitions": partitions_label(partitions),
+            "partitions_present": len(present),
+            "partitions_absent": MetadataValue.json([p for p in partitions if p not in present]),
+            "segments": sum(int(inventory[p].get("segments", 0)) for p in partitions),
+            "bytes": sum(int(inventory[p].get("bytes", 0)) for p in partitions),
+            "largest_partitions": MetadataValue.md(
+                "| partition | segments | bytes | log start |\n|---|---|---|---|\n" + rows if rows else "none"
+            ),
+            "inventory": MetadataValue.path(str(path)),
+        }
+    )
+
+
+def _merge_partitions(path: Path, update: dict[int, dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """The report at ``path`` with the entries of ``update``'s partitions replaced."""
+    import json
+
+    doc: dict[str, Any] = {"partitions": {}}
+    if path.exists():
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            doc = {"partitions": {}}
+    doc.setdefault("partitions", {})
+    for p, entry in update.items():
+        doc["partitions"][str(p)] = entry
+    doc.update(extra, updated_at_ms=int(time.time() * 1000))
+    doc["partitions"] = dict(sorted(doc["partitions"].items(), key=lambda kv: int(kv[0])))
+    return doc
+
+
+# -- the reloaded cache tables ---------------------------------------------------------------------
+
+
+def _hadoop_fs(spark: "SparkSession", path: str) -> tuple[Any, Any]:
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def _path_exists(spark: "SparkSession", path: str) -> bool:
+    hpath, fs = _hadoop_fs(spark, path)
+    return bool(fs.exists(hpath))
+
+
+def _delete(spark: "SparkSession", path: str) -> None:
+    hpath, fs = _hadoop_fs(spark, path)
+    if fs.exists(hpath):
+        fs.delete(hpath, True)
+
+
+def _empty(spark: "SparkSession", table: str) -> "DataFrame":
+    from pipelines.schemas import TABLE_SCHEMAS
+
+    return spark.createDataFrame([], TABLE_SCHEMAS[table])
+
+
+def _present_partitions(
+    spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int]
+) -> list[int]:
+    from pipelines.source import InputPathError, list_log_dir
+
+    log_dir = str(source.log_dir)
+    if not _path_exists(spark, log_dir):
+        raise Failure(f"OffsetsSourceResource.log_dir {log_dir} does not exist")
+    try:
+        listing = list_log_dir(spark, log_dir)
+    except InputPathError:
+        return []  # a log dir without any segment: every partition is empty
+    wanted = set(partitions)
+    return [p for p in listing.partitions if p in wanted]
+
+
+def _reload_to_staging(
+    spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int], staging: str
+) -> dict[str, "DataFrame"]:
+    """The reload tables of ``partitions`` in ``staging``: the Spark job from files, or live fetches."""
+    from pipelines.reload import ReloadOptions, read_tables, run_reload
+    from pipelines.schemas import TABLE_SCHEMAS
+    from pipelines.tables import all_cache_rows
+
+    if source.is_live:
+        rows = all_cache_rows(source.load_caches(partitions))
+        return {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
+    present = _present_partitions(spark, source, partitions)
+    if not present:
+        return {t: _empty(spark, t) for t in TABLE_SCHEMAS}
+    options = ReloadOptions(num_partitions=source.num_partitions, semantics=source.semantics)
+    run_reload(spark, str(source.log_dir), staging, options, partitions=present)
+    return read_tables(spark, staging)
+
+
+def publish_tables(
+    spark: "SparkSession", tables: dict[str, "DataFrame"], state: StateResource, partitions: list[int]
+) -> None:
+    """Replace ``partitions`` of every canonical table with ``tables`` (other partitions are kept)."""
+    for name, df in tables.items():
+        location = state.table_location(name)
+        for p in partitions:
+            _delete(spark, f"{location}/offsets_partition={p}")
+        df.write.mode("append").partitionBy("offsets_partition").parquet(location)
+
+
+def read_cache_tables(
+    spark: "SparkSession", state: StateResource, partitions: list[int] | None = None
+) -> dict[str, "DataFrame"]:
+    """The canonical reload tables (optionally only some offsets partitions), with their schemas."""
+    from pyspark.sql import functions as F
+
+    from pipelines.schemas import TABLE_SCHEMAS
+
+    out = {}
+    for name, schema in TABLE_SCHEMAS.items():
+        location = state.table_location(name)
+        if _path_exists(spark, location):
+            df = spark.read.schema(schema).parquet(location).select(*schema.fieldNames())
+        else:
+            df = _empty(spark, name)
+        if partitions is not None:
+            df = df.where(F.col("offsets_partition").isin(partitions))
+        out[name] = df
+    return out
+
+
+def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    counts = {name: df.count() for name, df in tables.items()}
+    stats = (
+        tables["load_stats"]
+        .agg(
+            *(
+                F.coalesce(F.sum(c), F.lit(0)).alias(c)
+                for c in ("segments", "batches", "records", "bytes", "tombstones")
+            )
+        )
+        .first()
+    )
+    states = {
+        r["state"]: int(r["n"])
+        for r in tables["groups"].groupBy("state").agg(F.count("*").alias("n")).collect()
+    }
+    error_kinds = {
+        r["kind"]: int(r["n"])
+        for r in tables["decode_errors"].groupBy("kind").agg(F.count("*").alias("n")).collect()
+    }
+    return {
+        "counts": counts,
+        "segments": int(stats["segments"]),
+        "batches": int(stats["batches"]),
+        "records": int(stats["records"]),
+        "bytes": int(stats["bytes"]),
+        "tombstones": int(stats["tombstones"]),
+        "group_states": states,
+        "error_kinds": error_kinds,
+    }
+
+
+def _offsets_table_schema() -> TableSchema:
+    from pipelines.schemas import TABLE_SCHEMAS
+
+    return TableSchema(
+        columns=[
+            TableColumn(f.name, f.dataType.simpleString(), description=f.metadata.get("comment"))
+            for f in TABLE_SCHEMAS["offsets"].fields
+        ]
+    )
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=OFFSETS_PARTITIONS,
+    backfill_policy=BackfillPolicy.single_run(),
+    deps=[raw_segments],
+    kinds={"spark", "parquet"},
+    pool="offsetops_tables",
+    description="The group coordinator's cache after doLoadGroupsAndOffsets, as Parquet tables "
+    "(offsets, pending_offsets, groups, members, decode_errors, load_stats).",
+)
+def coordinator_cache(
+    context: AssetExecutionContext,
+    offsets_source: OffsetsSourceResource,
+    spark: SparkResource,
+    state: StateResource,
+) -> MaterializeResult:
+    """Run the Spark reload for this run's partitions and publish them into the canonical tables."""
+    from pipelines.source import InputPathError
+
+    partitions = run_partitions(context)
+    state.ensure()
+    session = spark.get_session()
+    # Staging sits next to the tables, so cluster executors can reach it (s3a://, hdfs://, a volume).
+    staging = f"{state.tables_location}/_staging/reload-{context.run.run_id[:8]}-{uuid.uuid4().hex[:6]}"
+    started = time.perf_counter()
+    try:
+        tables = _reload_to_staging(session, offsets_source, partitions, staging)
+        summary = _summarise(tables)
+        publish_tables(session, tables, state, partitions)
+    except InputPathError as exc:
+        raise Failure(f"reload of {offsets_source.describe()} failed: {exc}") from exc
+    finally:
+        _delete(session, staging)
+    elapsed = time.perf_counter() - started
+    counts = summary["counts"]
+    report = {
+        "partitions": partitions,
+        "source": offsets_source.describe(),
+        "tables": state.tables_location,
+        "elapsed_s": round(elapsed, 2),
+        **summary,
+    }
+    path = write_json(state.reports_path / RELOAD_SUMMARY_FILE, report)
+    context.log.info(
+        f"reloaded {len(partitions)} partitions: {counts['groups']} groups, {counts['offsets']} offsets, "
+        f"{counts['decode_errors']} decode errors in {elapsed:.1f}s"
+    )
+    return MaterializeResult(
+        metadata={
+            "partitions": partitions_label(partitions),
+            "groups": counts["groups"],
+            "offsets": counts["offsets"],
+            "pending_offsets": counts["pending_offsets"],
+            "members": counts["members"],
+            "records": summary["records"],
+            "bytes": summary["bytes"],
+            "segments": summary["segments"],
+            "tombstones": summary["tombstones"],
+            "errors": counts["decode_errors"],
+            "error_kinds": MetadataValue.json(summary["error_kinds"]),
+            "group_states": MetadataValue.json(summary["group_states"]),
+            "tables": MetadataValue.path(state.tables_location),
+            "summary": MetadataValue.path(str(path)),
+            "elapsed_s": round(elapsed, 2),
+            "dagster/row_count": counts["offsets"],
+            "dagster/column_schema": _offsets_table_schema(),
+        }
+    )
+
+
+defs = Definitions(assets=[raw_segments, coordinator_cache])

@@ -1,0 +1,548 @@
+"""Resources of the offsetops code location, and the one place where a deployment picks them.
+
+``OFFSETOPS_DEPLOYMENT`` chooses ``local`` (the default: a log dir on this machine, ``local[*]`` Spark,
+reports under ``out/``) or ``cluster`` (a Spark master and a real cluster's log dir or brokers, given
+by the environment). Everything a deployment can change is read by :func:`build_resources`; the
+asset modules only declare which resource they need.
+
+Each resource is a pydantic-validated :class:`dagster.ConfigurableResource`, so a bad value fails when
+the code location loads (or, for run-config overrides, when the run starts) with a message that names
+the field.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from dagster import (
+    ConfigurableResource,
+    DefaultScheduleStatus,
+    EnvVar,
+    InitResourceContext,
+    StaticPartitionsDefinition,
+)
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from coordinator_core.cache import CoordinatorCache, LoadStats
+from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from assets.alerting import SlackNotifier
+    from coordinator_core.sources.logdir import LogDir
+
+DEPLOYMENTS = ("local", "cluster")
+DEFAULT_OUTPUT_DIR = "out/demo"
+DEFAULT_LOCAL_LOG_DIR = "out/demo/logdir"
+DEFAULT_SLACK_CHANNEL = "#offsetops-alerts"
+DEFAULT_DAGSTER_URL = "http://localhost:3000"
+
+#: Environment variables a deployment reads (documented in docs/operations.md).
+ENV_DEPLOYMENT = "OFFSETOPS_DEPLOYMENT"
+ENV_NUM_PARTITIONS = "OFFSETOPS_NUM_PARTITIONS"
+ENV_LOG_DIR = "OFFSETOPS_LOG_DIR"
+ENV_BOOTSTRAP = "OFFSETOPS_BOOTSTRAP_SERVERS"
+ENV_CLIENT_CONFIG = "OFFSETOPS_CLIENT_CONFIG"
+ENV_SEMANTICS = "OFFSETOPS_SEMANTICS"
+ENV_AS_OF_MS = "OFFSETOPS_AS_OF_MS"
+ENV_OUTPUT_DIR = "OFFSETOPS_OUTPUT_DIR"
+ENV_STATE_DIR = "OFFSETOPS_STATE_DIR"
+ENV_TABLES_URI = "OFFSETOPS_TABLES_URI"
+ENV_SPARK_MASTER = "OFFSETOPS_SPARK_MASTER"
+ENV_SPARK_CONF = "OFFSETOPS_SPARK_CONF"
+ENV_SLACK_TOKEN = "SLACK_BOT_TOKEN"
+ENV_SLACK_CHANNEL = "OFFSETOPS_SLACK_CHANNEL"
+ENV_SLACK_BASE_URL = "OFFSETOPS_SLACK_BASE_URL"
+ENV_SLACK_DEDUPE = "OFFSETOPS_SLACK_DEDUPE_WINDOW_S"
+ENV_DAGSTER_URL = "OFFSETOPS_DAGSTER_URL"
+ENV_SCHEDULES = "OFFSETOPS_SCHEDULES"
+
+_MASTER_RE = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://.+|k8s://.+|yarn|mesos://.+)$")
+
+
+class DeploymentConfigError(ValueError):
+    """The deployment's configuration cannot work; the message names the field or variable."""
+
+
+# -- partitions ------------------------------------------------------------------------------------
+
+
+def num_partitions_from_env(env: Mapping[str, str] | None = None) -> int:
+    """``offsets.topic.num.partitions`` from ``OFFSETOPS_NUM_PARTITIONS`` (default 50)."""
+    env = os.environ if env is None else env
+    raw = env.get(ENV_NUM_PARTITIONS, "").strip()
+    if not raw:
+        return DEFAULT_OFFSETS_PARTITIONS
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise DeploymentConfigError(f"{ENV_NUM_PARTITIONS}={raw!r} is not an integer") from exc
+    if not 1 <= value <= 10_000:
+        raise DeploymentConfigError(f"{ENV_NUM_PARTITIONS}={value} must be between 1 and 10000")
+    return value
+
+
+def offsets_partitions_def(num_partitions: int) -> StaticPartitionsDefinition:
+    """One Dagster partition per ``__consumer_offsets`` partition: ``"0"`` .. ``"N-1"``."""
+    return StaticPartitionsDefinition([str(p) for p in range(num_partitions)])
+
+
+NUM_PARTITIONS = num_partitions_from_env()
+OFFSETS_PARTITIONS = offsets_partitions_def(NUM_PARTITIONS)
+"""The partitions every offsetops asset shares, fixed when the code location loads."""
+
+
+# -- resources -------------------------------------------------------------------------------------
+
+
+class OffsetsSourceResource(ConfigurableResource):
+    """Where ``__consumer_offsets`` is read from: a broker log dir, or a live cluster.
+
+    With ``bootstrap_servers`` the reload fetches from the brokers (live mode); a ``log_dir`` given as
+    well (a broker's data volume) still feeds the segment inventory and the cleaner audit, which read
+    files. ``as_of_ms`` evaluates time-based rules as of that instant (a copied snapshot); by default
+    the wall clock.
+    """
+
+    log_dir: str | None = Field(default=None, description="Broker log dir, or one __consumer_offsets-N dir.")
+    bootstrap_servers: str | None = Field(default=None, description="host:port[,host:port] for live mode.")
+    client_config: str | None = Field(
+        default=None, description="Kafka client.properties for live mode (SASL/SSL)."
+    )
+    num_partitions: int = Field(
+        default=DEFAULT_OFFSETS_PARTITIONS, ge=1, le=10_000, description="offsets.topic.num.partitions."
+    )
+    semantics: Literal["java", "scala"] = Field(
+        default="java", description="Coordinator replay rules: java (3.6+/4.x) or scala (up to 3.x)."
+    )
+    as_of_ms: int | None = Field(default=None, ge=0, description="Evaluate as of this epoch ms.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> OffsetsSourceResource:
+        if not (self.log_dir or "").strip() and not (self.bootstrap_servers or "").strip():
+            raise ValueError(
+                "set log_dir (a broker log dir) or bootstrap_servers (live mode); both are empty"
+            )
+        return self
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        for server in value.split(","):
+            host, _, port = server.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"bootstrap_servers entry {server.strip()!r} is not host:port")
+        return value
+
+    @property
+    def is_live(self) -> bool:
+        return bool(self.bootstrap_servers)
+
+    def describe(self) -> str:
+        return f"bootstrap {self.bootstrap_servers}" if self.is_live else f"log dir {self.log_dir}"
+
+    def now_ms(self) -> int:
+        return self.as_of_ms if self.as_of_ms is not None else int(time.time() * 1000)
+
+    def open_log_dir(self) -> LogDir:
+        """The configured log dir, opened (raises ``LogDirError`` naming the path when unusable)."""
+        from coordinator_core.sources.logdir import LogDirError, open_log_dir
+
+        if not self.log_dir:
+            raise LogDirError("no log_dir is configured (OffsetsSourceResource.log_dir)")
+        if not Path(self.log_dir).exists():
+            raise LogDirError(
+                f"OffsetsSourceResource.log_dir {self.log_dir} does not exist; run `offsetops demo` to "
+                f"generate a sample, or set {ENV_LOG_DIR} / {ENV_BOOTSTRAP}"
+            )
+        return open_log_dir(self.log_dir)
+
+    def load_caches(self, partitions: list[int]) -> list[CoordinatorCache]:
+        """doLoadGroupsAndOffsets for each partition; a partition with no data is an empty cache."""
+        from coordinator_core.loader import load_partition, load_partition_dir
+
+        if self.is_live:
+            from coordinator_core.sources.live import LiveConfig, LiveSource
+
+            config = (
+                LiveConfig.from_file(self.client_config, bootstrap_servers=self.bootstrap_servers)
+                if self.client_config
+                else LiveConfig(bootstrap_servers=str(self.bootstrap_servers))
+            )
+            caches = []
+            with LiveSource(config) as source:
+                present = set(source.partitions())
+                for p in partitions:
+                    if p not in present:
+                        caches.append(self.empty_cache(p))
+                        continue
+                    errors: list[Any] = []
+                    cache = load_partition(
+                        source.iter_batches(p, errors),
+                        partition=p,
+                        num_partitions=self.num_partitions,
+                        semantics=self.semantics,
+                    )
+                    cache.stats.errors[:0] = errors
+                    caches.append(cache)
+            return caches
+        logdir = self.open_log_dir()
+        by_number = {pd.partition: pd for pd in logdir.partitions}
+        return [
+            load_partition_dir(by_number[p], num_partitions=self.num_partitions, semantics=self.semantics)
+            if p in by_number
+            else self.empty_cache(p)
+            for p in partitions
+        ]
+
+    def empty_cache(self, partition: int) -> CoordinatorCache:
+        """What the coordinator holds for a partition with no log: no groups."""
+        return CoordinatorCache(
+            partition=partition, groups={}, stats=LoadStats(), num_partitions=self.num_partitions
+        )
+
+
+class SparkResource(ConfigurableResource):
+    """One SparkSession per run process (``getOrCreate``): ``local[*]`` here, a cluster master in prod."""
+
+    master: str = Field(
+        default="local[*]", description="local[*], spark://host:7077, k8s://https://..., yarn"
+    )
+    app_name: str = Field(default="offsetops", min_length=1)
+    conf: dict[str, str] = Field(default_factory=dict, description="Extra spark.* settings.")
+
+    @field_validator("master")
+    @classmethod
+    def _master(cls, value: str) -> str:
+        value = value.strip()
+        if not _MASTER_RE.match(value):
+            raise ValueError(
+                f"master {value!r} is not a Spark master URL (local[*], local[N], spark://, k8s://, yarn)"
+            )
+        return value
+
+    @field_validator("conf")
+    @classmethod
+    def _conf(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in value if not k.startswith("spark.")]
+        if bad:
+            raise ValueError(f"conf keys must start with 'spark.': {bad}")
+        return value
+
+    def get_session(self) -> SparkSession:
+        """The process's SparkSession, created on first use with this resource's settings.
+
+        Built by :func:`pipelines.session.build_session`, which ships our packages to the executors
+        of a non-local master.
+        """
+        from pipelines.session import build_session
+
+        local = self.master.startswith("local")
+        conf = {"spark.sql.sources.partitionOverwriteMode": "dynamic"}
+        if local:
+            conf.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+        session = build_session(self.master, app_name=self.app_name, conf={**conf, **self.conf}, quiet=local)
+        if not local:
+            session.sparkContext.setLogLevel("WARN")
+        return session
+
+
+class StateResource(ConfigurableResource):
+    """Where offsetops writes: reports (Data Docs, audit, plan), Parquet tables and its own state."""
+
+    output_dir: str = Field(default=DEFAULT_OUTPUT_DIR, min_length=1, description="Reports and tables.")
+    state_dir: str | None = Field(
+        default=None, description="Alert state, outbox, journals; output_dir/state."
+    )
+    tables_uri: str | None = Field(
+        default=None, description="Where the reload tables go (file path or s3a://...); output_dir/tables."
+    )
+
+    @property
+    def output_path(self) -> Path:
+        return Path(self.output_dir).absolute()
+
+    @property
+    def state_path(self) -> Path:
+        return Path(self.state_dir).absolute() if self.state_dir else self.output_path / "state"
+
+    @property
+    def reports_path(self) -> Path:
+        """Every human-readable report lives here (``checks.suite`` writes Data Docs below it too)."""
+        return self.output_path / "reports"
+
+    @property
+    def tables_location(self) -> str:
+        return self.tables_uri.rstrip("/") if self.tables_uri else str(self.output_path / "tables")
+
+    def table_location(self, table: str) -> str:
+        return f"{self.tables_location}/{table}"
+
+    @property
+    def alert_state_file(self) -> Path:
+        return self.state_path / "alerts" / "state.json"
+
+    @property
+    def outbox_file(self) -> Path:
+        return self.state_path / "alerts" / "outbox.jsonl"
+
+    @property
+    def journal_dir(self) -> Path:
+        return self.state_path / "tombstone-journals"
+
+    @property
+    def audit_history_dir(self) -> Path:
+        return self.state_path / "cleaner-audit"
+
+    def ensure(self) -> None:
+        for path in (self.reports_path, self.state_path):
+            path.mkdir(parents=True, exist_ok=True)
+
+
+class SlackResource(ConfigurableResource):
+    """Slack paging: a bot token (from ``SLACK_BOT_TOKEN``), a channel, and dedupe settings.
+
+    A missing or invalid token never fails a run: :class:`~assets.alerting.SlackNotifier` logs one line
+    and appends the alert to the outbox in the state dir.
+    """
+
+    token: str | None = Field(default=None, description="Slack bot token (xoxb-...).")
+    channel: str = Field(default=DEFAULT_SLACK_CHANNEL, min_length=1)
+    base_url: str | None = Field(default=None, description="Slack Web API base URL (tests, proxies).")
+    dedupe_window_s: int = Field(default=3600, ge=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    dagster_url: str = Field(default=DEFAULT_DAGSTER_URL, description="Base URL of the Dagster UI.")
+
+    _notifier: Any = PrivateAttr(default=None)
+
+    @field_validator("base_url", "dagster_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value
+
+    @field_validator("channel")
+    @classmethod
+    def _channel(cls, value: str) -> str:
+        if any(c.isspace() for c in value):
+            raise ValueError(f"channel {value!r} contains whitespace")
+        return value
+
+    def run_url(self, run_id: str) -> str:
+        return f"{(self.dagster_url or DEFAULT_DAGSTER_URL).rstrip('/')}/runs/{run_id}"
+
+    def notifier(self, state: StateResource) -> SlackNotifier:
+        """A :class:`SlackNotifier` whose dedupe state and outbox live in ``state``'s state dir."""
+        from assets.alerting import SlackNotifier
+
+        base_url = self.base_url
+        if base_url and not base_url.endswith("/"):
+            base_url += "/"
+        return SlackNotifier(
+            self.token,
+            self.channel,
+            base_url=base_url,
+            state_path=state.alert_state_file,
+            outbox_path=state.outbox_file,
+            dedupe_window_s=self.dedupe_window_s,
+            max_retries=self.max_retries,
+        )
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        if not (self.token or "").strip() and context.log is not None:
+            context.log.warning(
+                f"{ENV_SLACK_TOKEN} is not set: alerts go to the outbox in the state dir, not to Slack"
+            )
+
+
+# -- the one place where a deployment is chosen ----------------------------------------------------
+
+
+def _field_errors(exc: ValidationError, resource: str, env_names: Mapping[str, str]) -> str:
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(x) for x in err["loc"]) or "(model)"
+        var = env_names.get(field)
+        where = f"{resource}.{field}" + (f" (env {var})" if var else "")
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def _make(cls: type[ConfigurableResource], env_names: Mapping[str, str], **values: Any) -> Any:
+    try:
+        return cls(**{k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        raise DeploymentConfigError(
+            f"bad offsetops config: {_field_errors(exc, cls.__name__, env_names)}"
+        ) from exc
+
+
+def _int_env(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise DeploymentConfigError(f"{name}={raw!r} is not an integer") from exc
+
+
+def _spark_conf_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``OFFSETOPS_SPARK_CONF``: ``key=value`` pairs separated by commas or newlines."""
+    conf: dict[str, str] = {}
+    for item in re.split(r"[,\n]", env.get(ENV_SPARK_CONF, "")):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise DeploymentConfigError(f"{ENV_SPARK_CONF}: {item.strip()!r} is not key=value")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def build_resources(
+    deployment: str | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, ConfigurableResource]:
+    """The resources of ``deployment`` (default: ``$OFFSETOPS_DEPLOYMENT``, else ``local``).
+
+    ``local``: the log dir ``$OFFSETOPS_LOG_DIR`` (default ``out/demo/logdir``, where ``offsetops demo``
+    simulates one) or ``$OFFSETOPS_BOOTSTRAP_SERVERS``, Spark ``local[*]``, reports in ``out/demo``.
+    ``cluster``: ``$OFFSETOPS_SPARK_MASTER``, ``$OFFSETOPS_OUTPUT_DIR`` and one of the sources are
+    required. Raises :class:`DeploymentConfigError` naming the variable or field.
+    """
+    env = os.environ if env is None else env
+    deployment = (deployment or env.get(ENV_DEPLOYMENT) or "local").strip().lower()
+    if deployment not in DEPLOYMENTS:
+        raise DeploymentConfigError(
+            f"{ENV_DEPLOYMENT}={deployment!r}: expected one of {', '.join(DEPLOYMENTS)}"
+        )
+    log_dir = env.get(ENV_LOG_DIR) or None
+    bootstrap = env.get(ENV_BOOTSTRAP) or None
+    output_dir = env.get(ENV_OUTPUT_DIR) or None
+    master = env.get(ENV_SPARK_MASTER) or None
+    if deployment == "local":
+        if not log_dir and not bootstrap:
+            log_dir = DEFAULT_LOCAL_LOG_DIR
+        output_dir = output_dir or DEFAULT_OUTPUT_DIR
+        master = master or "local[*]"
+    else:
+        missing = [
+            name for name, value in ((ENV_SPARK_MASTER, master), (ENV_OUTPUT_DIR, output_dir)) if not value
+        ]
+        if not log_dir and not bootstrap:
+            missing.append(f"{ENV_LOG_DIR} or {ENV_BOOTSTRAP}")
+        if missing:
+            raise DeploymentConfigError(f"{ENV_DEPLOYMENT}=cluster needs {', '.join(missing)}")
+
+    source = _make(
+        OffsetsSourceResource,
+        {
+            "log_dir": ENV_LOG_DIR,
+            "bootstrap_servers": ENV_BOOTSTRAP,
+            "num_partitions": ENV_NUM_PARTITIONS,
+            "semantics": ENV_SEMANTICS,
+            "as_of_ms": ENV_AS_OF_MS,
+        },
+        log_dir=log_dir,
+        bootstrap_servers=bootstrap,
+        client_config=env.get(ENV_CLIENT_CONFIG) or None,
+        num_partitions=num_partitions_from_env(env),
+        semantics=env.get(ENV_SEMANTICS) or None,
+        as_of_ms=_int_env(env, ENV_AS_OF_MS),
+    )
+    spark = _make(
+        SparkResource,
+        {"master": ENV_SPARK_MASTER, "conf": ENV_SPARK_CONF},
+        master=master,
+        app_name=f"offsetops-{deployment}",
+        conf=_spark_conf_env(env),
+    )
+    state = _make(
+        StateResource,
+        {"output_dir": ENV_OUTPUT_DIR, "state_dir": ENV_STATE_DIR, "tables_uri": ENV_TABLES_URI},
+        output_dir=output_dir,
+        state_dir=env.get(ENV_STATE_DIR) or None,
+        tables_uri=env.get(ENV_TABLES_URI) or None,
+    )
+    # The token stays an EnvVar (resolved at run time, never shown in the UI) when it is set; when it
+    # is not, alerts go to the outbox instead of failing every run on a missing variable.
+    token: Any = EnvVar(ENV_SLACK_TOKEN) if env.get(ENV_SLACK_TOKEN, "").strip() else None
+    slack = _make(
+        SlackResource,
+        {
+            "channel": ENV_SLACK_CHANNEL,
+            "base_url": ENV_SLACK_BASE_URL,
+            "dedupe_window_s": ENV_SLACK_DEDUPE,
+            "dagster_url": ENV_DAGSTER_URL,
+        },
+        token=token,
+        channel=env.get(ENV_SLACK_CHANNEL) or None,
+        base_url=env.get(ENV_SLACK_BASE_URL) or None,
+        dedupe_window_s=_int_env(env, ENV_SLACK_DEDUPE),
+        dagster_url=env.get(ENV_DAGSTER_URL) or None,
+    )
+    return {"offsets_source": source, "spark": spark, "state": state, "slack": slack}
+
+
+def schedules_running_by_default(env: Mapping[str, str] | None = None) -> bool:
+    """``OFFSETOPS_SCHEDULES=running|stopped``; by default running on ``cluster``, stopped locally."""
+    env = os.environ if env is None else env
+    raw = (env.get(ENV_SCHEDULES) or "").strip().lower()
+    if raw:
+        if raw not in ("running", "stopped"):
+            raise DeploymentConfigError(f"{ENV_SCHEDULES}={raw!r}: expected running or stopped")
+        return raw == "running"
+    return (env.get(ENV_DEPLOYMENT) or "local").strip().lower() == "cluster"
+
+
+# -- small helpers the asset modules share ---------------------------------------------------------
+
+
+def run_partitions(context: Any) -> list[int]:
+    """The ``__consumer_offsets`` partitions this run covers (one, a range, or all of a backfill)."""
+    return sorted(int(k) for k in context.partition_keys)
+
+
+def write_json(path: Path, doc: Any) -> Path:
+    """Write ``doc`` as indented JSON, atomically (a reader never sees half a report)."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def all_partitions_tags(num_partitions: int | None = None) -> dict[str, str]:
+    """Run tags that make one run cover every offsets partition (one Spark job, not N runs)."""
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+    last = (NUM_PARTITIONS if num_partitions is None else num_partitions) - 1
+    return {ASSET_PARTITION_RANGE_START_TAG: "0", ASSET_PARTITION_RANGE_END_TAG: str(last)}
+
+
+def partitions_label(partitions: list[int]) -> str:
+    """``0-49`` for a contiguous range, ``3,7,9`` otherwise (for file names and metadata)."""
+    if not partitions:
+        return "none"
+    if partitions == list(range(partitions[0], partitions[-1] + 1)) and len(partitions) > 1:
+        return f"{partitions[0]}-{partitions[-1]}"
+    return ",".join(str(p) for p in partitions)
+
+
+SCHEDULE_STATUS = (
+    DefaultScheduleStatus.RUNNING if schedules_running_by_default() else DefaultScheduleStatus.STOPPED
+)
+"""Whether the schedules start running when the code location is first loaded."""

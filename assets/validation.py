@@ -1,0 +1,155 @@
+"""Validation domain: the Great Expectations suite over the reload tables, with Data Docs.
+
+The suite itself is :func:`checks.suite.validate_cache`; this asset runs it on the canonical Parquet
+tables of the run's partitions and records what a person reads in the UI. The ``gx_*`` asset checks
+(``checks/dagster_checks.py``) make a failing expectation show on this asset.
+"""
+
+from dagster import (
+    AssetExecutionContext,
+    AssetSelection,
+    BackfillPolicy,
+    Config,
+    Definitions,
+    MaterializeResult,
+    MetadataValue,
+    RunRequest,
+    ScheduleEvaluationContext,
+    asset,
+    define_asset_job,
+    schedule,
+)
+from pydantic import Field
+
+from assets.reload import coordinator_cache, raw_segments, read_cache_tables
+from assets.resources import (
+    OFFSETS_PARTITIONS,
+    SCHEDULE_STATUS,
+    OffsetsSourceResource,
+    SparkResource,
+    StateResource,
+    all_partitions_tags,
+    partitions_label,
+    run_partitions,
+    write_json,
+)
+from checks.dagster_checks import VALIDATION_CHECKS
+
+GROUP = "validation"
+VALIDATION_REPORT = "validation.json"
+
+
+class ValidationConfig(Config):
+    """Tolerances of the suite."""
+
+    skew_ms: int = Field(
+        default=3_600_000,
+        ge=0,
+        description="How far in the future a broker timestamp may be before it is insane.",
+    )
+
+
+@asset(
+    group_name=GROUP,
+    partitions_def=OFFSETS_PARTITIONS,
+    backfill_policy=BackfillPolicy.single_run(),
+    deps=[coordinator_cache],
+    kinds={"spark", "great_expectations"},
+    description="Great Expectations validation of the reload tables (error and warning level), with "
+    "Data Docs and a one-page summary.",
+)
+def cache_validation(
+    context: AssetExecutionContext,
+    config: ValidationConfig,
+    offsets_source: OffsetsSourceResource,
+    spark: SparkResource,
+    state: StateResource,
+) -> MaterializeResult:
+    """Validate this run's partitions of the canonical tables; failures are reported, not raised."""
+    from checks.suite import validate_cache
+
+    partitions = run_partitions(context)
+    state.ensure()
+    session = spark.get_session()
+    tables = read_cache_tables(session, state, partitions)
+    report = validate_cache(
+        session,
+        tables,
+        output_dir=state.output_path,
+        now_ms=offsets_source.now_ms(),
+        num_partitions=offsets_source.num_partitions,
+        skew_ms=config.skew_ms,
+    )
+    doc = {**report.to_dict(), "partitions": partitions}
+    path = write_json(state.reports_path / VALIDATION_REPORT, doc)
+    tally = report.by_severity
+    failed = report.failed
+    rows = "\n".join(
+        f"| {o.check_id} | {o.severity} | {o.unexpected_count if o.unexpected_count is not None else '-'} "
+        f"| {o.description} |"
+        for o in failed
+    )
+    context.log.info(
+        f"validation {'passed' if report.success else 'FAILED'}: error level "
+        f"{'ok' if report.success_error_level else 'FAILED'}, {len(failed)} of {len(report.outcomes)} failed"
+    )
+    return MaterializeResult(
+        metadata={
+            "partitions": partitions_label(partitions),
+            "success": report.success,
+            "success_error_level": report.success_error_level,
+            "expectations": len(report.outcomes),
+            "expectations_passed": tally["error"]["passed"] + tally["warning"]["passed"],
+            "expectations_failed": tally["error"]["failed"] + tally["warning"]["failed"],
+            "error_failed": tally["error"]["failed"],
+            "warning_failed": tally["warning"]["failed"],
+            "failed_checks": MetadataValue.json(
+                [
+                    {"check_id": o.check_id, "severity": o.severity, "unexpected_count": o.unexpected_count}
+                    for o in failed
+                ]
+            ),
+            "failures": MetadataValue.md(
+                "| check | severity | unexpected | expectation |\n|---|---|---|---|\n" + rows
+                if rows
+                else "Every expectation passed."
+            ),
+            "rows": MetadataValue.json(report.counts),
+            "data_docs": MetadataValue.path(str(report.data_docs_index)),
+            "data_docs_url": MetadataValue.url(report.data_docs_index.absolute().as_uri()),
+            "summary_page": MetadataValue.path(str(report.summary_path)),
+            "report": MetadataValue.path(str(path)),
+            "elapsed_s": round(report.elapsed_ms / 1000, 2),
+        }
+    )
+
+
+reload_validation_job = define_asset_job(
+    "reload_and_validation_job",
+    selection=AssetSelection.assets(raw_segments, coordinator_cache, cache_validation),
+    partitions_def=OFFSETS_PARTITIONS,
+    description="Full reload of every partition into the cache tables, then the GX validation.",
+)
+
+
+@schedule(
+    job=reload_validation_job,
+    cron_schedule="0 5 * * *",
+    execution_timezone="UTC",
+    default_status=SCHEDULE_STATUS,
+    description="Daily at 05:00 UTC: full reload and validation, all partitions in one run.",
+)
+def daily_reload_and_validation(context: ScheduleEvaluationContext) -> RunRequest:
+    """One run over every partition."""
+    when = context.scheduled_execution_time
+    return RunRequest(
+        run_key=f"reload-validation-{when:%Y%m%d}" if when else None, tags=all_partitions_tags()
+    )
+
+
+defs = Definitions(
+    assets=[cache_validation],
+    asset_checks=VALIDATION_CHECKS,
+    jobs=[reload_validation_job],
+    schedules=[daily_reload_and_validation],
+)

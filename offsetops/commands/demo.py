@@ -1,0 +1,258 @@
+"""``offsetops demo``: the main job, end to end, on an embedded sample cluster.
+
+1. ``offsetops simulate`` writes a sample ``__consumer_offsets`` log dir (unless one is given or
+   already there);
+2. every Dagster asset and check of the code location is materialized in one in-process run, over
+   all offsets partitions, on local Spark;
+3. the alert sensor's logic runs once (Slack when ``SLACK_BOT_TOKEN`` is set, else the outbox);
+4. the reports' locations are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from offsetops.commands._common import die
+
+DEFAULT_OUT = "out/demo"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="simulate a sample cluster and run every Dagster asset on it (the main job)",
+        description="Generate a sample log dir with `offsetops simulate`, materialize every asset and check "
+        "(reload on local Spark, expiration plan, tombstone dry run, cleaner audit, GX validation) "
+        "in-process, and print where the reports are.",
+    )
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"output dir (default {DEFAULT_OUT})")
+    p.add_argument("--log-dir", metavar="PATH", help="use this broker log dir instead of simulating one")
+    p.add_argument("--groups", type=int, default=60, help="simulated consumer groups (default 60)")
+    p.add_argument("--days", type=float, default=0.25, help="simulated days of history (default 0.25)")
+    p.add_argument("--seed", type=int, default=7, help="simulation seed (default 7)")
+    p.add_argument("--partitions", type=int, default=50, help="offsets.topic.num.partitions (default 50)")
+    p.add_argument("--kafka-version", default="3.9", help="simulated broker version (default 3.9)")
+    p.add_argument(
+        "--retention-minutes",
+        type=int,
+        default=120,
+        help="offsets.retention.minutes for the plan (default 120, so a short history shows expirations; "
+        "Kafka's default is 10080)",
+    )
+    p.add_argument("--forecast-hours", type=float, default=24.0, help="forecast window (default 24)")
+    p.add_argument(
+        "--execute-tombstones",
+        action="store_true",
+        help="also run the segment executor: write the planned tombstones into a copy of the log dir",
+    )
+    p.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
+    p.set_defaults(func=run)
+
+
+def _simulate(args: argparse.Namespace, log_dir: Path) -> None:
+    from offsetops.cli import main as cli_main
+
+    print(
+        f"offsetops simulate {log_dir} --groups {args.groups} --days {args.days} --seed {args.seed} "
+        f"--partitions {args.partitions} --segment-bytes 2MiB --kafka-version {args.kafka_version}",
+        flush=True,
+    )
+    rc = cli_main(
+        [
+            "simulate",
+            str(log_dir),
+            "--groups",
+            str(args.groups),
+            "--days",
+            str(args.days),
+            "--seed",
+            str(args.seed),
+            "--partitions",
+            str(args.partitions),
+            "--segment-bytes",
+            "2MiB",
+            "--kafka-version",
+            args.kafka_version,
+        ]
+    )
+    if rc != 0:
+        raise RuntimeError(f"offsetops simulate exited {rc}")
+
+
+def _instance(home: Path) -> Any:
+    """A persistent instance in ``home``, so ``dagster dev`` shows the demo's runs afterwards."""
+    from dagster import DagsterInstance
+
+    home.mkdir(parents=True, exist_ok=True)
+    return DagsterInstance.from_config(str(home))
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    out = Path(args.out).absolute()
+    if args.partitions < 1:
+        return die("--partitions must be at least 1")
+    if args.log_dir:
+        log_dir = Path(args.log_dir).absolute()
+        if not log_dir.is_dir():
+            return die(f"{log_dir}: not a directory")
+    else:
+        log_dir = out / "logdir"
+        if (log_dir / "truth.json").exists():
+            print(f"reusing the sample log dir {log_dir} (delete it to simulate a new one)", flush=True)
+        else:
+            try:
+                _simulate(args, log_dir)
+            except RuntimeError as exc:
+                return die(str(exc))
+    as_of_ms = None
+    truth_path = log_dir / "truth.json"
+    if truth_path.exists():
+        truth = json.loads(truth_path.read_text(encoding="utf-8"))
+        as_of_ms = int(truth["simulated_until_ms"])
+        if int(truth.get("num_partitions", args.partitions)) != args.partitions:
+            args.partitions = int(truth["num_partitions"])
+    # The partitions definition is fixed when the code location is imported: set it first.
+    os.environ["OFFSETOPS_NUM_PARTITIONS"] = str(args.partitions)
+    return _materialize(args, out, log_dir, as_of_ms, started)
+
+
+def _materialize(
+    args: argparse.Namespace, out: Path, log_dir: Path, as_of_ms: int | None, started: float
+) -> int:
+    from dagster import materialize
+
+    from assets.alerting.sensors import evaluate_alerts
+    from assets.definitions import all_assets_and_checks
+    from assets.resources import (
+        OffsetsSourceResource,
+        SlackResource,
+        SparkResource,
+        StateResource,
+        all_partitions_tags,
+        build_resources,
+    )
+
+    # The token is passed resolved (not as an EnvVar): the alert pass after the run uses it directly.
+    configured: SlackResource = build_resources("local")["slack"]  # channel and URLs from the environment
+    slack = SlackResource(
+        token=os.environ.get("SLACK_BOT_TOKEN") or None,
+        channel=configured.channel,
+        base_url=configured.base_url,
+        dedupe_window_s=configured.dedupe_window_s,
+        dagster_url=configured.dagster_url,
+    )
+    resources = {
+        "offsets_source": OffsetsSourceResource(
+            log_dir=str(log_dir), num_partitions=args.partitions, as_of_ms=as_of_ms
+        ),
+        "spark": SparkResource(master=args.spark_master, app_name="offsetops-demo"),
+        "state": StateResource(output_dir=str(out)),
+        "slack": slack,
+    }
+    targets = all_assets_and_checks()
+    run_config = {
+        # Materialization events are DEBUG (one per asset and partition): keep the console readable.
+        "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        "ops": {
+            "expiration_plan": {
+                "config": {
+                    "retention_minutes": args.retention_minutes,
+                    "forecast_horizon_hours": args.forecast_hours,
+                }
+            },
+            "tombstone_execution": {"config": {"mode": "segment" if args.execute_tombstones else "dry_run"}},
+        },
+    }
+    home = out / "dagster_home"
+    instance = _instance(home)
+    print(
+        f"materializing {len(targets)} assets and checks over {args.partitions} partitions "
+        f"of {log_dir} on Spark {args.spark_master} ...",
+        flush=True,
+    )
+    run_started = time.perf_counter()
+    result = materialize(
+        targets,
+        resources=resources,
+        instance=instance,
+        run_config=run_config,
+        tags={**all_partitions_tags(args.partitions), "offsetops/demo": "true"},
+        raise_on_error=False,
+    )
+    run_s = time.perf_counter() - run_started
+    state: StateResource = resources["state"]  # type: ignore[assignment]
+    alerts = evaluate_alerts(instance, slack, state)
+    _print_report(result, out, state, alerts, run_s, time.perf_counter() - started, home, log_dir)
+    return 0 if result.success else 1
+
+
+def _print_report(
+    result: Any,
+    out: Path,
+    state: Any,
+    alerts: list[Any],
+    run_s: float,
+    total_s: float,
+    home: Path,
+    log_dir: Path,
+) -> None:
+    reports = state.reports_path
+    print()
+    print(f"main job {'SUCCEEDED' if result.success else 'FAILED'}: run {result.run_id} in {run_s:.0f} s")
+    seen = set()
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        key = mat.asset_key.to_user_string()
+        if key in seen:
+            continue
+        seen.add(key)
+        meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+        facts = {
+            "raw_segments": ("partitions_present", "segments", "bytes"),
+            "coordinator_cache": ("groups", "offsets", "records", "bytes", "errors"),
+            "expiration_plan": ("offset_tombstones", "dead_groups", "forecast_groups", "forecast_offsets"),
+            "tombstone_execution": ("mode", "items", "applied"),
+            "cleaner_audit": ("verdict", "critical", "degraded", "max_dirty_ratio"),
+            "cache_validation": ("success_error_level", "expectations_passed", "expectations_failed"),
+        }.get(key, ())
+        print(f"  {key:<20} " + ", ".join(f"{f}={meta.get(f)}" for f in facts))
+    for ev in result.get_asset_check_evaluations():
+        status = "passed" if ev.passed else f"FAILED ({ev.severity.value})"
+        print(f"  check {ev.asset_key.to_user_string()}.{ev.check_name}: {status}")
+    if not result.success:
+        for event in result.all_events:
+            if event.event_type_value == "STEP_FAILURE":
+                print(f"  step {event.step_key} failed: {event.message}", file=sys.stderr)
+    sent = {}
+    for r in alerts:
+        sent[r.status.value] = sent.get(r.status.value, 0) + 1
+    print()
+    print("reports:")
+    rows = [
+        ("Data Docs (GX)", reports / "data_docs" / "index.html"),
+        ("validation summary", reports / "index.html"),
+        ("validation result", reports / "validation.json"),
+        ("cleaner audit", reports / "cleaner_audit.json"),
+        ("expiration plan", reports / "expiration_plan.json"),
+        ("segment inventory", reports / "segments.json"),
+        ("reload summary", reports / "reload.json"),
+        ("cache tables (Parquet)", Path(state.tables_location)),
+        ("alert outbox", state.outbox_file),
+    ]
+    for label, path in rows:
+        mark = "" if path.exists() else "  (not written)"
+        print(f"  {label:<24} {path}{mark}")
+    print(f"alerts: {', '.join(f'{n} {s}' for s, n in sorted(sent.items())) or 'none firing'}")
+    print(f"log dir: {log_dir}")
+    print(
+        f"open the UI on these runs: DAGSTER_HOME={home} OFFSETOPS_LOG_DIR={log_dir} "
+        f"OFFSETOPS_OUTPUT_DIR={out} .venv/bin/dagster dev -w workspace.yaml"
+    )
+    print(f"total {total_s:.0f} s")

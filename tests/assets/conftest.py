@@ -1,0 +1,92 @@
+"""Shared, expensive fixtures of the Dagster tests: one simulated cluster, one full materialization.
+
+A full in-process materialization (local Spark + Great Expectations) costs about a minute, so the
+whole asset graph is materialized once per session and several tests read what it recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+NUM_PARTITIONS = 50  # the code location's default; the tests do not set OFFSETOPS_NUM_PARTITIONS
+
+
+def java_available() -> bool:
+    return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
+
+
+@pytest.fixture(scope="session")
+def simulated_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small but realistic log dir written by the simulator (all 50 partitions, with truth.json)."""
+    from coordinator_core.simulator import SimulationConfig, simulate
+
+    out = tmp_path_factory.mktemp("sim") / "logdir"
+    simulate(
+        SimulationConfig(
+            out_dir=out, groups=20, partitions=NUM_PARTITIONS, days=0.1, seed=3, segment_bytes=512 * 1024
+        )
+    )
+    return out
+
+
+@dataclass
+class Materialized:
+    """What the session's full materialization left behind."""
+
+    result: Any
+    instance: Any
+    log_dir: Path
+    output_dir: Path
+    truth: dict[str, Any]
+    resources: dict[str, Any]
+
+
+@pytest.fixture(scope="session")
+def materialized(simulated_log_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materialized]:
+    """Every asset and check over all 50 partitions, in one in-process run on local Spark."""
+    if not java_available():
+        pytest.skip("Java is needed for a local SparkSession")
+    from dagster import DagsterInstance, materialize
+
+    from assets.definitions import all_assets_and_checks
+    from assets.resources import (
+        OffsetsSourceResource,
+        SlackResource,
+        SparkResource,
+        StateResource,
+        all_partitions_tags,
+    )
+
+    truth = json.loads((simulated_log_dir / "truth.json").read_text(encoding="utf-8"))
+    output_dir = tmp_path_factory.mktemp("out")
+    resources = {
+        "offsets_source": OffsetsSourceResource(
+            log_dir=str(simulated_log_dir),
+            num_partitions=NUM_PARTITIONS,
+            as_of_ms=truth["simulated_until_ms"],
+        ),
+        "spark": SparkResource(master="local[2]", app_name="offsetops-assets-tests"),
+        "state": StateResource(output_dir=str(output_dir)),
+        "slack": SlackResource(token=None),
+    }
+    with DagsterInstance.ephemeral() as instance:
+        result = materialize(
+            all_assets_and_checks(),
+            resources=resources,
+            instance=instance,
+            tags=all_partitions_tags(NUM_PARTITIONS),
+            run_config={
+                "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+                "ops": {"expiration_plan": {"config": {"retention_minutes": 60}}},
+            },
+            raise_on_error=False,
+        )
+        yield Materialized(result, instance, simulated_log_dir, output_dir, truth, resources)
