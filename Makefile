@@ -5,10 +5,6 @@ SHELL := /bin/bash
 VENV        ?= .venv
 BIN         := $(VENV)/bin
 PYTEST_ARGS ?=
-# Shared fixtures sit next to the repo (same rule as tests/support/shared.py).
-SHARED      ?= $(or $(OFFSETOPS_SHARED),../shared)
-REAL_KAFKA  := $(SHARED)/fixtures/real-kafka
-DEMO_LOGDIR ?= $(REAL_KAFKA)/DanielMorales9__kafkafun
 DEMO_OUT    ?= out/demo
 
 .PHONY: help setup system-deps test lint demo clean
@@ -18,7 +14,7 @@ help:
 	@echo "make system-deps  install Java 17+ and Debian chromium if missing (apt-get)"
 	@echo "make test         run the test suite (PYTEST_ARGS='-m broker' etc.)"
 	@echo "make lint         ruff check"
-	@echo "make demo         run the main job on the real fixtures into DEMO_OUT=$(DEMO_OUT)"
+	@echo "make demo         simulate a sample cluster and run the main job (all assets, local Spark) into DEMO_OUT=$(DEMO_OUT)"
 
 setup:
 	@bash scripts/setup.sh
@@ -28,7 +24,7 @@ system-deps:
 
 # pytest exits 5 when nothing was collected (e.g. a -m/-k subset with no tests yet):
 # say so loudly, but do not fail the build for it.
-test: setup
+test: system-deps setup
 	@rc=0; $(BIN)/pytest -q $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then \
 		echo "make test: pytest collected NO tests (exit 5) -- treated as success"; exit 0; \
@@ -37,15 +33,8 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 
-demo: setup
-	@if [ ! -d "$(DEMO_LOGDIR)" ]; then \
-		echo "make demo: no fixture log dir at $(DEMO_LOGDIR) (set SHARED= or DEMO_LOGDIR=); nothing to do"; \
-	elif [ ! -x "$(BIN)/offsetops" ]; then \
-		echo "make demo: $(BIN)/offsetops is not installed yet; nothing to do"; \
-	else \
-		mkdir -p "$(DEMO_OUT)" && \
-		$(BIN)/offsetops reload "$(DEMO_LOGDIR)"; \
-	fi
+demo: system-deps setup
+	$(BIN)/offsetops demo --out "$(DEMO_OUT)"
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache
