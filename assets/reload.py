@@ -93,14 +93,9 @@ def _inventory_uri(spark: "SparkSession", log_dir: str, partitions: list[int]) -
 
 
 def _inventory_live(source: OffsetsSourceResource, partitions: list[int]) -> dict[int, dict[str, Any]]:
-    from coordinator_core.sources.live import LiveConfig, LiveSource
+    from coordinator_core.sources.live import LiveSource
 
-    config = (
-        LiveConfig.from_file(source.client_config, bootstrap_servers=source.bootstrap_servers)
-        if source.client_config
-        else LiveConfig(bootstrap_servers=str(source.bootstrap_servers))
-    )
-    with LiveSource(config) as live:
+    with LiveSource(source.live_config(), topic=source.topic) as live:
         present = [p for p in partitions if p in set(live.partitions())]
         start = live.start_offsets(present) if present else {}
         end = live.end_offsets(present) if present else {}

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from assets.alerting import SlackNotifier
+    from coordinator_core.sources.live import LiveConfig
     from coordinator_core.sources.logdir import LogDir
 
 DEPLOYMENTS = ("local", "cluster")
@@ -49,6 +50,7 @@ ENV_NUM_PARTITIONS = "OFFSETOPS_NUM_PARTITIONS"
 ENV_LOG_DIR = "OFFSETOPS_LOG_DIR"
 ENV_BOOTSTRAP = "OFFSETOPS_BOOTSTRAP_SERVERS"
 ENV_CLIENT_CONFIG = "OFFSETOPS_CLIENT_CONFIG"
+ENV_TOPIC = "OFFSETOPS_TOPIC"
 ENV_SEMANTICS = "OFFSETOPS_SEMANTICS"
 ENV_AS_OF_MS = "OFFSETOPS_AS_OF_MS"
 ENV_OUTPUT_DIR = "OFFSETOPS_OUTPUT_DIR"
@@ -115,6 +117,11 @@ class OffsetsSourceResource(ConfigurableResource):
     client_config: str | None = Field(
         default=None, description="Kafka client.properties for live mode (SASL/SSL)."
     )
+    topic: str = Field(
+        default="__consumer_offsets",
+        min_length=1,
+        description="The offsets topic to read in live mode (e.g. a mirrored copy on another cluster).",
+    )
     num_partitions: int = Field(
         default=DEFAULT_OFFSETS_PARTITIONS, ge=1, le=10_000, description="offsets.topic.num.partitions."
     )
@@ -152,6 +159,13 @@ class OffsetsSourceResource(ConfigurableResource):
     def now_ms(self) -> int:
         return self.as_of_ms if self.as_of_ms is not None else int(time.time() * 1000)
 
+    def live_config(self) -> LiveConfig:
+        """Client settings for live mode: ``client_config`` when set, else the ``OFFSETOPS_*`` environment
+        (SASL and SSL included)."""
+        from coordinator_core.sources.live import LiveConfig
+
+        return LiveConfig.resolve(self.bootstrap_servers, self.client_config)
+
     def open_log_dir(self) -> LogDir:
         """The configured log dir, opened (raises ``LogDirError`` naming the path when unusable)."""
         from coordinator_core.sources.logdir import LogDirError, open_log_dir
@@ -170,15 +184,10 @@ class OffsetsSourceResource(ConfigurableResource):
         from coordinator_core.loader import load_partition, load_partition_dir
 
         if self.is_live:
-            from coordinator_core.sources.live import LiveConfig, LiveSource
+            from coordinator_core.sources.live import LiveSource
 
-            config = (
-                LiveConfig.from_file(self.client_config, bootstrap_servers=self.bootstrap_servers)
-                if self.client_config
-                else LiveConfig(bootstrap_servers=str(self.bootstrap_servers))
-            )
             caches = []
-            with LiveSource(config) as source:
+            with LiveSource(self.live_config(), topic=self.topic) as source:
                 present = set(source.partitions())
                 for p in partitions:
                     if p not in present:
@@ -450,6 +459,7 @@ def build_resources(
         {
             "log_dir": ENV_LOG_DIR,
             "bootstrap_servers": ENV_BOOTSTRAP,
+            "topic": ENV_TOPIC,
             "num_partitions": ENV_NUM_PARTITIONS,
             "semantics": ENV_SEMANTICS,
             "as_of_ms": ENV_AS_OF_MS,
@@ -457,6 +467,7 @@ def build_resources(
         log_dir=log_dir,
         bootstrap_servers=bootstrap,
         client_config=env.get(ENV_CLIENT_CONFIG) or None,
+        topic=env.get(ENV_TOPIC) or "__consumer_offsets",
         num_partitions=num_partitions_from_env(env),
         semantics=env.get(ENV_SEMANTICS) or None,
         as_of_ms=_int_env(env, ENV_AS_OF_MS),

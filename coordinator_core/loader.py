@@ -89,6 +89,8 @@ class PartitionFold:
     first_marker: dict[int, tuple[int, bool]] = field(default_factory=dict)
     tomb_max: dict[bytes, int] = field(default_factory=dict)
     type_counts: dict[int, int] = field(default_factory=dict)  # record type (-1: key too short) -> n
+    # Hot-path tally of types 0..255 (keys starting with a zero byte); folded into type_counts.
+    _small_types: list[int] = field(default_factory=lambda: [0] * 256, repr=False)
     files: list[tuple[int, str]] = field(default_factory=list)  # (first offset, file) in log order
     stats: LoadStats = field(default_factory=LoadStats)
 
@@ -162,6 +164,13 @@ class PartitionFold:
             latest[key] = (off, base, pos, value)
         self.stats.records += n
         self.stats.tombstones += tombs
+
+    def _flush_types(self) -> None:
+        small = self._small_types
+        for rtype, n in enumerate(small):
+            if n:
+                self.type_counts[rtype] = self.type_counts.get(rtype, 0) + n
+                small[rtype] = 0
 
     def _tombstone(self, key: bytes, off: int, rtype: int) -> None:
         """Java semantics: remember the tombstone (for merges) and drop the key from open transactions."""
@@ -241,8 +250,7 @@ class PartitionFold:
         if count == 1:
             staged = ((off, key, value),)
         latest = self.latest
-        counts = self.type_counts
-        java = self.semantics == "java"
+        small = self._small_types
         tombs = 0
         for off, key, value in staged:
             if key is None:
@@ -250,18 +258,19 @@ class PartitionFold:
                 continue
             if len(key) > 1 and not key[0]:
                 rtype = key[1]
+                small[rtype] += 1
                 if rtype == 0:
                     key = _OFFSET_PREFIX + key[2:]
             else:
                 rtype = _record_type(key)
-            counts[rtype] = counts.get(rtype, 0) + 1
+                self.type_counts[rtype] = self.type_counts.get(rtype, 0) + 1
             if value is None:
                 tombs += 1
-                if java:
+                if self.semantics == "java":
                     self._tombstone(key, off, rtype)
             latest[key] = (off, base_offset, batch_pos, value)
-        self.stats.records += count
-        self.stats.tombstones += tombs
+        if tombs:
+            self.stats.tombstones += tombs
         return True
 
     # -- the fast path: whole buffers and segment files ----------------------------------------------
@@ -293,7 +302,7 @@ class PartitionFold:
         if file is not None and (not self.files or self.files[-1][1] != file):
             stats.segments += 1
         fold_v2 = self._fold_v2
-        n_batches = n_bytes = 0
+        n_batches = n_bytes = n_records = 0
         last = None
         while pos < end:
             if release is not None and pos >= next_release:
@@ -338,6 +347,7 @@ class PartitionFold:
                             file,
                         )
                     if folded:
+                        n_records += count
                         n_batches += 1
                         n_bytes += total
                         last = base_offset + lod
@@ -356,8 +366,9 @@ class PartitionFold:
             if last is not None:
                 stats.batches += n_batches
                 stats.bytes += n_bytes
+                stats.records += n_records
                 stats.last_offset = last
-                n_batches = n_bytes = 0
+                n_batches = n_bytes = n_records = 0
                 last = None
             saved = stats.segments
             for batch in read_batches(
@@ -374,6 +385,7 @@ class PartitionFold:
         if last is not None:
             stats.batches += n_batches
             stats.bytes += n_bytes
+            stats.records += n_records
             stats.last_offset = last
 
     def add_segment(self, path, *, verify_crc: bool = True) -> None:
@@ -500,6 +512,8 @@ class PartitionFold:
                 self.tomb_max[k] = off
         for pid, marker in later.first_marker.items():
             self.first_marker.setdefault(pid, marker)
+        self._flush_types()
+        later._flush_types()
         for rtype, n in later.type_counts.items():
             self.type_counts[rtype] = self.type_counts.get(rtype, 0) + n
         for first, file in later.files:
@@ -531,6 +545,7 @@ class PartitionFold:
 
     def finish(self, *, num_partitions: int = DEFAULT_OFFSETS_PARTITIONS) -> CoordinatorCache:
         """Decode the surviving records and build the cache, as the loader does after its scan."""
+        self._flush_types()
         return _Materializer(self, num_partitions).build()
 
 

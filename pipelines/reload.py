@@ -34,7 +34,6 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 from coordinator_core.cache import CoordinatorCache
 from coordinator_core.loader import PartitionFold
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.reader import read_batches
 from pipelines.cli_args import MODES, reload_arguments
 from pipelines.schemas import TABLE_SCHEMAS
 from pipelines.source import LogDirListing, list_log_dir, local_file, read_segments
@@ -108,9 +107,7 @@ def fold_segment(
     """Fold one segment's bytes (the per-segment unit of the parallel reload)."""
     start = time.perf_counter()
     fold = PartitionFold(partition=partition, semantics=semantics)
-    fold.add_batches(
-        read_batches(content, file=file, partition=partition, errors=fold.stats.errors, verify_crc=verify_crc)
-    )
+    fold.add_buffer(content, file=file, verify_crc=verify_crc)
     # Each segment file counts once, with or without batches, as load_partition_dir counts them.
     fold.stats.segments = 1
     fold.stats.elapsed_ms = (time.perf_counter() - start) * 1000

@@ -192,6 +192,23 @@ class LiveConfig:
         return cls._build({**values, **overrides}, source="environment")
 
     @classmethod
+    def resolve(
+        cls,
+        bootstrap_servers: str | None,
+        client_config: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> LiveConfig:
+        """The settings an operator gave: ``client_config`` (client.properties) when set, else the
+        ``OFFSETOPS_*`` environment; ``bootstrap_servers``, when given, overrides either."""
+        if client_config:
+            overrides = {"bootstrap_servers": bootstrap_servers} if bootstrap_servers else {}
+            return cls.from_file(client_config, **overrides)
+        env = dict(os.environ if environ is None else environ)
+        if bootstrap_servers:
+            env["OFFSETOPS_BOOTSTRAP_SERVERS"] = bootstrap_servers
+        return cls.from_env(env)
+
+    @classmethod
     def from_file(cls, path: str | os.PathLike[str], **overrides: Any) -> LiveConfig:
         """Build from a Java ``client.properties`` file (the one ``kafka-console-consumer`` takes).
 

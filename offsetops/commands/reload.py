@@ -50,14 +50,9 @@ def _load_files(args: argparse.Namespace) -> list[CoordinatorCache]:
 
 
 def _load_live(args: argparse.Namespace) -> list[CoordinatorCache]:
-    import os
-
     from coordinator_core.sources.live import LiveConfig, LiveSource
 
-    if args.client_config:
-        config = LiveConfig.from_file(args.client_config, bootstrap_servers=args.bootstrap)
-    else:
-        config = LiveConfig.from_env({**os.environ, "OFFSETOPS_BOOTSTRAP_SERVERS": args.bootstrap})
+    config = LiveConfig.resolve(args.bootstrap, args.client_config)
     caches = []
     with LiveSource(config, topic=args.topic) as source:
         wanted = parse_partitions(args.partition) or source.partitions()
