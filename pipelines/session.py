@@ -31,6 +31,13 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
 }
 
+#: Local masters run tasks inside the driver JVM, whose heap Spark defaults to 1 GiB. Each task holds
+#: whole segment files (100 MiB each on __consumer_offsets) plus their Arrow copies, so two cores
+#: already overflow it. The heap is a ceiling, not an allocation; set spark.driver.memory to override.
+LOCAL_CONF: dict[str, str] = {
+    "spark.driver.memory": "4g",
+}
+
 #: Extra settings for tests and benchmarks: no UI port, few shuffle partitions.
 QUIET_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -39,6 +46,14 @@ QUIET_CONF: dict[str, str] = {
 }
 
 _PACKAGES = ("coordinator_core", "pipelines")
+
+
+def default_conf(master: str, *, quiet: bool = False) -> dict[str, str]:
+    """The settings offsetops asks for on ``master``; a user's own settings take precedence."""
+    wanted = {**DEFAULT_CONF, **(QUIET_CONF if quiet else {})}
+    if master.startswith("local"):
+        wanted.update(LOCAL_CONF)
+    return wanted
 
 
 def build_session(
@@ -62,17 +77,16 @@ def build_session(
         builder = builder.master(master)
     elif not defaults.contains("spark.master"):
         builder = builder.master(os.environ.get("OFFSETOPS_SPARK_MASTER", DEFAULT_MASTER))
-    wanted = {**DEFAULT_CONF, **(QUIET_CONF if quiet else {})}
-    for key, value in wanted.items():
-        if not defaults.contains(key):
-            builder = builder.config(key, value)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
     chosen = (
         master
         or defaults.get("spark.master", None)
         or os.environ.get("OFFSETOPS_SPARK_MASTER", DEFAULT_MASTER)
     )
+    for key, value in default_conf(chosen, quiet=quiet).items():
+        if not defaults.contains(key):
+            builder = builder.config(key, value)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     if chosen.startswith("local"):
         # Local Python workers must run this interpreter (its venv has pyarrow and our packages); on a
         # cluster PYSPARK_PYTHON / spark.pyspark.python is the operator's choice.

@@ -86,3 +86,13 @@ def test_cli_names_a_missing_input(spark, tmp_path, capsys) -> None:
         offsetops_main(["pipeline", "reload", "--input", str(missing), "--output", str(tmp_path / "o")]) == 2
     )
     assert f"{missing}: no such file or directory" in capsys.readouterr().err
+
+
+def test_local_masters_get_a_heap_that_holds_whole_segments() -> None:
+    from pipelines.session import default_conf
+
+    # Spark's 1 GiB default overflowed with two tasks holding whole segments of a 1 GB log dir.
+    assert default_conf("local[2]")["spark.driver.memory"] == "4g"
+    assert default_conf("local[*]", quiet=True)["spark.ui.enabled"] == "false"
+    # On a cluster the operator sizes the driver; we do not pick a heap for them.
+    assert "spark.driver.memory" not in default_conf("k8s://https://kubernetes.default.svc:443")
