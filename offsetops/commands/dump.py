@@ -133,9 +133,20 @@ def _control(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any
     }
 
 
+def _show_errors(out, errors: list[DecodeError], shown: int, as_json: bool) -> int:
+    """Print the errors found since the last call where they happened in the dump; returns the count."""
+    for err in errors[shown:]:
+        if as_json:
+            out.write(json.dumps({"type": "error", **err.to_dict()}) + "\n")
+        else:
+            out.write(f"Error: {err}\n")
+    return len(errors)
+
+
 def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     errors: list[DecodeError] = []
+    shown = 0
     out = sys.stdout
     try:
         files = list(_files(path, args.partition))
@@ -149,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
             with contextlib.suppress(ValueError):
                 out.write(f"Log starting offset: {int(file.stem)}\n")
         for batch in iter_segment_batches(file, partition=part, errors=errors):
+            shown = _show_errors(out, errors, shown, args.json)
             if args.json:
                 out.write(json.dumps(_batch_json(batch, file)) + "\n")
             else:
@@ -195,11 +207,8 @@ def run(args: argparse.Namespace) -> int:
                         out.write(line + "\n")
             except OffsetsDecodeException as exc:
                 errors.append(exc.error)
-                if not args.json:
-                    out.write(f"| Error: {exc.error}\n")
+            shown = _show_errors(out, errors, shown, args.json)
+        shown = _show_errors(out, errors, shown, args.json)
     if errors:
         report_errors(errors)
-        if args.json:
-            for e in errors:
-                out.write(json.dumps({"type": "error", **e.to_dict()}) + "\n")
     return 1 if errors and args.strict else 0

@@ -151,3 +151,18 @@ def test_dump_and_reload_every_real_fixture_without_errors(real_kafka_dir, tmp_p
         code, out, err = run(capsys, "reload", str(copy), "--json", "--strict")
         assert code == 0, err
         assert all(p["stats"]["errors"] == [] for p in json.loads(out)["partitions"])
+
+
+def test_dump_shows_errors_where_they_happen(tmp_path, capsys):
+    good, bad = _commit(1), bytearray(_commit(2, base=1))
+    bad[-1] ^= 0xFF
+    pdir = _write_partition(tmp_path, 27, [good, bytes(bad), _commit(3, base=2)])
+    code, out, err = run(capsys, "dump", str(pdir), "--strict")
+    assert code == 1 and "crc_mismatch" in err
+    lines = out.splitlines()
+    [at] = [i for i, line in enumerate(lines) if line.startswith("Error:")]
+    assert "offset 1" in lines[at] and "crc_mismatch" in lines[at]
+    assert "| offset: 0 " in lines[at - 1] and lines[at + 1].startswith("baseOffset: 2 ")
+    code, out, _ = run(capsys, "dump", str(pdir), "--json")
+    kinds = [json.loads(line)["type"] for line in out.splitlines()]
+    assert kinds == ["batch", "record", "error", "batch", "record"]
