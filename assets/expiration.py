@@ -28,11 +28,12 @@ from dagster import (
 )
 from pydantic import Field, model_validator
 
-from assets.reload import coordinator_cache
+from assets.reload import coordinator_cache, path_exists, read_cache_tables
 from assets.resources import (
     OFFSETS_PARTITIONS,
     SCHEDULE_STATUS,
     OffsetsSourceResource,
+    SparkResource,
     StateResource,
     all_partitions_tags,
     partitions_label,
@@ -133,20 +134,32 @@ def expiration_plan(
     context: AssetExecutionContext,
     config: ExpirationConfig,
     offsets_source: OffsetsSourceResource,
+    spark: SparkResource,
     state: StateResource,
 ) -> MaterializeResult:
-    """Plan one cleanup pass over this run's partitions, as of the source's clock."""
-    from coordinator_core.sources.logdir import LogDirError
+    """Plan one cleanup pass over this run's partitions, as of the source's clock.
+
+    The plan is made from the cache tables ``coordinator_cache`` wrote, not by reading the log again.
+    """
+    from pipelines.tables import caches_from_rows
 
     partitions = run_partitions(context)
     state.ensure()
     now_ms = offsets_source.now_ms()
     retention_ms = config.retention_minutes * 60_000
     horizon_ms = int(config.forecast_horizon_hours * MS_PER_HOUR)
-    try:
-        caches = offsets_source.load_caches(partitions)
-    except LogDirError as exc:
-        raise Failure(str(exc)) from exc
+    session = spark.get_session()
+    if not path_exists(session, state.table_location("load_stats")):
+        raise Failure(
+            f"no reload tables under {state.table_location('load_stats')}: materialize coordinator_cache "
+            "for these partitions first"
+        )
+    tables = read_cache_tables(session, state, partitions)
+    caches = caches_from_rows(
+        {name: df.collect() for name, df in tables.items()},
+        num_partitions=offsets_source.num_partitions,
+        partitions=partitions,
+    )
     plan = plan_expiration(
         caches,
         now_ms=now_ms,

@@ -203,7 +203,7 @@ def _hadoop_fs(spark: "SparkSession", path: str) -> tuple[Any, Any]:
     return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
 
 
-def _path_exists(spark: "SparkSession", path: str) -> bool:
+def path_exists(spark: "SparkSession", path: str) -> bool:
     hpath, fs = _hadoop_fs(spark, path)
     return bool(fs.exists(hpath))
 
@@ -226,7 +226,7 @@ def _present_partitions(
     from pipelines.source import InputPathError, list_log_dir
 
     log_dir = str(source.log_dir)
-    if not _path_exists(spark, log_dir):
+    if not path_exists(spark, log_dir):
         raise Failure(f"OffsetsSourceResource.log_dir {log_dir} does not exist")
     try:
         listing = list_log_dir(spark, log_dir)
@@ -277,7 +277,7 @@ def read_cache_tables(
     out = {}
     for name, schema in TABLE_SCHEMAS.items():
         location = state.table_location(name)
-        if _path_exists(spark, location):
+        if path_exists(spark, location):
             df = spark.read.schema(schema).parquet(location).select(*schema.fieldNames())
         else:
             df = _empty(spark, name)

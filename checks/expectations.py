@@ -19,6 +19,7 @@ from checks.kafka_expectations import (
     ExpectColumnPairValuesToMatchKafkaPartitionFor,
     UnexpectedRowsWithSampleExpectation,
 )
+from coordinator_core.cache import GROUP_STATES as CACHE_GROUP_STATES
 from pipelines.schemas import TABLE_SCHEMAS
 
 Severity = Literal["error", "warning"]
@@ -29,8 +30,9 @@ MIN_COMMIT_TIMESTAMP_MS = 1_293_840_000_000
 DEFAULT_SKEW_MS = 3_600_000
 """How far in the future (validator clock) a broker timestamp may be before it counts as insane."""
 
-GROUP_STATES = ("Empty", "Stable", "PreparingRebalance", "CompletingRebalance", "Dead")
-"""Kafka's classic ``GroupState`` names (``kafka.coordinator.group.GroupState``)."""
+# Classic (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead), KIP-848 consumer groups
+# (Assigning, Reconciling) and streams groups (NotReady): every state a reload can produce.
+GROUP_STATES = tuple(sorted(CACHE_GROUP_STATES))
 
 REQUIRED_TABLES = ("offsets", "groups", "members", "decode_errors")
 OPTIONAL_TABLES = ("pending_offsets", "load_stats")

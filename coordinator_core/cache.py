@@ -13,7 +13,16 @@ from coordinator_core.errors import DecodeError
 
 # Kafka's group states (GroupState / ClassicGroupState / ConsumerGroupState), as printed by the tools.
 GROUP_STATES = frozenset(
-    {"Empty", "Stable", "PreparingRebalance", "CompletingRebalance", "Dead", "Assigning", "Reconciling"}
+    {
+        "Empty",
+        "Stable",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Dead",
+        "Assigning",
+        "Reconciling",
+        "NotReady",
+    }
 )
 
 

@@ -162,8 +162,10 @@ GROUPS_SCHEMA = StructType(
             "state",
             StringType(),
             False,
-            "Group state after load: Empty (no members) or Stable (members); Kafka's GroupState names.",
-            "Derived as GroupMetadata.loadGroup does; not stored in the log.",
+            "Group state after load: Empty (no members) or Stable (members) for classic groups; "
+            "Empty, Assigning, Reconciling or Stable for KIP-848 consumer groups (by their epochs).",
+            "Derived as GroupMetadata.loadGroup / ConsumerGroup.maybeUpdateGroupState do; not stored in "
+            "the log.",
         ),
         _field(
             "protocol_type",
@@ -206,6 +208,15 @@ GROUPS_SCHEMA = StructType(
             False,
             "Number of members stored in the group's metadata record.",
             "Length of GroupMetadataValue `members`.",
+        ),
+        _field(
+            "group_type",
+            StringType(),
+            False,
+            "classic (the JoinGroup protocol, and offsets-only groups), consumer (KIP-848), share or "
+            "streams; expiration rules differ by type.",
+            "Record type of the group's records: 2 for classic, 3-8 and 16 consumer, 9-15 share, "
+            "17-24 streams.",
         ),
     ]
 )

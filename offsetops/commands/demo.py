@@ -181,9 +181,9 @@ def _materialize(
     # The code location's main job, so the run shows under its name in the UI's run history.
     checks = [t for t in targets if isinstance(t, AssetChecksDefinition)]
     assets = [t for t in targets if not isinstance(t, AssetChecksDefinition)]
-    job = Definitions(assets=assets, asset_checks=checks, jobs=[main_job], resources=resources).resolve_job_def(
-        MAIN_JOB
-    )
+    job = Definitions(
+        assets=assets, asset_checks=checks, jobs=[main_job], resources=resources
+    ).resolve_job_def(MAIN_JOB)
     result = job.execute_in_process(
         instance=instance,
         run_config=run_config,

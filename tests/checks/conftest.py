@@ -101,6 +101,7 @@ def good_rows() -> Rows:
                 leader=members[0]["member_id"] if members else None,
                 current_state_timestamp=NOW_MS - (n + 1) * HOUR_MS if ptype else None,
                 member_count=len(members),
+                group_type="classic",
             )
         )
         for topic in topics or ["events"]:
