@@ -131,3 +131,13 @@ def test_missing_required_table_is_refused(spark: Any, tmp_path: Path) -> None:
     del tables["decode_errors"]
     with pytest.raises(ValueError, match="decode_errors"):
         validate_cache(spark, tables, output_dir=tmp_path, now_ms=NOW_MS)
+
+
+def test_kip848_group_states_are_kafka_states(spark: Any, tmp_path: Path) -> None:
+    # Kafka 4.x consumer groups (KIP-848) report Assigning and Reconciling while members catch up.
+    rows = good_rows()
+    for group, state in zip(rows["groups"][:2], ("Assigning", "Reconciling"), strict=True):
+        group["state"], group["group_type"] = state, "consumer"
+    report = validate_cache(spark, make_tables(spark, rows), output_dir=tmp_path, now_ms=NOW_MS)
+    assert report.outcome("groups.state_known").success
+    assert report.success_error_level, [o.check_id for o in report.failed]
