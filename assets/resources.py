@@ -181,28 +181,21 @@ class OffsetsSourceResource(ConfigurableResource):
 
     def load_caches(self, partitions: list[int]) -> list[CoordinatorCache]:
         """doLoadGroupsAndOffsets for each partition; a partition with no data is an empty cache."""
-        from coordinator_core.loader import load_partition, load_partition_dir
+        from coordinator_core.loader import load_partition_dir, load_partition_from
 
         if self.is_live:
             from coordinator_core.sources.live import LiveSource
 
-            caches = []
             with LiveSource(self.live_config(), topic=self.topic) as source:
                 present = set(source.partitions())
-                for p in partitions:
-                    if p not in present:
-                        caches.append(self.empty_cache(p))
-                        continue
-                    errors: list[Any] = []
-                    cache = load_partition(
-                        source.iter_batches(p, errors),
-                        partition=p,
-                        num_partitions=self.num_partitions,
-                        semantics=self.semantics,
+                return [
+                    load_partition_from(
+                        source, p, num_partitions=self.num_partitions, semantics=self.semantics
                     )
-                    cache.stats.errors[:0] = errors
-                    caches.append(cache)
-            return caches
+                    if p in present
+                    else self.empty_cache(p)
+                    for p in partitions
+                ]
         logdir = self.open_log_dir()
         by_number = {pd.partition: pd for pd in logdir.partitions}
         return [

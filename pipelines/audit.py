@@ -55,7 +55,7 @@ from coordinator_core.sources.logdir import (
     Segment,
     read_offset_checkpoint,
 )
-from pipelines.cli_args import audit_arguments
+from pipelines.cli_args import audit_arguments, script_main
 from pipelines.reload import merge_tasks, session_from_args
 from pipelines.source import InputPathError, LogDirListing, list_log_dir, local_file, read_checkpoint_text
 from pipelines.tables import rows_to_arrow
@@ -323,15 +323,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="audit.py", description=__doc__.splitlines()[0])
-    audit_arguments(p)
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
     """``spark-submit pipelines/audit.py --input PATH --output DIR``."""
-    return run(build_parser().parse_args(argv))
+    return script_main("audit.py", __doc__, audit_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -6,11 +6,25 @@ Shared by ``offsetops pipeline JOB`` and by each job's ``main()`` under ``spark-
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 
 MODES = ("arrow", "rows")
+
+
+def script_main(
+    prog: str,
+    doc: str | None,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    argv: list[str] | None,
+) -> int:
+    """A job's ``main()`` under ``spark-submit``: its own arguments, parsed, then the job."""
+    p = argparse.ArgumentParser(prog=prog, description=(doc or "").strip().splitlines()[0] if doc else None)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:

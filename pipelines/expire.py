@@ -23,7 +23,7 @@ from coordinator_core.expiration import (
     ExpirationPlan,
     plan_expiration,
 )
-from pipelines.cli_args import expire_arguments
+from pipelines.cli_args import expire_arguments, script_main
 from pipelines.reload import (
     DEFAULT_OPTIONS,
     Emitter,
@@ -225,15 +225,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="expire.py", description=__doc__.splitlines()[0])
-    expire_arguments(p)
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
     """``spark-submit pipelines/expire.py --input PATH --output DIR``."""
-    return run(build_parser().parse_args(argv))
+    return script_main("expire.py", __doc__, expire_arguments, run, argv)
 
 
 if __name__ == "__main__":

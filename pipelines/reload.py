@@ -34,7 +34,7 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, Str
 from coordinator_core.cache import CoordinatorCache
 from coordinator_core.loader import PartitionFold
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from pipelines.cli_args import MODES, reload_arguments
+from pipelines.cli_args import MODES, reload_arguments, script_main
 from pipelines.schemas import TABLE_SCHEMAS
 from pipelines.source import LogDirListing, list_log_dir, local_file, read_segments
 from pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
@@ -458,15 +458,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="reload.py", description=__doc__.splitlines()[0])
-    reload_arguments(p)
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
     """``spark-submit pipelines/reload.py --input PATH --output DIR``."""
-    return run(build_parser().parse_args(argv))
+    return script_main("reload.py", __doc__, reload_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import time
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.cli_args import validate_arguments
+from pipelines.cli_args import script_main, validate_arguments
 from pipelines.reload import (
     options_from_args,
     read_tables,
@@ -78,15 +78,9 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.success_error_level else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="validate.py", description=__doc__.splitlines()[0])
-    validate_arguments(p)
-    return p
-
-
 def main(argv: list[str] | None = None) -> int:
     """``spark-submit pipelines/validate.py --input PATH --output DIR``."""
-    return run(build_parser().parse_args(argv))
+    return script_main("validate.py", __doc__, validate_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from coordinator_core.cache import CoordinatorCache
-from coordinator_core.loader import load_partition, load_partition_dir
+from coordinator_core.loader import load_partition_dir, load_partition_from
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.commands._common import die, parse_partitions, print_json, report_errors
@@ -53,20 +53,11 @@ def _load_live(args: argparse.Namespace) -> list[CoordinatorCache]:
     from coordinator_core.sources.live import LiveConfig, LiveSource
 
     config = LiveConfig.resolve(args.bootstrap, args.client_config)
-    caches = []
     with LiveSource(config, topic=args.topic) as source:
-        wanted = parse_partitions(args.partition) or source.partitions()
-        for part in wanted:
-            errors: list = []
-            cache = load_partition(
-                source.iter_batches(part, errors),
-                partition=part,
-                num_partitions=args.num_partitions,
-                semantics=args.semantics,
-            )
-            cache.stats.errors[:0] = errors
-            caches.append(cache)
-    return caches
+        return [
+            load_partition_from(source, part, num_partitions=args.num_partitions, semantics=args.semantics)
+            for part in parse_partitions(args.partition) or source.partitions()
+        ]
 
 
 def run(args: argparse.Namespace) -> int:
