@@ -615,7 +615,15 @@ class _Materializer:
             elif isinstance(key, UnknownKey):
                 continue  # counted in stats.unknown_record_types; Kafka skips them too
 
-        self._build_kip848()
+        # Kafka 4.1 (KIP-1101) no longer writes ConsumerGroupPartitionMetadata, where topic ids got
+        # their names; its v4 offset commits carry the TopicId next to the topic name instead.
+        topic_ids = {
+            str(om.topic_id): topic
+            for offsets in self.offsets.values()
+            for (topic, _p), om in offsets.items()
+            if om.topic_id is not None and getattr(om.topic_id, "int", 1)
+        }
+        self._build_kip848(topic_ids)
 
         pending_by_group: dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]] = {}
         open_transactions: dict[int, set[str]] = {}
@@ -707,11 +715,11 @@ class _Materializer:
             metadata_version=v.version,
         )
 
-    def _build_kip848(self) -> None:
+    def _build_kip848(self, topic_ids: dict[str, str]) -> None:
         """KIP-848 consumer groups (types 3-8, 16), share groups (9-15) and streams groups (17-24)."""
         for gid, by_type in self.kip848.items():
             if any(t in by_type for t in range(3, 9)) or 16 in by_type:
-                self.groups[gid] = _consumer_group(gid, by_type)
+                self.groups[gid] = _consumer_group(gid, by_type, topic_ids)
             elif any(t in by_type for t in range(9, 16)):
                 self.groups[gid] = _member_group(gid, by_type, "share", 11, 10)
             elif any(t in by_type for t in range(17, 25)):
@@ -744,15 +752,21 @@ def _fields(value: object) -> dict:
     return f if isinstance(f, dict) else {}
 
 
-def _consumer_group(gid: str, by_type: dict[int, list[tuple[GroupKey, object]]]) -> GroupMetadata:
-    """Rebuild a KIP-848 ``ConsumerGroup`` and its state (``ConsumerGroup.maybeUpdateGroupState``)."""
+def _consumer_group(
+    gid: str, by_type: dict[int, list[tuple[GroupKey, object]]], topic_ids: dict[str, str]
+) -> GroupMetadata:
+    """Rebuild a KIP-848 ``ConsumerGroup`` and its state (``ConsumerGroup.maybeUpdateGroupState``).
+
+    Topic ids are named by the group's partition metadata record, else by ``topic_ids`` (from the
+    TopicId of v4 offset commits); an id neither knows stays an id.
+    """
     group_epoch = 0
     for _k, v in by_type.get(3, []):
         group_epoch = _field(_fields(v), "Epoch", 0) or 0
     assignment_epoch = 0
     for _k, v in by_type.get(6, []):
         assignment_epoch = _field(_fields(v), "AssignmentEpoch", 0) or 0
-    topic_names: dict[str, str] = {}
+    topic_names: dict[str, str] = dict(topic_ids)
     for _k, v in by_type.get(4, []):
         for t in _field(_fields(v), "Topics", []) or []:
             tid = _field(t, "TopicId")

@@ -385,3 +385,79 @@ def test_fast_path_equals_general_reader(tmp_path, damage):
     assert _fold_view(fast) == _fold_view(general) == _fold_view(buffered)
     if damage in ("crc", "truncate", "garbage_tail"):
         assert _fold_view(fast)[1], "the damage must be reported"
+
+
+# -- KIP-848 consumer groups ----------------------------------------------------------------------
+
+
+def _kip848_log(*, with_topic_id: bool) -> Log:
+    import uuid
+
+    from coordinator_core.schema import GenericValue, GroupKey
+
+    tid = uuid.UUID("5b4a3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d")
+
+    def k(rtype: int, member: str | None = None) -> bytes:
+        fields = {"groupId": "g848"} | ({"memberId": member} if member else {})
+        return encode_key(GroupKey(rtype, "g848", fields))
+
+    def v(rtype: int, fields: dict) -> bytes:
+        return encode_value(GenericValue(rtype, 0, fields))
+
+    assigned = [{"topicId": tid, "partitions": [1, 0]}]
+    log = Log()
+    log.data(
+        [
+            (k(3), v(3, {"epoch": 5})),
+            (
+                k(5, "m1"),
+                v(
+                    5,
+                    {
+                        "instanceId": None,
+                        "rackId": None,
+                        "clientId": "c",
+                        "clientHost": "/h",
+                        "subscribedTopicNames": ["orders"],
+                        "subscribedTopicRegex": None,
+                        "rebalanceTimeoutMs": 30000,
+                        "serverAssignor": "uniform",
+                    },
+                ),
+            ),
+            (k(6), v(6, {"assignmentEpoch": 5})),
+            (k(7, "m1"), v(7, {"topicPartitions": assigned})),
+            (
+                k(8, "m1"),
+                v(
+                    8,
+                    {
+                        "memberEpoch": 5,
+                        "previousMemberEpoch": 4,
+                        "state": 0,
+                        "assignedPartitions": assigned,
+                        "partitionsPendingRevocation": [],
+                    },
+                ),
+            ),
+        ]
+    )
+    # Kafka 4.1 writes OffsetCommitValue v4 with the TopicId tag, and no partition metadata record.
+    value = OffsetCommitValue(
+        version=4, offset=7, commit_timestamp=T0, topic_id=tid if with_topic_id else None
+    )
+    log.data([(okey("g848", "orders", 0), encode_value(value))])
+    return log
+
+
+def test_kip848_group_state_members_and_assignment_named_by_offset_topic_ids():
+    g = _kip848_log(with_topic_id=True).load().groups["g848"]
+    assert (g.group_type, g.state, g.protocol_type, g.generation) == ("consumer", "Stable", "consumer", 5)
+    [m] = g.members
+    assert m.subscribed_topics == ["orders"] and m.assignment == {"orders": [0, 1]}
+    assert {tp: o.offset for tp, o in g.offsets.items()} == {("orders", 0): 7}
+
+
+def test_kip848_topic_ids_without_a_name_stay_ids():
+    [m] = _kip848_log(with_topic_id=False).load().groups["g848"].members
+    assert list(m.assignment) == ["5b4a3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d"]
