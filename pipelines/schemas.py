@@ -424,4 +424,22 @@ def render_tables_markdown() -> str:
             cells = [f"`{f.name}`", f"`{f.dataType.simpleString()}`", null, doc.meaning, doc.source]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         lines.append("")
+    # The expire and audit jobs' tables, documented by their columns' comments.
+    from pipelines.audit import AUDIT_SCHEMAS
+    from pipelines.expire import EXPIRE_SCHEMAS
+
+    lines += [
+        "# Expiration and cleaner audit tables",
+        "",
+        "Written by `offsetops pipeline expire` (`pipelines/expire.py`) and `offsetops pipeline audit`",
+        "(`pipelines/audit.py`) under the same output dir.",
+        "",
+    ]
+    for table, schema in {**EXPIRE_SCHEMAS, **AUDIT_SCHEMAS}.items():
+        lines += [f"## `{table}`", "", "| Column | Type | Null | Meaning |", "|---|---|---|---|"]
+        for f in schema.fields:
+            null = "yes" if f.nullable else "no"
+            cells = [f"`{f.name}`", f"`{f.dataType.simpleString()}`", null, f.metadata.get("comment", "")]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("")
     return "\n".join(lines)

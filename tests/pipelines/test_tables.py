@@ -55,3 +55,14 @@ def test_expiration_planned_from_tables_equals_planning_from_the_log(kip848_logd
 def test_partitions_without_rows_come_back_empty():
     [cache] = caches_from_rows({}, num_partitions=50, partitions=[7])
     assert cache.partition == 7 and cache.groups == {} and cache.stats.errors == []
+
+
+def test_docs_tables_page_matches_the_schemas():
+    from pipelines.schemas import render_tables_markdown
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "tables.md"
+    assert page.read_text(encoding="utf-8") == render_tables_markdown(), (
+        "docs/tables.md is stale: regenerate it with pipelines.schemas.render_tables_markdown()"
+    )
+    for table in ("offsets", "groups", "tombstones", "expiration_forecast", "cleaner_audit"):
+        assert f"## `{table}`" in page.read_text(encoding="utf-8")
