@@ -230,3 +230,54 @@ def test_interrupted_produce_run_resumes_without_duplicates(kafka_broker, tmp_pa
     records = read_partitions(bs, topic, None)
     keys = [r[2].hex() for r in records]
     assert sorted(keys) == sorted(t["key_hex"] for t in doc["tombstones"])  # each exactly once
+
+
+def test_interrupted_admin_run_resumes_and_finishes(kafka_broker, tmp_path: Path) -> None:
+    """SIGKILL after the coordinator deleted a group but before the journal recorded it; rerun."""
+    bs = kafka_broker.bootstrap
+    topic = f"exp-{uuid.uuid4().hex[:8]}"
+    admin = _admin(bs)
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    admin.close()
+    groups = [f"dead-a-{topic}", f"dead-b-{topic}"]
+    log = ScenarioLog(P)
+    for g in groups:
+        _commit(bs, g, {(topic, 0): 3})
+        log.commit(g, topic, 0, 3, NOW - 9 * DAY)
+    log.write(tmp_path / "snap")
+    argv = [
+        "expire", str(tmp_path / "snap"), "--now", str(NOW), "--retention-ms", str(RET),
+        "--coordinator", "kip848", "--execute", "--executor", "admin", "--bootstrap", bs,
+        "--journal-dir", str(tmp_path / "journal"), "--json",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != FAULT_ENV}
+
+    def cli(extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "offsetops.cli", *argv],
+            cwd=REPO,
+            env={**env, **extra_env},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+
+    # The 2nd applied item is the first group's GroupMetadata tombstone: killed before its journal line.
+    killed = cli({FAULT_ENV: "send:2"})
+    assert killed.returncode == -9, killed.stderr
+    assert _live(bs, groups[0]) == {} and _live(bs, groups[1]) == {(topic, 0): 3}
+
+    done = cli({})
+    assert done.returncode == 0, done.stderr
+    ex = json.loads(done.stdout)["execution"]
+    assert ex["resumed"] and ex["complete"] and ex["verification"]["not_gone"] == []
+    assert all(_live(bs, g) == {} for g in groups)
+    # Every planned item ends in exactly one terminal status; none is lost.
+    status = {(i["group_id"], i["kind"]): i["status"] for i in ex["items"]}
+    # The killed run's DeleteGroups had already removed the first group's offset: the rerun sees it
+    # gone and sends nothing for it. (Re-sending DeleteGroups for that group is harmless: Tansu answers
+    # NONE, Apache Kafka GROUP_ID_NOT_FOUND.)
+    assert status[(groups[0], "offset_commit")] == "already_gone"
+    assert status[(groups[1], "offset_commit")] == "applied_via_delete_groups"
+    assert status[(groups[1], "group_metadata")] == "applied"
+    assert len(status) == 4
