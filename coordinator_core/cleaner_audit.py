@@ -871,19 +871,21 @@ def judge_partition(
                 "look for truncation or a restored/partial log dir; the reset itself is automatic",
             )
         )
-    if pa.expired_tombstones_cleanable >= max(thresholds.expired_tombstones_min, 1):
+    # Kafka keeps expired tombstones until the next pass, and a pass only comes once the partition is
+    # eligible: before that they are expected (still counted in the numbers), not a finding.
+    if pa.eligible and pa.expired_tombstones_cleanable >= max(thresholds.expired_tombstones_min, 1):
         out.append(
             Reason(
                 DEGRADED,
                 "expired_tombstones",
                 f"{pa.expired_tombstones_cleanable} tombstone(s) older than delete.retention.ms "
                 f"({format_duration(config.delete_retention_ms)}) are still present in the cleanable range "
-                f"({pa.expired_tombstones} in the whole log); no cleaning pass has run since they expired",
-                "they go on the next pass, which runs once the dirty ratio exceeds "
-                "min.cleanable.dirty.ratio; to "
-                "force passes set max.compaction.lag.ms on the topic (kafka-configs.sh --alter "
-                "--entity-type topics "
-                f"--entity-name {topic} --add-config max.compaction.lag.ms=...)",
+                f"({pa.expired_tombstones} in the whole log) of a partition that is due for cleaning; "
+                "no cleaning pass has run since they expired",
+                "check that the cleaner is running (log-cleaner.log, DeadThreadCount, "
+                "time-since-last-run-ms); to force passes on a quiet partition set max.compaction.lag.ms "
+                f"on the topic (kafka-configs.sh --alter --entity-type topics --entity-name {topic} "
+                "--add-config max.compaction.lag.ms=...)",
             )
         )
     if pa.dedupe_capacity and pa.dirty_keys >= pa.dedupe_capacity * thresholds.dedupe_tight_ratio:

@@ -55,7 +55,7 @@ def test_every_real_log_dir_audits_without_errors() -> None:
             assert p.verdict in ("HEALTHY", "DEGRADED")
 
 
-def test_real_2_7_1_tombstones_left_in_the_clean_section_are_reported(
+def test_real_2_7_1_tombstones_left_in_the_clean_section_are_counted(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     root = require_real_kafka() / "DonaldY__kafka-2.7.1"
@@ -64,11 +64,12 @@ def test_real_2_7_1_tombstones_left_in_the_clean_section_are_reported(
     by_part = {p["partition"]: p for p in doc["partitions"]}
     assert sorted(by_part) == [8, 17, 28, 33, 39]
     # -39: a tombstone in the clean segment 0 is long past delete.retention.ms; 2.7.1 (pre-KIP-534)
-    # keeps it until a later pass, which only comes when the dirty ratio passes 0.5 again
+    # keeps it until a later pass, which only comes when the dirty ratio passes 0.5 again. That is
+    # how a healthy, quiet partition looks: counted, not a finding.
     p39 = by_part[39]
-    assert p39["expired_tombstones_cleanable"] >= 1
-    assert [r["code"] for r in p39["reasons"]] == ["expired_tombstones"]
-    assert doc["verdict"] == "DEGRADED"
+    assert p39["expired_tombstones_cleanable"] >= 1 and not p39["eligible"]
+    assert p39["reasons"] == [] and p39["verdict"] == "HEALTHY"
+    assert doc["verdict"] == "HEALTHY"
     assert by_part[17]["verdict"] == "HEALTHY"
 
 
