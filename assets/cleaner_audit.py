@@ -30,6 +30,7 @@ from assets.resources import (
     OFFSETS_PARTITIONS,
     SCHEDULE_STATUS,
     OffsetsSourceResource,
+    SparkResource,
     StateResource,
     all_partitions_tags,
     partitions_label,
@@ -69,7 +70,7 @@ def _reason_rows(audit: Any) -> list[dict[str, Any]]:
     partitions_def=OFFSETS_PARTITIONS,
     backfill_policy=BackfillPolicy.single_run(),
     deps=[raw_segments],
-    kinds={"kafka", "python"},
+    kinds={"kafka", "spark"},
     description="Log Cleaner health per partition: dirty ratio, what blocks cleaning, what a clean would "
     "reclaim, progress since the previous audit; verdict HEALTHY, DEGRADED or CRITICAL.",
 )
@@ -77,12 +78,19 @@ def cleaner_audit(
     context: AssetExecutionContext,
     config: CleanerAuditConfig,
     offsets_source: OffsetsSourceResource,
+    spark: SparkResource,
     state: StateResource,
 ) -> MaterializeResult:
-    """Audit this run's partitions of the log dir; partitions absent from it are HEALTHY and empty."""
+    """Audit this run's partitions of the log dir; partitions absent from it are HEALTHY and empty.
+
+    The record scans (the costly part: every record is read) run as a Spark job, one task per group of
+    partitions; history, broker-log marks and verdicts are applied here.
+    """
     from coordinator_core.cleaner.config import CleanerConfig
     from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, Thresholds, audit_log_dir
     from coordinator_core.sources.logdir import LogDirError
+    from pipelines.audit import partition_audits
+    from pipelines.source import InputPathError, list_log_dir
 
     partitions = run_partitions(context)
     state.ensure()
@@ -102,15 +110,23 @@ def cleaner_audit(
         logdir = dataclasses.replace(
             logdir, partitions=tuple(pd for pd in logdir.partitions if pd.partition in wanted)
         )
+        present = [pd.partition for pd in logdir.partitions if pd.segments]
+        now_ms = offsets_source.now_ms()
+        scans = {}
+        if present:
+            session = spark.get_session()
+            listing = list_log_dir(session, str(offsets_source.log_dir), partitions=present)
+            scans = partition_audits(session, listing, now_ms=now_ms, config=cleaner)
         audit = audit_log_dir(
             logdir,
             config=cleaner,
             thresholds=thresholds,
-            now_ms=offsets_source.now_ms(),
+            now_ms=now_ms,
             state_dir=state.audit_history_dir,
             record_history=config.record_history,
+            partition_audits=scans,
         )
-    except LogDirError as exc:
+    except (LogDirError, InputPathError) as exc:
         raise Failure(str(exc)) from exc
     doc = {**audit.to_json(), "run_partitions": partitions}
     path = write_json(state.reports_path / AUDIT_REPORT, doc)

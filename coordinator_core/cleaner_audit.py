@@ -1109,11 +1109,14 @@ def audit_log_dir(
     state_dir: str | os.PathLike[str] | None = None,
     record_history: bool = True,
     verify_crc: bool = True,
+    partition_audits: Mapping[int, PartitionAudit | None] | None = None,
 ) -> CleanerAudit:
     """Audit every ``__consumer_offsets`` partition of a log dir (or one partition dir).
 
     With ``state_dir``, earlier audits from ``audits.jsonl`` give growth and progress, and this audit is
     appended to it (unless ``record_history`` is false). Raises ``LogDirError`` for an unusable path.
+    ``partition_audits`` supplies the per-partition scans already done elsewhere (the Spark job runs
+    :func:`audit_partition` on its executors); history, marks and verdicts are still applied here.
     """
     logdir = path if isinstance(path, LogDir) else open_log_dir(path, partitions=partitions)
     cfg = config or CleanerConfig()
@@ -1136,15 +1139,18 @@ def audit_log_dir(
     audits: list[PartitionAudit] = []
     for pdir in logdir.partitions:
         tp = (pdir.topic, pdir.partition)
-        pa = audit_partition(
-            pdir,
-            config=cfg,
-            now_ms=now,
-            checkpoint=logdir.cleaner_checkpoint.get(tp),
-            log_start_checkpoint=logdir.log_start_checkpoint.get(tp),
-            high_watermark=hw_ckpt.get(tp),
-            verify_crc=verify_crc,
-        )
+        if partition_audits is not None:
+            pa = partition_audits.get(pdir.partition)
+        else:
+            pa = audit_partition(
+                pdir,
+                config=cfg,
+                now_ms=now,
+                checkpoint=logdir.cleaner_checkpoint.get(tp),
+                log_start_checkpoint=logdir.log_start_checkpoint.get(tp),
+                high_watermark=hw_ckpt.get(tp),
+                verify_crc=verify_crc,
+            )
         if pa is None:
             notes.append(f"{pdir.path}: no segment files, skipped")
             continue

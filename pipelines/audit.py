@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -26,6 +27,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     BooleanType,
     DoubleType,
     IntegerType,
@@ -38,6 +40,7 @@ from pyspark.sql.types import (
 from coordinator_core.cleaner.config import CleanerConfig
 from coordinator_core.cleaner_audit import (
     _RANK,
+    PartitionAudit,
     Thresholds,
     audit_partition,
     judge_partition,
@@ -163,53 +166,108 @@ def _partition_row(doc: dict, partition: int) -> tuple:
     return tuple(special[n] if n in special else doc[n] for n in CLEANER_AUDIT_SCHEMA.fieldNames())
 
 
+PARTITION_AUDIT_SCHEMA = StructType(
+    [
+        StructField("offsets_partition", IntegerType(), False),
+        StructField("audit", BinaryType(), False),
+    ]
+)
+"""Internal: one pickled, not yet judged ``PartitionAudit`` per partition (see :func:`partition_audits`)."""
+
+
+def _scan_partition(
+    scratch: Path,
+    partition: int,
+    files: list[tuple[int, bytes, int, str]],
+    checkpoints: dict[str, dict[int, int]],
+    config: CleanerConfig,
+    now_ms: int,
+    verify_crc: bool,
+) -> PartitionAudit | None:
+    """``audit_partition`` over ``files`` (base offset, content, mtime ms, original path) in a scratch dir."""
+    pdir_path = scratch / f"{OFFSETS_TOPIC}-{partition}"
+    pdir_path.mkdir(parents=True, exist_ok=True)
+    segments = []
+    originals: dict[str, str] = {}
+    for base, content, mtime_ms, original in sorted(files, key=lambda f: f[0]):
+        path = pdir_path / f"{base:020d}.log"
+        path.write_bytes(content)
+        os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        originals[str(path)] = local_file(original)
+        segments.append(Segment(path, base, len(content), mtime_ms))
+    try:
+        audit = audit_partition(
+            PartitionDir(pdir_path, OFFSETS_TOPIC, partition, tuple(segments)),
+            config=config,
+            now_ms=now_ms,
+            checkpoint=checkpoints[CLEANER_CHECKPOINT].get(partition),
+            log_start_checkpoint=checkpoints[LOG_START_CHECKPOINT].get(partition),
+            high_watermark=checkpoints[REPLICATION_CHECKPOINT].get(partition),
+            verify_crc=verify_crc,
+        )
+    finally:
+        shutil.rmtree(pdir_path, ignore_errors=True)
+    if audit is not None:
+        # Errors name the segment as the user knows it, not our scratch copy.
+        audit.decode_errors = [
+            DecodeError(
+                e.kind, e.reason, originals.get(e.file or "", e.file), e.partition, e.position, e.offset
+            )
+            for e in audit.decode_errors
+        ]
+    return audit
+
+
+def _empty_segments(listing: LogDirListing) -> dict[int, list[tuple[int, bytes, int, str]]]:
+    """Zero-length segments per partition. Spark's file sources skip empty files, but an empty segment
+    still counts: right after a roll the active segment is empty, and it bounds the cleanable range."""
+    out: dict[int, list[tuple[int, bytes, int, str]]] = {}
+    for seg in listing.segments:
+        if seg.size == 0:
+            out.setdefault(seg.partition, []).append((seg.base_offset, b"", seg.mtime_ms, seg.path))
+    return out
+
+
+def _only_empty_partitions(listing: LogDirListing) -> list[int]:
+    non_empty = {s.partition for s in listing.segments if s.size > 0}
+    return [p for p in listing.partitions if p not in non_empty]
+
+
 def _audit_arrow(
     checkpoints: dict[str, dict[int, int]],
     config: CleanerConfig,
     thresholds: Thresholds,
     now_ms: int,
     verify_crc: bool,
+    empties: dict[int, list[tuple[int, bytes, int, str]]],
+    *,
+    judged: bool = True,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         scratch = Path(tempfile.mkdtemp(prefix="offsetops-audit-"))
         current: int | None = None
-        segments: list[Segment] = []
-        originals: dict[str, str] = {}
+        files: list[tuple[int, bytes, int, str]] = []
 
         def flush(partition: int) -> pa.RecordBatch | None:
-            pdir = PartitionDir(
-                scratch / f"{OFFSETS_TOPIC}-{partition}", OFFSETS_TOPIC, partition, tuple(segments)
+            audit = _scan_partition(
+                scratch,
+                partition,
+                files + empties.get(partition, []),
+                checkpoints,
+                config,
+                now_ms,
+                verify_crc,
             )
-            audit = audit_partition(
-                pdir,
-                config=config,
-                now_ms=now_ms,
-                checkpoint=checkpoints[CLEANER_CHECKPOINT].get(partition),
-                log_start_checkpoint=checkpoints[LOG_START_CHECKPOINT].get(partition),
-                high_watermark=checkpoints[REPLICATION_CHECKPOINT].get(partition),
-                verify_crc=verify_crc,
-            )
-            shutil.rmtree(pdir.path, ignore_errors=True)
-            segments.clear()
+            files.clear()
             if audit is None:
                 return None
-            # Errors name the segment as the user knows it, not our scratch copy.
-            audit.decode_errors = [
-                DecodeError(
-                    e.kind, e.reason, originals.get(e.file or "", e.file), e.partition, e.position, e.offset
-                )
-                for e in audit.decode_errors
-            ]
-            audit.reasons = judge_partition(audit, config=config, thresholds=thresholds, now_ms=now_ms)
-            audit.verdict = worst(audit.reasons)
-            table = rows_to_arrow([_partition_row(audit.to_json(), partition)], CLEANER_AUDIT_SCHEMA)
-            return table.to_batches()[0]
+            return _audit_batch(audit, partition, config, thresholds, now_ms, judged)
 
         try:
             for rb in batches:
                 parts = rb.column("offsets_partition").to_pylist()
                 bases = rb.column("base_offset").to_pylist()
-                files = rb.column("file").to_pylist()
+                paths = rb.column("file").to_pylist()
                 mtimes = rb.column("mtime_ms").to_pylist()
                 contents = rb.column("content")
                 for i in range(rb.num_rows):
@@ -219,13 +277,7 @@ def _audit_arrow(
                             if out is not None:
                                 yield out
                         current = parts[i]
-                    pdir = scratch / f"{OFFSETS_TOPIC}-{current}"
-                    pdir.mkdir(exist_ok=True)
-                    path = pdir / f"{bases[i]:020d}.log"
-                    data = contents[i].as_py() or b""
-                    path.write_bytes(data)
-                    originals[str(path)] = local_file(files[i])
-                    segments.append(Segment(path, bases[i], len(data), int(mtimes[i])))
+                    files.append((bases[i], contents[i].as_py() or b"", int(mtimes[i]), paths[i]))
             if current is not None:
                 out = flush(current)
                 if out is not None:
@@ -234,6 +286,79 @@ def _audit_arrow(
             shutil.rmtree(scratch, ignore_errors=True)
 
     return run
+
+
+def _audit_batch(
+    audit: PartitionAudit,
+    partition: int,
+    config: CleanerConfig,
+    thresholds: Thresholds,
+    now_ms: int,
+    judged: bool,
+) -> pa.RecordBatch:
+    if not judged:
+        blob = pickle.dumps(audit, protocol=pickle.HIGHEST_PROTOCOL)
+        return rows_to_arrow([(partition, blob)], PARTITION_AUDIT_SCHEMA).to_batches()[0]
+    audit.reasons = judge_partition(audit, config=config, thresholds=thresholds, now_ms=now_ms)
+    audit.verdict = worst(audit.reasons)
+    return rows_to_arrow([_partition_row(audit.to_json(), partition)], CLEANER_AUDIT_SCHEMA).to_batches()[0]
+
+
+def _driver_audits(
+    listing: LogDirListing,
+    checkpoints: dict[str, dict[int, int]],
+    config: CleanerConfig,
+    now_ms: int,
+    verify_crc: bool,
+) -> dict[int, PartitionAudit]:
+    """Partitions whose segments are all empty never reach an executor: audit them here."""
+    empties = _empty_segments(listing)
+    scratch = Path(tempfile.mkdtemp(prefix="offsetops-audit-"))
+    try:
+        out = {}
+        for p in _only_empty_partitions(listing):
+            audit = _scan_partition(scratch, p, empties[p], checkpoints, config, now_ms, verify_crc)
+            if audit is not None:
+                out[p] = audit
+        return out
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def partition_audits(
+    spark: SparkSession,
+    listing: LogDirListing,
+    *,
+    now_ms: int,
+    config: CleanerConfig | None = None,
+    partitions_per_task: int | None = None,
+    verify_crc: bool = True,
+) -> dict[int, PartitionAudit]:
+    """The expensive, per-partition part of the audit (scanning every record), run on the executors.
+
+    The results are not yet judged: ``audit_log_dir(..., partition_audits=...)`` adds history,
+    broker-log marks and the verdicts on the driver, exactly as for a local audit.
+    """
+    from pipelines.source import read_segments
+
+    checkpoints, _notes = read_checkpoints(spark, listing)
+    tasks = merge_tasks(listing, partitions_per_task, spark.sparkContext.defaultParallelism)
+    segs = read_segments(spark, listing).select(
+        "offsets_partition", "base_offset", "file", "mtime_ms", "content"
+    )
+    cfg = config or CleanerConfig()
+    fn = _audit_arrow(
+        checkpoints, cfg, Thresholds(), now_ms, verify_crc, _empty_segments(listing), judged=False
+    )
+    rows = (
+        segs.repartition(tasks, "offsets_partition")
+        .sortWithinPartitions("offsets_partition", "base_offset")
+        .mapInArrow(fn, PARTITION_AUDIT_SCHEMA)
+        .collect()
+    )
+    out = {row.offsets_partition: pickle.loads(row.audit) for row in rows}
+    out.update(_driver_audits(listing, checkpoints, cfg, now_ms, verify_crc))
+    return out
 
 
 def audit_table(
@@ -256,12 +381,22 @@ def audit_table(
     segs = read_segments(spark, listing).select(
         "offsets_partition", "base_offset", "file", "mtime_ms", "content"
     )
-    fn = _audit_arrow(checkpoints, config or CleanerConfig(), thresholds or Thresholds(), now_ms, verify_crc)
-    return (
+    cfg, th = config or CleanerConfig(), thresholds or Thresholds()
+    fn = _audit_arrow(checkpoints, cfg, th, now_ms, verify_crc, _empty_segments(listing))
+    scanned = (
         segs.repartition(tasks, "offsets_partition")
         .sortWithinPartitions("offsets_partition", "base_offset")
         .mapInArrow(fn, CLEANER_AUDIT_SCHEMA)
     )
+    extra = _driver_audits(listing, checkpoints, cfg, now_ms, verify_crc)
+    if not extra:
+        return scanned
+    rows = []
+    for p, audit in sorted(extra.items()):
+        audit.reasons = judge_partition(audit, config=cfg, thresholds=th, now_ms=now_ms)
+        audit.verdict = worst(audit.reasons)
+        rows.append(_partition_row(audit.to_json(), p))
+    return scanned.unionByName(spark.createDataFrame(rows, CLEANER_AUDIT_SCHEMA))
 
 
 def topic_row(

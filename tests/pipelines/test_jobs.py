@@ -51,6 +51,32 @@ def test_audit_equals_core_audit(spark, sim_txn) -> None:
     assert set(CLEANER_AUDIT_SCHEMA.fieldNames()) <= set(rows[0].asDict())
 
 
+def test_audit_with_spark_scans_equals_the_local_audit(spark, sim_txn, tmp_path) -> None:
+    from pipelines.audit import partition_audits
+
+    now = sim_txn.simulated_until_ms + DAY_MS
+    scans = partition_audits(spark, list_log_dir(spark, str(sim_txn.out_dir)), now_ms=now)
+    assert sorted(scans) == sorted(
+        p.partition for p in audit_log_dir(sim_txn.out_dir, now_ms=now, record_history=False).partitions
+    )
+    # History, progress and verdicts on the driver, scans from the executors: the same audit, twice
+    # (the second run reads the first one's history).
+    for _run in (1, 2):
+        local = audit_log_dir(sim_txn.out_dir, now_ms=now, state_dir=tmp_path / "a").to_json()
+        distributed = audit_log_dir(
+            sim_txn.out_dir, now_ms=now, state_dir=tmp_path / "b", partition_audits=scans
+        ).to_json()
+        for doc in (local, distributed):
+            doc.pop("history_file", None)
+        assert json.loads(json.dumps(distributed)) == json.loads(json.dumps(local))
+    # The supplied scans are what the audit uses: drop one and that partition is not audited.
+    _first, *rest = sorted(scans)
+    partial = audit_log_dir(
+        sim_txn.out_dir, now_ms=now, record_history=False, partition_audits={p: scans[p] for p in rest}
+    )
+    assert [p.partition for p in partial.partitions] == rest
+
+
 def test_cli_runs_every_job(spark, sim_txn, tmp_path, capsys) -> None:
     out = tmp_path / "out"
     now = str(sim_txn.simulated_until_ms + 8 * DAY_MS)
@@ -96,3 +122,39 @@ def test_local_masters_get_a_heap_that_holds_whole_segments() -> None:
     assert default_conf("local[*]", quiet=True)["spark.ui.enabled"] == "false"
     # On a cluster the operator sizes the driver; we do not pick a heap for them.
     assert "spark.driver.memory" not in default_conf("k8s://https://kubernetes.default.svc:443")
+
+
+def test_spark_audit_keeps_empty_segments(spark, tmp_path) -> None:
+    """Spark's file sources skip zero-length files; an empty active segment (right after a roll) and
+    an all-empty partition must still be audited exactly as the local audit does."""
+    from coordinator_core.records import build_record_batch
+    from coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+    from coordinator_core.sources.logdir import CLEANER_CHECKPOINT, write_offset_checkpoint
+    from pipelines.audit import partition_audits
+
+    now = 1_700_000_000_000
+    key = encode_key(OffsetCommitKey(group="g", topic="t", partition=0))
+    p0 = tmp_path / "__consumer_offsets-0"
+    p0.mkdir()
+    batches = b"".join(
+        build_record_batch([(key, encode_value(OffsetCommitValue(version=3, offset=i)), now)], base_offset=i)
+        for i in range(5)
+    )
+    (p0 / "00000000000000000000.log").write_bytes(batches)
+    (p0 / "00000000000000000005.log").write_bytes(b"")  # the active segment, just rolled
+    p1 = tmp_path / "__consumer_offsets-1"
+    p1.mkdir()
+    (p1 / "00000000000000000000.log").write_bytes(b"")
+    write_offset_checkpoint(tmp_path / CLEANER_CHECKPOINT, {})
+    local = audit_log_dir(tmp_path, now_ms=now, record_history=False)
+    p0_local = next(p for p in local.partitions if p.partition == 0).to_json()
+    # Segment 0 is not the active one, so it is cleanable: the empty segment 5 bounds the range.
+    assert p0_local["cleanable_bytes"] == len(batches) and p0_local["first_uncleanable_offset"] == 5
+    listing = list_log_dir(spark, str(tmp_path))
+    scans = partition_audits(spark, listing, now_ms=now)
+    assert sorted(scans) == [0, 1]
+    distributed = audit_log_dir(tmp_path, now_ms=now, record_history=False, partition_audits=scans)
+    assert json.loads(json.dumps(distributed.to_json())) == json.loads(json.dumps(local.to_json()))
+    rows = {r["offsets_partition"]: r for r in audit_table(spark, listing, now_ms=now).collect()}
+    assert sorted(rows) == [0, 1]
+    assert json.loads(rows[0]["audit_json"]) == json.loads(json.dumps(p0_local))
