@@ -218,28 +218,12 @@ def _scan_partition(
     return audit
 
 
-def _empty_segments(listing: LogDirListing) -> dict[int, list[tuple[int, bytes, int, str]]]:
-    """Zero-length segments per partition. Spark's file sources skip empty files, but an empty segment
-    still counts: right after a roll the active segment is empty, and it bounds the cleanable range."""
-    out: dict[int, list[tuple[int, bytes, int, str]]] = {}
-    for seg in listing.segments:
-        if seg.size == 0:
-            out.setdefault(seg.partition, []).append((seg.base_offset, b"", seg.mtime_ms, seg.path))
-    return out
-
-
-def _only_empty_partitions(listing: LogDirListing) -> list[int]:
-    non_empty = {s.partition for s in listing.segments if s.size > 0}
-    return [p for p in listing.partitions if p not in non_empty]
-
-
 def _audit_arrow(
     checkpoints: dict[str, dict[int, int]],
     config: CleanerConfig,
     thresholds: Thresholds,
     now_ms: int,
     verify_crc: bool,
-    empties: dict[int, list[tuple[int, bytes, int, str]]],
     *,
     judged: bool = True,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -252,7 +236,7 @@ def _audit_arrow(
             audit = _scan_partition(
                 scratch,
                 partition,
-                files + empties.get(partition, []),
+                files,
                 checkpoints,
                 config,
                 now_ms,
@@ -304,25 +288,25 @@ def _audit_batch(
     return rows_to_arrow([_partition_row(audit.to_json(), partition)], CLEANER_AUDIT_SCHEMA).to_batches()[0]
 
 
-def _driver_audits(
+def _scan(
+    spark: SparkSession,
     listing: LogDirListing,
-    checkpoints: dict[str, dict[int, int]],
-    config: CleanerConfig,
-    now_ms: int,
-    verify_crc: bool,
-) -> dict[int, PartitionAudit]:
-    """Partitions whose segments are all empty never reach an executor: audit them here."""
-    empties = _empty_segments(listing)
-    scratch = Path(tempfile.mkdtemp(prefix="offsetops-audit-"))
-    try:
-        out = {}
-        for p in _only_empty_partitions(listing):
-            audit = _scan_partition(scratch, p, empties[p], checkpoints, config, now_ms, verify_crc)
-            if audit is not None:
-                out[p] = audit
-        return out
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    fn: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    schema: StructType,
+    partitions_per_task: int | None,
+) -> DataFrame:
+    """Every segment, grouped by partition in base-offset order, through ``fn`` (``mapInArrow``)."""
+    from pipelines.source import read_segments
+
+    tasks = merge_tasks(listing, partitions_per_task, spark.sparkContext.defaultParallelism)
+    columns = ("offsets_partition", "base_offset", "file", "mtime_ms", "content")
+    return (
+        read_segments(spark, listing)
+        .select(*columns)
+        .repartition(tasks, "offsets_partition")
+        .sortWithinPartitions("offsets_partition", "base_offset")
+        .mapInArrow(fn, schema)
+    )
 
 
 def partition_audits(
@@ -339,26 +323,10 @@ def partition_audits(
     The results are not yet judged: ``audit_log_dir(..., partition_audits=...)`` adds history,
     broker-log marks and the verdicts on the driver, exactly as for a local audit.
     """
-    from pipelines.source import read_segments
-
     checkpoints, _notes = read_checkpoints(spark, listing)
-    tasks = merge_tasks(listing, partitions_per_task, spark.sparkContext.defaultParallelism)
-    segs = read_segments(spark, listing).select(
-        "offsets_partition", "base_offset", "file", "mtime_ms", "content"
-    )
-    cfg = config or CleanerConfig()
-    fn = _audit_arrow(
-        checkpoints, cfg, Thresholds(), now_ms, verify_crc, _empty_segments(listing), judged=False
-    )
-    rows = (
-        segs.repartition(tasks, "offsets_partition")
-        .sortWithinPartitions("offsets_partition", "base_offset")
-        .mapInArrow(fn, PARTITION_AUDIT_SCHEMA)
-        .collect()
-    )
-    out = {row.offsets_partition: pickle.loads(row.audit) for row in rows}
-    out.update(_driver_audits(listing, checkpoints, cfg, now_ms, verify_crc))
-    return out
+    fn = _audit_arrow(checkpoints, config or CleanerConfig(), Thresholds(), now_ms, verify_crc, judged=False)
+    rows = _scan(spark, listing, fn, PARTITION_AUDIT_SCHEMA, partitions_per_task).collect()
+    return {row.offsets_partition: pickle.loads(row.audit) for row in rows}
 
 
 def audit_table(
@@ -373,30 +341,10 @@ def audit_table(
     verify_crc: bool = True,
 ) -> DataFrame:
     """``cleaner_audit`` as a DataFrame (one row per partition)."""
-    from pipelines.source import read_segments
-
     if checkpoints is None:
         checkpoints, _notes = read_checkpoints(spark, listing)
-    tasks = merge_tasks(listing, partitions_per_task, spark.sparkContext.defaultParallelism)
-    segs = read_segments(spark, listing).select(
-        "offsets_partition", "base_offset", "file", "mtime_ms", "content"
-    )
-    cfg, th = config or CleanerConfig(), thresholds or Thresholds()
-    fn = _audit_arrow(checkpoints, cfg, th, now_ms, verify_crc, _empty_segments(listing))
-    scanned = (
-        segs.repartition(tasks, "offsets_partition")
-        .sortWithinPartitions("offsets_partition", "base_offset")
-        .mapInArrow(fn, CLEANER_AUDIT_SCHEMA)
-    )
-    extra = _driver_audits(listing, checkpoints, cfg, now_ms, verify_crc)
-    if not extra:
-        return scanned
-    rows = []
-    for p, audit in sorted(extra.items()):
-        audit.reasons = judge_partition(audit, config=cfg, thresholds=th, now_ms=now_ms)
-        audit.verdict = worst(audit.reasons)
-        rows.append(_partition_row(audit.to_json(), p))
-    return scanned.unionByName(spark.createDataFrame(rows, CLEANER_AUDIT_SCHEMA))
+    fn = _audit_arrow(checkpoints, config or CleanerConfig(), thresholds or Thresholds(), now_ms, verify_crc)
+    return _scan(spark, listing, fn, CLEANER_AUDIT_SCHEMA, partitions_per_task)
 
 
 def topic_row(

@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from coordinator_core.sources.logdir import OFFSETS_TOPIC
 
@@ -120,21 +121,46 @@ def list_log_dir(spark: SparkSession, path: str, *, partitions: list[int] | None
     return LogDirListing(root, tuple(found))
 
 
+SEGMENTS_SCHEMA = StructType(
+    [
+        StructField("offsets_partition", IntegerType(), True),
+        StructField("base_offset", LongType(), True),
+        StructField("file", StringType(), True),
+        StructField("length", LongType(), True),
+        StructField("mtime_ms", LongType(), True),
+        StructField("content", BinaryType(), True),
+    ]
+)
+"""What :func:`read_segments` returns: one row per segment file, whole."""
+
+
 def read_segments(spark: SparkSession, listing: LogDirListing) -> DataFrame:
     """One row per segment: ``offsets_partition, base_offset, file, length, mtime_ms, content``.
 
     Read with the ``binaryFile`` source (each file is one row, whole; fine up to 2 GB, and
     ``__consumer_offsets`` rolls at 100 MiB). Partition and base offset come from the path.
     """
-    df = spark.read.format("binaryFile").load([s.path for s in listing.segments])
-    return df.select(
-        F.regexp_extract("path", SEGMENT_PATH_RE, 2).cast("int").alias("offsets_partition"),
-        F.regexp_extract("path", SEGMENT_PATH_RE, 3).cast("long").alias("base_offset"),
-        F.col("path").alias("file"),
-        F.col("length"),
-        (F.unix_millis(F.col("modificationTime"))).alias("mtime_ms"),
-        F.col("content"),
-    )
+    nonempty = [s.path for s in listing.segments if s.size > 0]
+    empty = [s for s in listing.segments if s.size == 0]
+    if nonempty:
+        df = spark.read.format("binaryFile").load(nonempty)
+        segments = df.select(
+            F.regexp_extract("path", SEGMENT_PATH_RE, 2).cast("int").alias("offsets_partition"),
+            F.regexp_extract("path", SEGMENT_PATH_RE, 3).cast("long").alias("base_offset"),
+            F.col("path").alias("file"),
+            F.col("length"),
+            (F.unix_millis(F.col("modificationTime"))).alias("mtime_ms"),
+            F.col("content"),
+        )
+    else:
+        segments = spark.createDataFrame([], SEGMENTS_SCHEMA)
+    if not empty:
+        return segments
+    # Spark's file sources skip zero-length files, but an empty segment still counts: right after a
+    # roll the active segment is empty and bounds the cleanable range, and a partition may hold nothing
+    # else. They come from the driver's listing instead.
+    rows = [(s.partition, s.base_offset, s.path, 0, s.mtime_ms, bytearray()) for s in empty]
+    return segments.unionByName(spark.createDataFrame(rows, SEGMENTS_SCHEMA))
 
 
 def read_checkpoint_text(spark: SparkSession, root: str, name: str) -> str | None:

@@ -158,3 +158,15 @@ def test_spark_audit_keeps_empty_segments(spark, tmp_path) -> None:
     rows = {r["offsets_partition"]: r for r in audit_table(spark, listing, now_ms=now).collect()}
     assert sorted(rows) == [0, 1]
     assert json.loads(rows[0]["audit_json"]) == json.loads(json.dumps(p0_local))
+    # The reload sees the same segments: every partition has its load_stats row, empty ones included.
+    from coordinator_core.loader import load_log_dir
+    from pipelines.reload import reload_tables
+    from pipelines.schemas import TABLE_SCHEMAS
+    from pipelines.tables import all_cache_rows, comparable
+
+    tables, _blobs = reload_tables(spark, listing)
+    expected = all_cache_rows(load_log_dir(tmp_path))["load_stats"]
+    schema = TABLE_SCHEMAS["load_stats"]
+    got = comparable(tables["load_stats"].collect(), schema, drop=["elapsed_ms"])
+    assert got == comparable(expected, schema, drop=["elapsed_ms"])
+    assert [r[1] for r in got] == [2, 1]  # segments per partition, the empty ones counted
