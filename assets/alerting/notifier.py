@@ -245,7 +245,10 @@ class SlackNotifier:
         now: float,
     ) -> SendResult:
         if self._client is None:
-            return self._to_outbox(kind, key, payload, text, blocks, now, "missing_token")
+            # No token is a deployment choice (local runs, the demo), not a failure: a warning, not an error.
+            return self._to_outbox(
+                kind, key, payload, text, blocks, now, "missing_token", log_level=logging.WARNING
+            )
         try:
             response = self._client.chat_postMessage(channel=self.channel, text=text, blocks=blocks)
         except SlackApiError as exc:

@@ -411,6 +411,7 @@ def test_missing_token_goes_to_outbox_with_zero_requests(
     assert slack_server.requests == []
     assert len(outbox_lines(tmp_path / "outbox.jsonl")) == 1
     assert "no Slack token is configured" in caplog.text
+    assert {r.levelno for r in caplog.records if r.name.startswith("assets.alerting")} == {logging.WARNING}
 
 
 def test_network_failure_after_retries_goes_to_outbox(tmp_path: Path, clock: FakeClock) -> None:
