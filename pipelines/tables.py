@@ -171,13 +171,16 @@ def comparable(rows: Iterable[Row], schema: StructType, *, drop: Iterable[str] =
     )
 
 
-def _get(row: Any, name: str, index: int) -> Any:
-    """A field of a tuple row (schema order) or of a Spark ``Row``/mapping."""
-    if isinstance(row, Mapping):
-        return row[name]
-    if hasattr(row, "asDict"):
-        return row[name]
-    return row[index]
+def _records(rows: Mapping[str, Iterable[Any]], table: str) -> Iterator[Mapping[str, Any]]:
+    """The rows of ``table`` as mappings, whether tuples in schema order, Spark ``Row``s or dicts."""
+    names = TABLE_SCHEMAS[table].fieldNames()
+    for row in rows.get(table, ()):
+        if isinstance(row, Mapping):
+            yield row
+        elif hasattr(row, "asDict"):
+            yield row.asDict()
+        else:
+            yield dict(zip(names, row, strict=True))
 
 
 def caches_from_rows(
@@ -194,9 +197,6 @@ def caches_from_rows(
     from coordinator_core.cache import GroupMetadata, LoadStats, MemberMetadata, OffsetAndMetadata
     from coordinator_core.partitioner import partition_for
 
-    def cols(table: str) -> dict[str, int]:
-        return {n: i for i, n in enumerate(TABLE_SCHEMAS[table].fieldNames())}
-
     caches: dict[int, CoordinatorCache] = {}
 
     def cache(p: int) -> CoordinatorCache:
@@ -208,86 +208,69 @@ def caches_from_rows(
 
     for p in partitions or ():
         cache(p)
-    c = cols("groups")
-    for r in rows.get("groups", ()):
-        g = GroupMetadata(
-            group_id=_get(r, "group_id", c["group_id"]),
-            state=_get(r, "state", c["state"]),
-            protocol_type=_get(r, "protocol_type", c["protocol_type"]),
-            generation=_get(r, "generation", c["generation"]),
-            protocol=_get(r, "protocol", c["protocol"]),
-            leader=_get(r, "leader", c["leader"]),
-            current_state_timestamp=_get(r, "current_state_timestamp", c["current_state_timestamp"]),
-            group_type=_get(r, "group_type", c["group_type"]),
+    for r in _records(rows, "groups"):
+        cache(r["offsets_partition"]).groups[r["group_id"]] = GroupMetadata(
+            group_id=r["group_id"],
+            state=r["state"],
+            protocol_type=r["protocol_type"],
+            generation=r["generation"],
+            protocol=r["protocol"],
+            leader=r["leader"],
+            current_state_timestamp=r["current_state_timestamp"],
+            group_type=r["group_type"],
         )
-        cache(_get(r, "offsets_partition", c["offsets_partition"])).groups[g.group_id] = g
-    c = cols("members")
-    for r in rows.get("members", ()):
-        assignment = _get(r, "assignment", c["assignment"])
-        topics = _get(r, "subscribed_topics", c["subscribed_topics"])
-        member = MemberMetadata(
-            member_id=_get(r, "member_id", c["member_id"]),
-            group_instance_id=_get(r, "group_instance_id", c["group_instance_id"]),
-            client_id=_get(r, "client_id", c["client_id"]),
-            client_host=_get(r, "client_host", c["client_host"]),
-            session_timeout_ms=_get(r, "session_timeout_ms", c["session_timeout_ms"]),
-            rebalance_timeout_ms=_get(r, "rebalance_timeout_ms", c["rebalance_timeout_ms"]),
-            subscribed_topics=None if topics is None else list(topics),
-            assignment=None
-            if assignment is None
-            else {a["topic"]: list(a["partitions"]) for a in assignment},
+    for r in _records(rows, "members"):
+        topics, assignment = r["subscribed_topics"], r["assignment"]
+        cache(r["offsets_partition"]).groups[r["group_id"]].members.append(
+            MemberMetadata(
+                member_id=r["member_id"],
+                group_instance_id=r["group_instance_id"],
+                client_id=r["client_id"],
+                client_host=r["client_host"],
+                session_timeout_ms=r["session_timeout_ms"],
+                rebalance_timeout_ms=r["rebalance_timeout_ms"],
+                subscribed_topics=None if topics is None else list(topics),
+                assignment=None
+                if assignment is None
+                else {a["topic"]: list(a["partitions"]) for a in assignment},
+            )
         )
-        part = _get(r, "offsets_partition", c["offsets_partition"])
-        cache(part).groups[_get(r, "group_id", c["group_id"])].members.append(member)
-    c = cols("offsets")
-    for r in rows.get("offsets", ()):
-        om = OffsetAndMetadata(
-            offset=_get(r, "offset", c["offset"]),
-            leader_epoch=_get(r, "leader_epoch", c["leader_epoch"]),
-            metadata=_get(r, "metadata", c["metadata"]),
-            commit_timestamp=_get(r, "commit_timestamp", c["commit_timestamp"]),
-            expire_timestamp=_get(r, "expire_timestamp", c["expire_timestamp"]),
-            record_offset=_get(r, "record_offset", c["record_offset"]),
+    for r in _records(rows, "offsets"):
+        cache(r["offsets_partition"]).groups[r["group_id"]].offsets[(r["topic"], r["partition"])] = (
+            OffsetAndMetadata(
+                offset=r["offset"],
+                leader_epoch=r["leader_epoch"],
+                metadata=r["metadata"],
+                commit_timestamp=r["commit_timestamp"],
+                expire_timestamp=r["expire_timestamp"],
+                record_offset=r["record_offset"],
+            )
         )
-        group = cache(_get(r, "offsets_partition", c["offsets_partition"])).groups[
-            _get(r, "group_id", c["group_id"])
-        ]
-        group.offsets[(_get(r, "topic", c["topic"]), _get(r, "partition", c["partition"]))] = om
-    c = cols("pending_offsets")
-    for r in rows.get("pending_offsets", ()):
-        part = _get(r, "offsets_partition", c["offsets_partition"])
-        gid = _get(r, "group_id", c["group_id"])
-        pid = _get(r, "producer_id", c["producer_id"])
-        om = OffsetAndMetadata(
-            offset=_get(r, "offset", c["offset"]),
+    for r in _records(rows, "pending_offsets"):
+        c = cache(r["offsets_partition"])
+        pending = OffsetAndMetadata(
+            offset=r["offset"],
             leader_epoch=None,
             metadata="",
             commit_timestamp=0,
             expire_timestamp=None,
-            record_offset=_get(r, "record_offset", c["record_offset"]),
+            record_offset=r["record_offset"],
         )
-        tp = (_get(r, "topic", c["topic"]), _get(r, "partition", c["partition"]))
-        cache(part).groups[gid].pending_offsets.setdefault(pid, {})[tp] = om
-        cache(part).open_transactions.setdefault(pid, set()).add(gid)
-    c = cols("decode_errors")
-    for r in rows.get("decode_errors", ()):
-        cache(_get(r, "offsets_partition", c["offsets_partition"])).stats.errors.append(
-            DecodeError(
-                _get(r, "kind", c["kind"]),
-                _get(r, "reason", c["reason"]),
-                _get(r, "file", c["file"]),
-                _get(r, "offsets_partition", c["offsets_partition"]),
-                _get(r, "position", c["position"]),
-                _get(r, "offset", c["offset"]),
-            )
+        c.groups[r["group_id"]].pending_offsets.setdefault(r["producer_id"], {})[
+            (r["topic"], r["partition"])
+        ] = pending
+        c.open_transactions.setdefault(r["producer_id"], set()).add(r["group_id"])
+    for r in _records(rows, "decode_errors"):
+        cache(r["offsets_partition"]).stats.errors.append(
+            DecodeError(r["kind"], r["reason"], r["file"], r["offsets_partition"], r["position"], r["offset"])
         )
-    c = cols("load_stats")
-    for r in rows.get("load_stats", ()):
-        s = cache(_get(r, "offsets_partition", c["offsets_partition"])).stats
-        for name in ("segments", "batches", "records", "bytes", "tombstones", "control_records"):
-            setattr(s, name, _get(r, name, c[name]))
-        s.unknown_record_types = _get(r, "unknown_record_types", c["unknown_record_types"])
-        s.elapsed_ms = _get(r, "elapsed_ms", c["elapsed_ms"])
+    for r in _records(rows, "load_stats"):
+        s = cache(r["offsets_partition"]).stats
+        for name in (
+            "segments", "batches", "records", "bytes", "tombstones", "control_records",
+            "unknown_record_types", "elapsed_ms",
+        ):  # fmt: skip
+            setattr(s, name, r[name])
     for cc in caches.values():
         cc.misplaced_groups = sorted(g for g in cc.groups if partition_for(g, num_partitions) != cc.partition)
     return [caches[p] for p in sorted(caches)]
