@@ -1,16 +1,21 @@
 """Cleaner audit domain: Log Cleaner health of each ``__consumer_offsets`` partition, hourly.
 
 The verdict (HEALTHY / DEGRADED / CRITICAL) and its reasons come from
-:func:`coordinator_core.cleaner_audit.audit_log_dir`; the ``cleaner_verdict`` asset check
-(``checks/dagster_checks.py``) turns them into a check result on this asset, and the alert sensor
-pages on CRITICAL partitions.
+:func:`coordinator_core.cleaner_audit.audit_log_dir`. Each Dagster partition's materialization carries
+that partition's facts only; the asset emits a ``partition_verdict`` check result per partition and a
+``cleaner_verdict`` result for the run (``checks/dagster_checks.py``). Topic-wide figures live in the
+``offsets_topic_summary`` asset.
 """
 
 import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from dagster import (
     AssetExecutionContext,
+    AssetSelection,
     BackfillPolicy,
     Config,
     Definitions,
@@ -33,11 +38,33 @@ from assets.resources import (
     SparkResource,
     StateResource,
     all_partitions_tags,
+    clock_metadata,
     partitions_label,
     run_partitions,
     write_json,
 )
-from checks.dagster_checks import AUDIT_CHECKS
+from checks.dagster_checks import (
+    AUDIT_ASSET,
+    CLEANER_VERDICT,
+    PARTITION_VERDICT,
+    VERDICT_RANK,
+    audit_check_specs,
+    cleaner_verdict_result,
+    findings_table,
+    is_selected,
+    partition_evaluations,
+    partition_verdict,
+    worst_reason,
+)
+from coordinator_core.cleaner_audit import (
+    CRITICAL,
+    DEGRADED,
+    HEALTHY,
+    PartitionAudit,
+    format_bytes,
+    format_duration,
+)
+from coordinator_core.clock import Clock
 
 GROUP = "cleaner_audit"
 AUDIT_REPORT = "cleaner_audit.json"
@@ -58,11 +85,146 @@ class CleanerAuditConfig(Config):
     )
 
 
-def _reason_rows(audit: Any) -> list[dict[str, Any]]:
-    rows = [{"partition": None, **r.to_json()} for r in audit.reasons]
-    for p in audit.partitions:
-        rows += [{"partition": p.partition, **r.to_json()} for r in p.reasons]
-    return rows
+def partition_metadata(partition: int, pa: PartitionAudit | None) -> dict[str, Any]:
+    """This partition's own facts, and nothing else: the same keys for every partition and every run,
+    numbers as numbers (the Plots tab draws them per partition over runs) with a human twin beside
+    them."""
+    if pa is None:
+        return {
+            "verdict": HEALTHY,
+            "verdict_rank": MetadataValue.int(0),
+            "worst_finding": "none: no segment files for this partition in the log dir",
+            "remedy": "none",
+            "findings": findings_table([]),
+            "present": False,
+            **{key: MetadataValue.int(0) for key in _INT_FACTS},
+            **{key: MetadataValue.float(0.0) for key in _FLOAT_FACTS},
+        }
+    reason = worst_reason(pa)
+    oldest_txn = max((t.age_ms for t in pa.open_transactions), default=0)
+    dirty_age = pa.oldest_dirty_segment_age_ms or 0
+    return {
+        "verdict": pa.verdict,
+        "verdict_rank": MetadataValue.int(VERDICT_RANK[pa.verdict]),
+        "worst_finding": f"{reason.severity} {reason.code}: {reason.message}" if reason else "none",
+        "remedy": reason.remedy if reason else "none",
+        "findings": findings_table(pa.reasons),
+        "present": True,
+        "dirty_ratio": MetadataValue.float(round(pa.dirty_ratio, 6)),
+        "unpinned_dirty_ratio": MetadataValue.float(round(pa.unpinned_dirty_ratio, 6)),
+        "reclaimable_ratio": MetadataValue.float(round(pa.reclaimable_ratio, 6)),
+        "size_bytes": MetadataValue.int(pa.size_bytes),
+        "size": format_bytes(pa.size_bytes),
+        "cleanable_bytes": MetadataValue.int(pa.cleanable_bytes),
+        "reclaimable_bytes": MetadataValue.int(pa.reclaimable_bytes),
+        "reclaimable": format_bytes(pa.reclaimable_bytes),
+        "segments": MetadataValue.int(pa.segments),
+        "records": MetadataValue.int(pa.records),
+        "tombstones": MetadataValue.int(pa.tombstones),
+        "expired_tombstones": MetadataValue.int(pa.expired_tombstones),
+        "log_start_offset": MetadataValue.int(pa.log_start_offset),
+        "log_end_offset": MetadataValue.int(pa.log_end_offset),
+        "first_dirty_offset": MetadataValue.int(pa.first_dirty_offset),
+        "open_transactions": MetadataValue.int(len(pa.open_transactions)),
+        "oldest_open_transaction_ms": MetadataValue.int(oldest_txn),
+        "oldest_open_transaction": format_duration(oldest_txn) if pa.open_transactions else "none",
+        "oldest_dirty_segment_age_ms": MetadataValue.int(dirty_age),
+        "oldest_dirty_segment_age": format_duration(dirty_age) if pa.oldest_dirty_segment_age_ms else "none",
+        "decode_errors": MetadataValue.int(len(pa.decode_errors)),
+        "eligible": pa.eligible,
+    }
+
+
+_INT_FACTS = (
+    "size_bytes",
+    "cleanable_bytes",
+    "reclaimable_bytes",
+    "segments",
+    "records",
+    "tombstones",
+    "expired_tombstones",
+    "log_start_offset",
+    "log_end_offset",
+    "first_dirty_offset",
+    "open_transactions",
+    "oldest_open_transaction_ms",
+    "oldest_dirty_segment_age_ms",
+    "decode_errors",
+)
+_FLOAT_FACTS = ("dirty_ratio", "unpinned_dirty_ratio", "reclaimable_ratio")
+
+
+def _latest_dir(state: StateResource) -> Path:
+    return state.audit_history_dir / "latest"
+
+
+def _record_latest(state: StateResource, audit: Any, partitions: list[int], clock: Clock) -> None:
+    """Keep each partition's latest audit (and the latest topic-wide findings) in the state dir."""
+    folder = _latest_dir(state)
+    by_partition = {pa.partition: pa for pa in audit.partitions}
+    for p in partitions:
+        path = folder / f"partition-{p}.json"
+        if p in by_partition:
+            write_json(path, by_partition[p].to_json())
+        else:
+            path.unlink(missing_ok=True)  # no segment files: nothing to report for it any more
+    doc = audit.to_json()
+    write_json(
+        folder / "topic.json",
+        {
+            "reasons": doc["reasons"],
+            "log_dir": doc["log_dir"],
+            "audited_at_ms": doc["audited_at_ms"],
+            "clock": clock.describe(),
+            "config": doc["config"],
+            "thresholds": doc["thresholds"],
+            "notes": doc["notes"],
+        },
+    )
+
+
+def rebuild_audit_report(state: StateResource) -> dict[str, Any]:
+    """``reports/cleaner_audit.json``: the latest audit of every partition, worst first, merged across
+    runs (a one-partition run from the UI replaces only that partition)."""
+    folder = _latest_dir(state)
+    topic = (
+        json.loads((folder / "topic.json").read_text(encoding="utf-8"))
+        if (folder / "topic.json").exists()
+        else {}
+    )
+    partitions = [json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("partition-*.json")]
+    partitions.sort(key=lambda d: (-VERDICT_RANK.get(d["verdict"], 0), -d["dirty_ratio"], d["partition"]))
+    reasons = topic.get("reasons", [])
+    verdict = max(
+        [r["severity"] for r in reasons] + [d["verdict"] for d in partitions] + [HEALTHY],
+        key=lambda v: VERDICT_RANK.get(v, 0),
+    )
+    total = sum(d["size_bytes"] for d in partitions)
+    reclaim = sum(d["reclaimable_bytes"] for d in partitions)
+    report = {
+        "verdict": verdict,
+        "reasons": reasons,
+        "log_dir": topic.get("log_dir"),
+        "audited_at_ms": topic.get("audited_at_ms"),
+        "clock": topic.get("clock"),
+        "summary": {
+            "partitions": len(partitions),
+            "healthy": sum(d["verdict"] == HEALTHY for d in partitions),
+            "degraded": sum(d["verdict"] == DEGRADED for d in partitions),
+            "critical": sum(d["verdict"] == CRITICAL for d in partitions),
+            "size_bytes": total,
+            "reclaimable_bytes": reclaim,
+            "reclaimable_ratio": round(reclaim / total, 6) if total else 0.0,
+            "max_dirty_ratio": max((d["dirty_ratio"] for d in partitions), default=0.0),
+            "open_transactions": sum(len(d["open_transactions"]) for d in partitions),
+        },
+        "partitions": partitions,
+        "config": topic.get("config"),
+        "thresholds": topic.get("thresholds"),
+        "notes": topic.get("notes", []),
+    }
+    write_json(state.reports_path / AUDIT_REPORT, report)
+    return report
 
 
 @asset(
@@ -71,8 +233,11 @@ def _reason_rows(audit: Any) -> list[dict[str, Any]]:
     backfill_policy=BackfillPolicy.single_run(),
     deps=[raw_segments],
     kinds={"kafka", "spark"},
-    description="Log Cleaner health per partition: dirty ratio, what blocks cleaning, what a clean would "
-    "reclaim, progress since the previous audit; verdict HEALTHY, DEGRADED or CRITICAL.",
+    check_specs=audit_check_specs(OFFSETS_PARTITIONS),
+    description="Log Cleaner health of each partition: dirty ratio, what blocks cleaning, what a clean "
+    "would reclaim, progress since the previous audit; verdict HEALTHY, DEGRADED or CRITICAL, with the "
+    "worst finding and its remedy. Each partition fails its own partition_verdict check when it is not "
+    "HEALTHY.",
 )
 def cleaner_audit(
     context: AssetExecutionContext,
@@ -80,14 +245,14 @@ def cleaner_audit(
     offsets_source: OffsetsSourceResource,
     spark: SparkResource,
     state: StateResource,
-) -> MaterializeResult:
+) -> Iterator[Any]:
     """Audit this run's partitions of the log dir; partitions absent from it are HEALTHY and empty.
 
     The record scans (the costly part: every record is read) run as a Spark job, one task per group of
     partitions; history, broker-log marks and verdicts are applied here.
     """
     from coordinator_core.cleaner.config import CleanerConfig
-    from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, Thresholds, audit_log_dir
+    from coordinator_core.cleaner_audit import Thresholds, audit_log_dir
     from coordinator_core.sources.logdir import LogDirError
     from pipelines.audit import partition_audits
     from pipelines.source import InputPathError, list_log_dir
@@ -104,6 +269,7 @@ def cleaner_audit(
         thresholds = Thresholds().with_overrides(config.thresholds)
     except ValueError as exc:
         raise Failure(f"CleanerAuditConfig: {exc}") from exc
+    clock = offsets_source.clock()
     try:
         logdir = offsets_source.open_log_dir()
         wanted = set(partitions)
@@ -111,80 +277,59 @@ def cleaner_audit(
             logdir, partitions=tuple(pd for pd in logdir.partitions if pd.partition in wanted)
         )
         present = [pd.partition for pd in logdir.partitions if pd.segments]
-        now_ms = offsets_source.now_ms()
         scans = {}
         if present:
             session = spark.get_session()
             listing = list_log_dir(session, str(offsets_source.log_dir), partitions=present)
-            scans = partition_audits(session, listing, now_ms=now_ms, config=cleaner)
+            scans = partition_audits(session, listing, now_ms=clock.as_of_ms, config=cleaner)
         audit = audit_log_dir(
             logdir,
             config=cleaner,
             thresholds=thresholds,
-            now_ms=now_ms,
+            now_ms=clock.as_of_ms,
             state_dir=state.audit_history_dir,
             record_history=config.record_history,
             partition_audits=scans,
         )
     except (LogDirError, InputPathError) as exc:
         raise Failure(str(exc)) from exc
-    doc = {**audit.to_json(), "run_partitions": partitions}
-    path = write_json(state.reports_path / AUDIT_REPORT, doc)
-    write_json(state.reports_path / "cleaner_audit" / f"audit-{partitions_label(partitions)}.json", doc)
-    verdicts = {str(p): HEALTHY for p in partitions}
-    verdicts.update({str(p.partition): p.verdict for p in audit.partitions})
-    reasons = _reason_rows(audit)
-    table = "\n".join(
-        f"| {r['partition'] if r['partition'] is not None else 'topic'} | {r['severity']} | {r['code']} "
-        f"| {r['message']} | {r['remedy']} |"
-        for r in reasons
-        if r["severity"] != HEALTHY
-    )[:20_000]
+    doc = {**audit.to_json(), "run_partitions": partitions, "clock": clock.describe()}
+    run_report = write_json(
+        state.reports_path / "cleaner_audit" / f"audit-{partitions_label(partitions)}.json", doc
+    )
+    _record_latest(state, audit, partitions, clock)
+    report = rebuild_audit_report(state)
+    by_partition = {pa.partition: pa for pa in audit.partitions}
+    for p in partitions:
+        context.add_asset_metadata(partition_metadata(p, by_partition.get(p)), partition_key=str(p))
     summary = doc["summary"]
     context.log.info(
-        f"cleaner audit {audit.verdict}: {summary['critical']} critical, {summary['degraded']} degraded "
-        f"of {len(partitions)} partitions"
+        f"cleaner audit as of {clock.describe()}: {audit.verdict}, {summary['critical']} critical, "
+        f"{summary['degraded']} degraded of {len(partitions)} partitions"
     )
-    return MaterializeResult(
+    yield MaterializeResult(
         metadata={
-            "verdict": audit.verdict,
-            "partitions": partitions_label(partitions),
-            "partitions_audited": len(audit.partitions),
-            "healthy": summary["healthy"] + (len(partitions) - len(audit.partitions)),
-            "degraded": summary["degraded"],
-            "critical": summary["critical"],
-            "critical_partitions": MetadataValue.json(
-                sorted(int(p) for p, v in verdicts.items() if v == CRITICAL)
-            ),
-            "degraded_partitions": MetadataValue.json(
-                sorted(int(p) for p, v in verdicts.items() if v == DEGRADED)
-            ),
-            "partition_verdicts": MetadataValue.json(verdicts),
-            "max_dirty_ratio": summary["max_dirty_ratio"],
-            "bytes": summary["size_bytes"],
-            "reclaimable_bytes": summary["reclaimable_bytes"],
-            "reclaimable_ratio": summary["reclaimable_ratio"],
-            "open_transactions": summary["open_transactions"],
-            "findings": MetadataValue.json(
-                [
-                    {k: r[k] for k in ("partition", "severity", "code", "message", "remedy")}
-                    for r in reasons
-                    if r["severity"] != HEALTHY
-                ][:50]
-            ),
-            "reasons": MetadataValue.md(
-                "| partition | severity | code | what | remedy |\n|---|---|---|---|---|\n" + table
-                if table
-                else "No findings: every partition is HEALTHY."
-            ),
-            "report": MetadataValue.path(str(path)),
-        }
+            **clock_metadata(clock),
+            "run_report": MetadataValue.path(str(run_report)),
+            "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
+        },
+        check_results=[cleaner_verdict_result(audit.partitions, audit.reasons, partitions, audit.verdict)]
+        if is_selected(context, AUDIT_ASSET, CLEANER_VERDICT)
+        else [],
     )
+    yield from partition_evaluations(
+        context,
+        AUDIT_ASSET,
+        PARTITION_VERDICT,
+        (partition_verdict(p, by_partition.get(p)) for p in partitions),
+    )
+    context.log.debug(f"merged audit report: {report['summary']}")
 
 
 cleaner_audit_job = define_asset_job(
     "cleaner_audit_job",
-    selection=[cleaner_audit],
+    # The topic summary is rebuilt after every audit, so it never lags the partitions.
+    selection=AssetSelection.assets(cleaner_audit) | AssetSelection.assets("offsets_topic_summary"),
     partitions_def=OFFSETS_PARTITIONS,
     description="The Log Cleaner audit of every partition (read-only).",
 )
@@ -205,7 +350,6 @@ def hourly_cleaner_audit(context: ScheduleEvaluationContext) -> RunRequest:
 
 defs = Definitions(
     assets=[cleaner_audit],
-    asset_checks=AUDIT_CHECKS,
     jobs=[cleaner_audit_job],
     schedules=[hourly_cleaner_audit],
 )

@@ -1,20 +1,29 @@
 """The offsetops code location: one module per domain, merged, with the deployment's resources.
 
 ``workspace.yaml`` loads ``defs`` from here. The domains are reload, expiration, cleaner audit,
-validation and alerting; which resources they get (local or cluster) is decided in one place,
-:func:`assets.resources.build_resources`.
+validation, the topic summary and alerting; which resources they get (local or cluster) is decided in
+one place, :func:`assets.resources.build_resources`.
 """
 
 from __future__ import annotations
 
 import warnings
 
-from dagster import AssetSelection, BetaWarning, Definitions, define_asset_job, in_process_executor
+from dagster import (
+    AssetSelection,
+    BetaWarning,
+    Definitions,
+    PreviewWarning,
+    define_asset_job,
+    in_process_executor,
+)
 
-# BackfillPolicy.single_run() (one run, one Spark job for many partitions) is a beta parameter.
+# BackfillPolicy.single_run() (one run, one Spark job for many partitions) is a beta parameter, and
+# partitioned asset checks (one check result per offsets partition) are a preview feature.
 warnings.filterwarnings("ignore", category=BetaWarning)
+warnings.filterwarnings("ignore", category=PreviewWarning)
 
-from assets import cleaner_audit, expiration, reload, validation  # noqa: E402
+from assets import cleaner_audit, expiration, reload, summary, validation  # noqa: E402
 from assets.alerting import sensors  # noqa: E402
 from assets.resources import OFFSETS_PARTITIONS, build_resources  # noqa: E402
 
@@ -25,11 +34,11 @@ main_job = define_asset_job(
     selection=AssetSelection.all(),
     partitions_def=OFFSETS_PARTITIONS,
     description="Every asset and check: inventory, reload, expiration plan, tombstone execution (dry run "
-    "unless configured), cleaner audit, validation. `offsetops demo` runs this in-process.",
+    "unless configured), cleaner audit, validation, topic summary. `offsetops demo` runs this in-process.",
 )
 
 
-DOMAINS = (reload.defs, expiration.defs, cleaner_audit.defs, validation.defs, sensors.defs)
+DOMAINS = (reload.defs, expiration.defs, cleaner_audit.defs, validation.defs, summary.defs, sensors.defs)
 
 
 def all_assets_and_checks() -> list:

@@ -8,12 +8,15 @@ by default it only reports what it would write; an operator opts in per run with
 
 import json
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from dagster import (
     AssetExecutionContext,
+    AssetSelection,
     BackfillPolicy,
     Config,
     Definitions,
@@ -36,14 +39,26 @@ from assets.resources import (
     SparkResource,
     StateResource,
     all_partitions_tags,
+    clock_metadata,
+    expiration_defaults_from_env,
     partitions_label,
     run_partitions,
     write_json,
 )
-from checks.dagster_checks import EXPIRATION_CHECKS
+from checks.dagster_checks import (
+    EXPIRATION_ASSET,
+    FORECAST_CHECK,
+    expiration_check_specs,
+    forecast_check,
+    partition_evaluations,
+    table,
+)
+from coordinator_core.cleaner_audit import format_duration
+from coordinator_core.clock import iso_utc
 from coordinator_core.expiration import (
-    DEFAULT_RETENTION_MS,
+    DeadGroup,
     ExpirationPlan,
+    ForecastEntry,
     Tombstone,
     plan_expiration,
 )
@@ -53,19 +68,27 @@ PLAN_REPORT = "expiration_plan.json"
 MS_PER_HOUR = 3_600_000
 
 
+_RETENTION_MINUTES, _FORECAST_HOURS = expiration_defaults_from_env()
+
+
 class ExpirationConfig(Config):
     """The broker settings cleanup follows, and how far ahead to forecast."""
 
     retention_minutes: int = Field(
-        default=DEFAULT_RETENTION_MS // 60_000,
+        default=_RETENTION_MINUTES,
         ge=1,
-        description="offsets.retention.minutes (default 7 days).",
+        description="offsets.retention.minutes (default $OFFSETOPS_RETENTION_MINUTES, else 7 days).",
     )
     coordinator: Literal["kip848", "legacy"] = Field(
         default="kip848",
         description="kip848: Kafka 4.x Java coordinator; legacy: Scala coordinator (<= 3.x).",
     )
-    forecast_horizon_hours: float = Field(default=24.0, gt=0, le=24 * 366, description="Forecast window.")
+    forecast_horizon_hours: float = Field(
+        default=_FORECAST_HOURS,
+        gt=0,
+        le=24 * 366,
+        description="Forecast window in hours (default $OFFSETOPS_FORECAST_HOURS, else 24).",
+    )
 
 
 def _partition_plan_path(state: StateResource, partition: int) -> Path:
@@ -127,6 +150,7 @@ def _rebuild_report(state: StateResource) -> dict[str, Any]:
     backfill_policy=BackfillPolicy.single_run(),
     deps=[coordinator_cache],
     kinds={"python"},
+    check_specs=expiration_check_specs(OFFSETS_PARTITIONS),
     description="What offset cleanup (cleanupGroupMetadata) would delete now, and which offsets "
     "expire within the forecast window. A dry run: nothing is written to Kafka.",
 )
@@ -136,8 +160,8 @@ def expiration_plan(
     offsets_source: OffsetsSourceResource,
     spark: SparkResource,
     state: StateResource,
-) -> MaterializeResult:
-    """Plan one cleanup pass over this run's partitions, as of the source's clock.
+) -> Iterator[Any]:
+    """Plan one cleanup pass over this run's partitions, as of the run's clock.
 
     The plan is made from the cache tables ``coordinator_cache`` wrote, not by reading the log again.
     """
@@ -145,7 +169,8 @@ def expiration_plan(
 
     partitions = run_partitions(context)
     state.ensure()
-    now_ms = offsets_source.now_ms()
+    clock = offsets_source.clock()
+    now_ms = clock.as_of_ms
     retention_ms = config.retention_minutes * 60_000
     horizon_ms = int(config.forecast_horizon_hours * MS_PER_HOUR)
     session = spark.get_session()
@@ -186,58 +211,141 @@ def expiration_plan(
     _rebuild_report(state)
     report_path = write_json(
         state.reports_path / "expiration" / f"plan-{partitions_label(partitions)}.json",
-        {**plan.to_json(), "partitions": partitions, "as_of": _iso(now_ms)},
+        {**plan.to_json(), "partitions": partitions, "as_of": clock.iso, "clock": clock.describe()},
     )
-    offset_tombs = [t for t in plan.tombstones if t.kind == "offset_commit"]
-    at_risk: dict[str, dict[str, Any]] = {}
+    by_partition: dict[int, PartitionPlan] = {p: PartitionPlan() for p in partitions}
+    for t in plan.tombstones:
+        by_partition[t.offsets_partition].tombstones.append(t)
+    for d in plan.dead_groups:
+        by_partition[d.offsets_partition].dead_groups.append(d)
     for f in plan.forecast:
-        entry = at_risk.setdefault(
+        by_partition[f.offsets_partition].forecast.append(f)
+    caches_by_partition = {c.partition: c for c in caches}
+    checks = []
+    for p in partitions:
+        cache = caches_by_partition.get(p)
+        at_risk = groups_at_risk(by_partition[p].forecast)
+        context.add_asset_metadata(
+            plan_metadata(by_partition[p], at_risk, cache, errors.get(p, 0)), partition_key=str(p)
+        )
+        checks.append(forecast_check(p, at_risk, config.forecast_horizon_hours))
+    offset_tombs = sum(t.kind == "offset_commit" for t in plan.tombstones)
+    context.log.info(
+        f"plan as of {clock.describe()}: {offset_tombs} offset tombstones, {len(plan.dead_groups)} dead "
+        f"groups, {len(plan.forecast)} offsets of {len({f.group_id for f in plan.forecast})} groups expire "
+        f"within {config.forecast_horizon_hours}h"
+    )
+    yield MaterializeResult(
+        metadata={
+            **clock_metadata(clock),
+            "retention_minutes": MetadataValue.int(config.retention_minutes),
+            "coordinator": config.coordinator,
+            "forecast_horizon_hours": MetadataValue.float(float(config.forecast_horizon_hours)),
+            "plan": MetadataValue.path(str(report_path)),
+            "report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
+        }
+    )
+    yield from partition_evaluations(context, EXPIRATION_ASSET, FORECAST_CHECK, checks)
+
+
+@dataclass
+class PartitionPlan:
+    """The part of a cleanup plan that concerns one offsets partition."""
+
+    tombstones: list[Tombstone] = field(default_factory=list)
+    dead_groups: list[DeadGroup] = field(default_factory=list)
+    forecast: list[ForecastEntry] = field(default_factory=list)
+
+
+def groups_at_risk(forecast: list[ForecastEntry]) -> list[dict[str, Any]]:
+    """Groups whose live offsets expire within the window, soonest first."""
+    groups: dict[str, dict[str, Any]] = {}
+    for f in sorted(forecast, key=lambda f: (f.expires_at, f.group_id)):
+        entry = groups.setdefault(
             f.group_id,
             {
                 "group_id": f.group_id,
                 "partition": f.offsets_partition,
                 "offsets": 0,
-                "first_expiry_in": _duration(f.expires_in_ms),
-                "first_expiry_at": _iso(f.expires_at),
+                "first_expiry_at": iso_utc(f.expires_at),
+                "first_expiry_in": format_duration(f.expires_in_ms),
+                "first_expiry_in_ms": f.expires_in_ms,
+                "rule": f.reason,
             },
         )
         entry["offsets"] += 1
-    rows = "\n".join(
-        f"| {f.group_id} | {f.topic}-{f.partition} | {_iso(f.expires_at)} "
-        f"| {_duration(f.expires_in_ms)} | {f.reason} |"
-        for f in plan.forecast[:20]
-    )
-    context.log.info(
-        f"plan as of {_iso(now_ms)}: {len(offset_tombs)} offset tombstones, "
-        f"{len(plan.dead_groups)} dead groups, {len(plan.forecast)} offsets of {len(at_risk)} groups "
-        f"expire within {config.forecast_horizon_hours}h"
-    )
-    return MaterializeResult(
-        metadata={
-            "partitions": partitions_label(partitions),
-            "as_of": _iso(now_ms) or "",
-            "retention_minutes": config.retention_minutes,
-            "coordinator": config.coordinator,
-            "groups": sum(len(c.groups) for c in caches),
-            "offsets": sum(c.offset_count for c in caches),
-            "offset_tombstones": len(offset_tombs),
-            "group_tombstones": len(plan.tombstones) - len(offset_tombs),
-            "dead_groups": len(plan.dead_groups),
-            "groups_losing_offsets_now": len({t.group_id for t in offset_tombs}),
-            "forecast_horizon_hours": config.forecast_horizon_hours,
-            "forecast_offsets": len(plan.forecast),
-            "forecast_groups": len(at_risk),
-            "groups_at_risk": MetadataValue.json(list(at_risk.values())[:50]),
-            "errors": sum(errors.values()),
-            "forecast_preview": MetadataValue.md(
-                "| group | topic-partition | expires at | in | rule |\n|---|---|---|---|---|\n" + rows
-                if rows
-                else "No offset expires within the window."
-            ),
-            "plan": MetadataValue.path(str(report_path)),
-            "report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
+    return list(groups.values())
+
+
+def _groups_losing_offsets(part: PartitionPlan) -> list[dict[str, Any]]:
+    """Groups whose committed offsets the next cleanup deletes, the most offsets first."""
+    dead = {d.group_id: d for d in part.dead_groups}
+    groups: dict[str, dict[str, Any]] = {}
+    for t in part.tombstones:
+        if t.kind != "offset_commit":
+            continue
+        g = groups.setdefault(
+            t.group_id, {"group_id": t.group_id, "offsets": 0, "rule": t.reason, "oldest": 0}
+        )
+        g["offsets"] += 1
+        g["oldest"] = max(g["oldest"], t.age_ms or 0)
+    for gid in dead:
+        groups.setdefault(gid, {"group_id": gid, "offsets": 0, "rule": dead[gid].reason, "oldest": 0})
+    rows = sorted(groups.values(), key=lambda g: (-g["offsets"], g["group_id"]))
+    return [
+        {
+            "group_id": g["group_id"],
+            "offsets": g["offsets"],
+            "group_goes_dead": g["group_id"] in dead,
+            "rule": g["rule"],
+            "oldest_commit_age": format_duration(g["oldest"]) if g["oldest"] else None,
         }
-    )
+        for g in rows
+    ]
+
+
+def plan_metadata(
+    part: PartitionPlan, at_risk: list[dict[str, Any]], cache: Any, errors: int
+) -> dict[str, Any]:
+    """This partition's own plan: the same keys for every partition and run (numbers as numbers)."""
+    offset_tombs = [t for t in part.tombstones if t.kind == "offset_commit"]
+    losing = _groups_losing_offsets(part)
+    return {
+        "groups": MetadataValue.int(len(cache.groups) if cache is not None else 0),
+        "offsets": MetadataValue.int(cache.offset_count if cache is not None else 0),
+        "offset_tombstones": MetadataValue.int(len(offset_tombs)),
+        "group_tombstones": MetadataValue.int(len(part.tombstones) - len(offset_tombs)),
+        "dead_groups": MetadataValue.int(len(part.dead_groups)),
+        "groups_losing_offsets_now": MetadataValue.int(len({t.group_id for t in offset_tombs})),
+        "forecast_offsets": MetadataValue.int(len(part.forecast)),
+        "forecast_groups": MetadataValue.int(len(at_risk)),
+        "next_expiry": f"{at_risk[0]['first_expiry_at']} (in {at_risk[0]['first_expiry_in']})"
+        if at_risk
+        else "none within the window",
+        "groups_at_risk": table(
+            (
+                ("group_id", "string"),
+                ("partition", "int"),
+                ("offsets", "int"),
+                ("first_expiry_at", "string"),
+                ("first_expiry_in", "string"),
+                ("first_expiry_in_ms", "int"),
+                ("rule", "string"),
+            ),
+            at_risk,
+        ),
+        "groups_losing_offsets": table(
+            (
+                ("group_id", "string"),
+                ("offsets", "int"),
+                ("group_goes_dead", "bool"),
+                ("rule", "string"),
+                ("oldest_commit_age", "string"),
+            ),
+            losing,
+        ),
+        "errors": MetadataValue.int(errors),
+    }
 
 
 # -- tombstone execution (opt-in) ------------------------------------------------------------------
@@ -381,7 +489,7 @@ def tombstone_execution(
 
 expiration_job = define_asset_job(
     "expiration_forecast_job",
-    selection=[expiration_plan],
+    selection=AssetSelection.assets(expiration_plan) | AssetSelection.assets("offsets_topic_summary"),
     partitions_def=OFFSETS_PARTITIONS,
     description="Daily dry run: the expiration plan and forecast of every partition (writes nothing).",
 )
@@ -414,7 +522,6 @@ def daily_expiration_forecast(context: ScheduleEvaluationContext) -> RunRequest:
 
 defs = Definitions(
     assets=[expiration_plan, tombstone_execution],
-    asset_checks=EXPIRATION_CHECKS,
     jobs=[expiration_job, tombstone_job],
     schedules=[daily_expiration_forecast],
 )

@@ -27,10 +27,11 @@ from assets.resources import (
     OffsetsSourceResource,
     SparkResource,
     StateResource,
-    partitions_label,
     run_partitions,
     write_json,
 )
+from coordinator_core.cleaner_audit import format_bytes
+from coordinator_core.clock import iso_utc
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -153,27 +154,34 @@ def raw_segments(
     merged = _merge_partitions(path, inventory, source=offsets_source.describe())
     write_json(path, merged)
     present = [p for p in partitions if inventory[p].get("present")]
-    largest = sorted(present, key=lambda p: -int(inventory[p].get("bytes", 0)))[:10]
-    rows = "\n".join(
-        f"| {p} | {inventory[p].get('segments', '-')} | {inventory[p].get('bytes', '-')} "
-        f"| {inventory[p].get('log_start_offset', '-')} |"
-        for p in largest
-    )
+    for p in partitions:
+        context.add_asset_metadata(inventory_metadata(inventory[p]), partition_key=str(p))
     context.log.info(f"{len(present)} of {len(partitions)} partitions present in {offsets_source.describe()}")
     return MaterializeResult(
         metadata={
             "source": offsets_source.describe(),
-            "partitions": partitions_label(partitions),
-            "partitions_present": len(present),
-            "partitions_absent": MetadataValue.json([p for p in partitions if p not in present]),
-            "segments": sum(int(inventory[p].get("segments", 0)) for p in partitions),
-            "bytes": sum(int(inventory[p].get("bytes", 0)) for p in partitions),
-            "largest_partitions": MetadataValue.md(
-                "| partition | segments | bytes | log start |\n|---|---|---|---|\n" + rows if rows else "none"
-            ),
             "inventory": MetadataValue.path(str(path)),
         }
     )
+
+
+def inventory_metadata(entry: dict[str, Any]) -> dict[str, Any]:
+    """One partition's inventory: the same keys whether present or not (numbers as numbers)."""
+    meta: dict[str, Any] = {
+        "present": bool(entry.get("present")),
+        "segments": MetadataValue.int(int(entry.get("segments", 0))),
+        "bytes": MetadataValue.int(int(entry.get("bytes", 0))),
+        "size": format_bytes(int(entry.get("bytes", 0))),
+    }
+    for key in ("log_start_offset", "log_end_offset", "active_segment_base_offset", "cleaner_checkpoint"):
+        if entry.get(key) is not None:
+            meta[key] = MetadataValue.int(int(entry[key]))
+    for key in ("oldest_segment_mtime_ms", "newest_segment_mtime_ms"):
+        if entry.get(key) is not None:
+            meta[key.removesuffix("_ms")] = iso_utc(int(entry[key]))
+    if entry.get("path"):
+        meta["path"] = MetadataValue.path(str(entry["path"]))
+    return meta
 
 
 def _merge_partitions(path: Path, update: dict[int, dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -360,6 +368,7 @@ def coordinator_cache(
     try:
         tables = _reload_to_staging(session, offsets_source, partitions, staging)
         summary = _summarise(tables)
+        by_partition = _per_partition(tables)
         publish_tables(session, tables, state, partitions)
     except InputPathError as exc:
         raise Failure(f"reload of {offsets_source.describe()} failed: {exc}") from exc
@@ -375,31 +384,73 @@ def coordinator_cache(
         **summary,
     }
     path = write_json(state.reports_path / RELOAD_SUMMARY_FILE, report)
+    for p in partitions:
+        context.add_asset_metadata(cache_metadata(by_partition.get(p, {})), partition_key=str(p))
     context.log.info(
         f"reloaded {len(partitions)} partitions: {counts['groups']} groups, {counts['offsets']} offsets, "
         f"{counts['decode_errors']} decode errors in {elapsed:.1f}s"
     )
     return MaterializeResult(
         metadata={
-            "partitions": partitions_label(partitions),
-            "groups": counts["groups"],
-            "offsets": counts["offsets"],
-            "pending_offsets": counts["pending_offsets"],
-            "members": counts["members"],
-            "records": summary["records"],
-            "bytes": summary["bytes"],
-            "segments": summary["segments"],
-            "tombstones": summary["tombstones"],
-            "errors": counts["decode_errors"],
-            "error_kinds": MetadataValue.json(summary["error_kinds"]),
-            "group_states": MetadataValue.json(summary["group_states"]),
             "tables": MetadataValue.path(state.tables_location),
             "summary": MetadataValue.path(str(path)),
-            "elapsed_s": round(elapsed, 2),
-            "dagster/row_count": counts["offsets"],
             "dagster/column_schema": _offsets_table_schema(),
         }
     )
+
+
+_CACHE_FACTS = (
+    "groups",
+    "offsets",
+    "pending_offsets",
+    "members",
+    "errors",
+    "segments",
+    "batches",
+    "records",
+    "bytes",
+    "tombstones",
+)
+
+
+def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
+    """Row counts and load statistics of each offsets partition in ``tables`` (a few small aggregations)."""
+
+    out: dict[int, dict[str, Any]] = {}
+
+    def put(p: int, key: str, value: Any) -> None:
+        out.setdefault(int(p), {})[key] = value
+
+    for table_name, key in (
+        ("groups", "groups"),
+        ("offsets", "offsets"),
+        ("pending_offsets", "pending_offsets"),
+        ("members", "members"),
+        ("decode_errors", "errors"),
+    ):
+        for row in tables[table_name].groupBy("offsets_partition").count().collect():
+            put(row["offsets_partition"], key, int(row["count"]))
+    for row in tables["groups"].groupBy("offsets_partition", "state").count().collect():
+        out.setdefault(int(row["offsets_partition"]), {}).setdefault("group_states", {})[row["state"]] = int(
+            row["count"]
+        )
+    stats = ("segments", "batches", "records", "bytes", "tombstones")
+    for row in tables["load_stats"].select("offsets_partition", *stats).collect():
+        for c in stats:
+            put(row["offsets_partition"], c, int(row[c] or 0))
+    return out
+
+
+def cache_metadata(facts: dict[str, Any]) -> dict[str, Any]:
+    """One partition's rebuilt cache: counts (0 when absent), bytes with a human twin, group states."""
+    meta: dict[str, Any] = {key: MetadataValue.int(int(facts.get(key, 0))) for key in _CACHE_FACTS}
+    meta["size"] = format_bytes(int(facts.get("bytes", 0)))
+    meta["dagster/row_count"] = MetadataValue.int(int(facts.get("offsets", 0)))
+    states = facts.get("group_states") or {}
+    meta["group_states"] = (
+        ", ".join(f"{n} {s}" for s, n in sorted(states.items(), key=lambda kv: -kv[1])) or "none"
+    )
+    return meta
 
 
 defs = Definitions(assets=[raw_segments, coordinator_cache])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,11 +23,14 @@ from dagster import (
     DefaultScheduleStatus,
     EnvVar,
     InitResourceContext,
+    MetadataValue,
     StaticPartitionsDefinition,
 )
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from coordinator_core.cache import CoordinatorCache, LoadStats
+from coordinator_core.clock import Clock, resolve_clock
+from coordinator_core.expiration import DEFAULT_RETENTION_MS
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ DEFAULT_OUTPUT_DIR = "out/demo"
 DEFAULT_LOCAL_LOG_DIR = "out/demo/logdir"
 DEFAULT_SLACK_CHANNEL = "#offsetops-alerts"
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
+DEFAULT_FORECAST_HOURS = 24.0
 
 #: Environment variables a deployment reads (documented in docs/operations.md).
 ENV_DEPLOYMENT = "OFFSETOPS_DEPLOYMENT"
@@ -53,6 +56,8 @@ ENV_CLIENT_CONFIG = "OFFSETOPS_CLIENT_CONFIG"
 ENV_TOPIC = "OFFSETOPS_TOPIC"
 ENV_SEMANTICS = "OFFSETOPS_SEMANTICS"
 ENV_AS_OF_MS = "OFFSETOPS_AS_OF_MS"
+ENV_RETENTION_MINUTES = "OFFSETOPS_RETENTION_MINUTES"
+ENV_FORECAST_HOURS = "OFFSETOPS_FORECAST_HOURS"
 ENV_OUTPUT_DIR = "OFFSETOPS_OUTPUT_DIR"
 ENV_STATE_DIR = "OFFSETOPS_STATE_DIR"
 ENV_TABLES_URI = "OFFSETOPS_TABLES_URI"
@@ -95,6 +100,27 @@ def offsets_partitions_def(num_partitions: int) -> StaticPartitionsDefinition:
     return StaticPartitionsDefinition([str(p) for p in range(num_partitions)])
 
 
+def expiration_defaults_from_env(env: Mapping[str, str] | None = None) -> tuple[int, float]:
+    """``offsets.retention.minutes`` and the forecast window the expiration assets default to.
+
+    ``OFFSETOPS_RETENTION_MINUTES`` (default Kafka's 10080) and ``OFFSETOPS_FORECAST_HOURS`` (default 24):
+    a deployment sets them to its brokers' values, and the UI command ``offsetops demo`` prints sets
+    them to the demo's, so a run launched from the UI plans exactly what the demo planned.
+    """
+    env = os.environ if env is None else env
+    minutes = _int_env(env, ENV_RETENTION_MINUTES)
+    if minutes is not None and minutes < 1:
+        raise DeploymentConfigError(f"{ENV_RETENTION_MINUTES}={minutes} must be at least 1")
+    raw = env.get(ENV_FORECAST_HOURS, "").strip()
+    try:
+        hours = float(raw) if raw else DEFAULT_FORECAST_HOURS
+    except ValueError as exc:
+        raise DeploymentConfigError(f"{ENV_FORECAST_HOURS}={raw!r} is not a number") from exc
+    if not 0 < hours <= 24 * 366:
+        raise DeploymentConfigError(f"{ENV_FORECAST_HOURS}={raw} must be within (0, 8784]")
+    return (DEFAULT_RETENTION_MS // 60_000 if minutes is None else minutes), hours
+
+
 NUM_PARTITIONS = num_partitions_from_env()
 OFFSETS_PARTITIONS = offsets_partitions_def(NUM_PARTITIONS)
 """The partitions every offsetops asset shares, fixed when the code location loads."""
@@ -108,8 +134,9 @@ class OffsetsSourceResource(ConfigurableResource):
 
     With ``bootstrap_servers`` the reload fetches from the brokers (live mode); a ``log_dir`` given as
     well (a broker's data volume) still feeds the segment inventory and the cleaner audit, which read
-    files. ``as_of_ms`` evaluates time-based rules as of that instant (a copied snapshot); by default
-    the wall clock.
+    files. Time-based rules are evaluated as of :meth:`clock`: ``as_of_ms`` when set, else the instant
+    the log dir declares (``offsetops-clock.json``, written by ``offsetops simulate``), else the wall
+    clock, read once when the run starts so every step of a run agrees.
     """
 
     log_dir: str | None = Field(default=None, description="Broker log dir, or one __consumer_offsets-N dir.")
@@ -128,7 +155,13 @@ class OffsetsSourceResource(ConfigurableResource):
     semantics: Literal["java", "scala"] = Field(
         default="java", description="Coordinator replay rules: java (3.6+/4.x) or scala (up to 3.x)."
     )
-    as_of_ms: int | None = Field(default=None, ge=0, description="Evaluate as of this epoch ms.")
+    as_of_ms: int | None = Field(
+        default=None,
+        ge=0,
+        description="Evaluate as of this epoch ms; default: the log dir's declared clock, else the wall.",
+    )
+
+    _clock: Clock | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _one_source(self) -> OffsetsSourceResource:
@@ -156,8 +189,24 @@ class OffsetsSourceResource(ConfigurableResource):
     def describe(self) -> str:
         return f"bootstrap {self.bootstrap_servers}" if self.is_live else f"log dir {self.log_dir}"
 
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        self._clock = self._resolve_clock()
+
+    def _resolve_clock(self) -> Clock:
+        return resolve_clock(
+            self.log_dir,
+            configured_ms=self.as_of_ms,
+            configured_by=f"configured: OffsetsSourceResource.as_of_ms ({ENV_AS_OF_MS})",
+        )
+
+    def clock(self) -> Clock:
+        """The run's clock, resolved once (``coordinator_core.clock.resolve_clock``)."""
+        if self._clock is None:
+            self._clock = self._resolve_clock()
+        return self._clock
+
     def now_ms(self) -> int:
-        return self.as_of_ms if self.as_of_ms is not None else int(time.time() * 1000)
+        return self.clock().as_of_ms
 
     def live_config(self) -> LiveConfig:
         """Client settings for live mode: ``client_config`` when set, else the ``OFFSETOPS_*`` environment
@@ -511,6 +560,15 @@ def schedules_running_by_default(env: Mapping[str, str] | None = None) -> bool:
 
 
 # -- small helpers the asset modules share ---------------------------------------------------------
+
+
+def clock_metadata(clock: Clock) -> dict[str, Any]:
+    """The instant the run evaluated as of (the same for every partition and asset of the run)."""
+    return {
+        "as_of": MetadataValue.timestamp(clock.as_of_ms / 1000),
+        "as_of_ms": MetadataValue.int(clock.as_of_ms),
+        "clock": clock.describe(),
+    }
 
 
 def run_partitions(context: Any) -> list[int]:

@@ -29,11 +29,12 @@ from assets.resources import (
     SparkResource,
     StateResource,
     all_partitions_tags,
+    clock_metadata,
     partitions_label,
     run_partitions,
     write_json,
 )
-from checks.dagster_checks import VALIDATION_CHECKS
+from checks.dagster_checks import VALIDATION_CHECKS, table
 
 GROUP = "validation"
 VALIDATION_REPORT = "validation.json"
@@ -76,50 +77,59 @@ def cache_validation(
         session,
         tables,
         output_dir=state.output_path,
-        now_ms=offsets_source.now_ms(),
+        now_ms=offsets_source.clock().as_of_ms,
         num_partitions=offsets_source.num_partitions,
         skew_ms=config.skew_ms,
     )
     doc = {**report.to_dict(), "partitions": partitions}
     path = write_json(state.reports_path / VALIDATION_REPORT, doc)
     tally = report.by_severity
-    failed = report.failed
-    rows = "\n".join(
-        f"| {o.check_id} | {o.severity} | {o.unexpected_count if o.unexpected_count is not None else '-'} "
-        f"| {o.description} |"
-        for o in failed
+    # Error level first, then the most unexpected rows: the worst failure leads.
+    failed = sorted(
+        report.failed, key=lambda o: (o.severity != "error", -(o.unexpected_count or 0), o.check_id)
     )
     context.log.info(
         f"validation {'passed' if report.success else 'FAILED'}: error level "
         f"{'ok' if report.success_error_level else 'FAILED'}, {len(failed)} of {len(report.outcomes)} failed"
     )
+    # The suite validates the run's partitions together, so these are the run's figures.
     return MaterializeResult(
         metadata={
-            "partitions": partitions_label(partitions),
+            **clock_metadata(offsets_source.clock()),
+            "validated_partitions": partitions_label(partitions),
             "success": report.success,
             "success_error_level": report.success_error_level,
-            "expectations": len(report.outcomes),
-            "expectations_passed": tally["error"]["passed"] + tally["warning"]["passed"],
-            "expectations_failed": tally["error"]["failed"] + tally["warning"]["failed"],
-            "error_failed": tally["error"]["failed"],
-            "warning_failed": tally["warning"]["failed"],
-            "failed_checks": MetadataValue.json(
-                [
-                    {"check_id": o.check_id, "severity": o.severity, "unexpected_count": o.unexpected_count}
+            "expectations": MetadataValue.int(len(report.outcomes)),
+            "expectations_passed": MetadataValue.int(tally["error"]["passed"] + tally["warning"]["passed"]),
+            "expectations_failed": MetadataValue.int(tally["error"]["failed"] + tally["warning"]["failed"]),
+            "error_failed": MetadataValue.int(tally["error"]["failed"]),
+            "warning_failed": MetadataValue.int(tally["warning"]["failed"]),
+            "failed_checks": table(
+                (
+                    ("check_id", "string"),
+                    ("severity", "string"),
+                    ("unexpected_count", "int"),
+                    ("description", "string"),
+                ),
+                (
+                    {
+                        "check_id": o.check_id,
+                        "severity": o.severity,
+                        "unexpected_count": o.unexpected_count,
+                        "description": o.description,
+                    }
                     for o in failed
-                ]
+                ),
             ),
-            "failures": MetadataValue.md(
-                "| check | severity | unexpected | expectation |\n|---|---|---|---|\n" + rows
-                if rows
-                else "Every expectation passed."
+            "rows": table(
+                (("table", "string"), ("rows", "int")),
+                ({"table": name, "rows": n} for name, n in report.counts.items()),
             ),
-            "rows": MetadataValue.json(report.counts),
             "data_docs": MetadataValue.path(str(report.data_docs_index)),
             "data_docs_url": MetadataValue.url(report.data_docs_index.absolute().as_uri()),
             "summary_page": MetadataValue.path(str(report.summary_path)),
             "report": MetadataValue.path(str(path)),
-            "elapsed_s": round(report.elapsed_ms / 1000, 2),
+            "elapsed_s": MetadataValue.float(round(report.elapsed_ms / 1000, 2)),
         }
     )
 

@@ -1,25 +1,75 @@
-"""Dagster asset checks over the Great Expectations results, the cleaner verdict and the forecast.
+"""Dagster asset checks: per-partition cleaner verdicts, the forecast, and the Great Expectations results.
 
-Each check reads the latest materialization of its asset (the facts the asset recorded as metadata),
-so it runs right after the asset in the same run and can also be re-run alone from the UI. A failing
-check shows on the asset: ERROR for a wrong cache or a CRITICAL cleaner, WARN for the rest.
+The cleaner audit and the expiration plan emit their own check results (``check_specs`` on the asset):
+one evaluation per ``__consumer_offsets`` partition, so a CRITICAL partition fails its own check with
+ERROR severity while a HEALTHY one passes, and ``cleaner_verdict`` judges the run's partitions together,
+worst first. The GX checks read the latest ``cache_validation`` materialization, so they can also be
+re-run alone from the UI.
+
+Everything that lists findings or partitions here orders them by severity, worst first.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetCheckExecutionContext,
+    AssetCheckKey,
     AssetCheckResult,
     AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
     AssetKey,
     MetadataValue,
+    Output,
+    PartitionsDefinition,
+    TableColumn,
+    TableMetadataValue,
+    TableRecord,
+    TableSchema,
     asset_check,
 )
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+from dagster._core.event_api import AssetRecordsFilter
+
+from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, PartitionAudit, Reason
 
 VALIDATION_ASSET = "cache_validation"
 AUDIT_ASSET = "cleaner_audit"
 EXPIRATION_ASSET = "expiration_plan"
+
+PARTITION_VERDICT = "partition_verdict"
+CLEANER_VERDICT = "cleaner_verdict"
+FORECAST_CHECK = "no_offsets_expiring_soon"
+
+VERDICT_RANK = {HEALTHY: 0, DEGRADED: 1, CRITICAL: 2}
+"""Numeric verdicts, for sorting and for the Plots tab (0 healthy, 1 degraded, 2 critical)."""
+
+
+# -- typed metadata --------------------------------------------------------------------------------
+
+
+def table(columns: Sequence[tuple[str, str]], rows: Iterable[Mapping[str, Any]]) -> TableMetadataValue:
+    """A ``TableMetadataValue`` with ``columns`` as ``(name, type)``; cells of None are left out."""
+    return MetadataValue.table(
+        records=[TableRecord({k: v for k, v in row.items() if v is not None}) for row in rows],
+        schema=TableSchema(columns=[TableColumn(name, kind) for name, kind in columns]),
+    )
+
+
+def plain_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Metadata values as plain Python: a table becomes a list of dicts, the rest its ``.value``."""
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if isinstance(value, TableMetadataValue):
+            out[key] = [dict(r.data) for r in value.records]
+        else:
+            out[key] = getattr(value, "value", value)
+    return out
 
 
 def latest_metadata(context: AssetCheckExecutionContext, asset: str) -> Mapping[str, Any] | None:
@@ -27,7 +77,274 @@ def latest_metadata(context: AssetCheckExecutionContext, asset: str) -> Mapping[
     event = context.instance.get_latest_materialization_event(AssetKey(asset))
     if event is None or event.asset_materialization is None:
         return None
-    return {k: getattr(v, "value", v) for k, v in event.asset_materialization.metadata.items()}
+    return plain_metadata(event.asset_materialization.metadata)
+
+
+# -- per-partition evaluations emitted by the assets -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionCheck:
+    """The outcome of one check on one offsets partition, before it is tied to its materialization."""
+
+    partition: int
+    passed: bool
+    severity: AssetCheckSeverity
+    description: str
+    rank: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def partition_check_spec(
+    asset: str, name: str, partitions_def: PartitionsDefinition, description: str
+) -> AssetCheckSpec:
+    """A check evaluated once per offsets partition (its own result on each partition's page)."""
+    return AssetCheckSpec(name, asset=asset, partitions_def=partitions_def, description=description)
+
+
+def is_selected(context: AssetExecutionContext, asset: str, check_name: str) -> bool:
+    """Whether this run evaluates ``check_name`` (a run may materialize an asset without its checks)."""
+    return AssetCheckKey(AssetKey(asset), check_name) in context.selected_asset_check_keys
+
+
+def partition_evaluations(
+    context: AssetExecutionContext, asset: str, check_name: str, results: Iterable[PartitionCheck]
+) -> Iterator[Output | AssetCheckEvaluation]:
+    """One ``AssetCheckEvaluation`` per partition, each tied to that partition's new materialization.
+
+    ``AssetCheckResult`` cannot name a partition when a run covers a range of them (a single-run
+    backfill), so the asset yields the check's output and then the evaluations itself. They are emitted
+    healthiest first: views that show "the latest" evaluation then show the worst partition.
+    Call it after the asset's ``MaterializeResult``, so each evaluation points at the new materialization.
+    """
+    key = AssetKey(asset)
+    check_key = AssetCheckKey(key, check_name)
+    if not is_selected(context, asset, check_name):
+        return
+    yield Output(None, output_name=context.assets_def.get_output_name_for_asset_check_key(check_key))
+    for r in sorted(results, key=lambda r: (r.rank, -r.partition)):
+        records = context.instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=key, asset_partitions=[str(r.partition)]), limit=1
+        ).records
+        target = (
+            AssetCheckEvaluationTargetMaterializationData(
+                storage_id=records[0].storage_id, run_id=records[0].run_id, timestamp=records[0].timestamp
+            )
+            if records
+            else None
+        )
+        yield AssetCheckEvaluation(
+            asset_key=key,
+            check_name=check_name,
+            passed=r.passed,
+            severity=r.severity,
+            description=r.description,
+            metadata=r.metadata,
+            partition=str(r.partition),
+            target_materialization_data=target,
+        )
+
+
+# -- cleaner audit ---------------------------------------------------------------------------------
+
+FINDING_COLUMNS = (("severity", "string"), ("code", "string"), ("message", "string"), ("remedy", "string"))
+
+
+def sorted_reasons(reasons: Iterable[Reason]) -> list[Reason]:
+    """Findings worst first (stable: the audit's own order within a severity)."""
+    return sorted(reasons, key=lambda r: -VERDICT_RANK.get(r.severity, 0))
+
+
+def findings_table(reasons: Iterable[Reason]) -> TableMetadataValue:
+    return table(
+        FINDING_COLUMNS,
+        (
+            {"severity": r.severity, "code": r.code, "message": r.message, "remedy": r.remedy}
+            for r in sorted_reasons(reasons)
+            if r.severity != HEALTHY
+        ),
+    )
+
+
+def finding_text(reason: Reason) -> str:
+    """One finding as a sentence an on-call engineer can act on: code, what, remedy."""
+    return f"{reason.code}: {reason.message}. Remedy: {reason.remedy}"
+
+
+def check_severity(verdict: str) -> AssetCheckSeverity:
+    """CRITICAL pages (ERROR); DEGRADED is a warning."""
+    return AssetCheckSeverity.ERROR if verdict == CRITICAL else AssetCheckSeverity.WARN
+
+
+def worst_reason(pa: PartitionAudit) -> Reason | None:
+    bad = [r for r in sorted_reasons(pa.reasons) if r.severity != HEALTHY]
+    return bad[0] if bad else None
+
+
+def worst_first(audits: Iterable[PartitionAudit]) -> list[PartitionAudit]:
+    """Partitions by verdict (CRITICAL first), then by dirty ratio, then by number."""
+    return sorted(audits, key=lambda p: (-VERDICT_RANK[p.verdict], -p.dirty_ratio, p.partition))
+
+
+def partition_verdict(partition: int, pa: PartitionAudit | None) -> PartitionCheck:
+    """HEALTHY passes; DEGRADED fails with WARN; CRITICAL fails with ERROR; the worst finding leads."""
+    if pa is None:
+        return PartitionCheck(
+            partition, True, AssetCheckSeverity.WARN, f"partition {partition}: HEALTHY (no segment files)"
+        )
+    reason = worst_reason(pa)
+    text = f"partition {pa.partition}: {pa.verdict}"
+    if reason is not None:
+        text += f": {finding_text(reason)}"
+    return PartitionCheck(
+        pa.partition,
+        pa.verdict == HEALTHY,
+        check_severity(pa.verdict),
+        text,
+        VERDICT_RANK[pa.verdict],
+        {
+            "verdict": pa.verdict,
+            "dirty_ratio": MetadataValue.float(round(pa.dirty_ratio, 6)),
+            "findings": findings_table(pa.reasons),
+        },
+    )
+
+
+def failing_partitions_table(audits: Iterable[PartitionAudit]) -> TableMetadataValue:
+    """Every partition that is not HEALTHY, worst first, with its worst finding and remedy."""
+    rows = []
+    for pa in worst_first(a for a in audits if a.verdict != HEALTHY):
+        reason = worst_reason(pa)
+        rows.append(
+            {
+                "partition": pa.partition,
+                "verdict": pa.verdict,
+                "code": reason.code if reason else None,
+                "message": reason.message if reason else None,
+                "remedy": reason.remedy if reason else None,
+                "dirty_ratio": round(pa.dirty_ratio, 4),
+            }
+        )
+    return table(
+        (
+            ("partition", "int"),
+            ("verdict", "string"),
+            ("code", "string"),
+            ("message", "string"),
+            ("remedy", "string"),
+            ("dirty_ratio", "float"),
+        ),
+        rows,
+    )
+
+
+def cleaner_verdict_result(
+    audits: Sequence[PartitionAudit], topic_reasons: Sequence[Reason], partitions: Sequence[int], verdict: str
+) -> AssetCheckResult:
+    """The run's partitions judged together: passes only when all are HEALTHY, worst named first."""
+    ranked = [p for p in worst_first(audits) if p.verdict != HEALTHY]
+    critical = [p.partition for p in ranked if p.verdict == CRITICAL]
+    degraded = [p.partition for p in ranked if p.verdict == DEGRADED]
+    parts = []
+    for r in sorted_reasons(topic_reasons):
+        if r.severity != HEALTHY:
+            parts.append(f"topic {r.severity}: {finding_text(r)}")
+    for pa in ranked[:3]:
+        reason = worst_reason(pa)
+        if reason is not None:
+            parts.append(f"partition {pa.partition} {pa.verdict}: {finding_text(reason)}")
+    more = len(ranked) - min(len(ranked), 3)
+    head = (
+        f"cleaner verdict {verdict}: {len(critical)} critical, {len(degraded)} degraded of "
+        f"{len(partitions)} partition(s)"
+    )
+    description = head + ("; " + "; ".join(parts) if parts else "") + (f"; and {more} more" if more else "")
+    return AssetCheckResult(
+        check_name=CLEANER_VERDICT,
+        passed=verdict == HEALTHY,
+        severity=check_severity(verdict),
+        description=description[:4000],
+        metadata={
+            "verdict": verdict,
+            "critical": MetadataValue.int(len(critical)),
+            "degraded": MetadataValue.int(len(degraded)),
+            "critical_partitions": ", ".join(map(str, critical)) or "none",
+            "degraded_partitions": ", ".join(map(str, degraded)) or "none",
+            "failing_partitions": failing_partitions_table(audits),
+            "topic_findings": findings_table(topic_reasons),
+        },
+    )
+
+
+def audit_check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
+    return [
+        partition_check_spec(
+            AUDIT_ASSET,
+            PARTITION_VERDICT,
+            partitions_def,
+            "This partition's Log Cleaner verdict: fails (ERROR) when CRITICAL, (WARN) when DEGRADED.",
+        ),
+        AssetCheckSpec(
+            CLEANER_VERDICT,
+            asset=AUDIT_ASSET,
+            description="The run's partitions and the topic-wide findings together: fails (ERROR) on a "
+            "CRITICAL partition, (WARN) on a DEGRADED one; the worst partitions are named first.",
+        ),
+    ]
+
+
+# -- expiration forecast ---------------------------------------------------------------------------
+
+
+def forecast_check(
+    partition: int, groups_at_risk: Sequence[Mapping[str, Any]], horizon_hours: float
+) -> PartitionCheck:
+    """Fails (WARN) when committed offsets of this partition's groups expire within the window.
+
+    ``groups_at_risk`` is soonest first: ``group_id``, ``offsets``, ``first_expiry_in``.
+    """
+    if not groups_at_risk:
+        return PartitionCheck(
+            partition,
+            True,
+            AssetCheckSeverity.WARN,
+            f"partition {partition}: no offset expires within {horizon_hours:g}h",
+        )
+    offsets = sum(int(g["offsets"]) for g in groups_at_risk)
+    names = ", ".join(
+        f"{g['group_id']} ({g['offsets']} offsets, first in {g['first_expiry_in']})"
+        for g in groups_at_risk[:5]
+    )
+    more = len(groups_at_risk) - min(len(groups_at_risk), 5)
+    return PartitionCheck(
+        partition,
+        False,
+        AssetCheckSeverity.WARN,
+        f"partition {partition}: {len(groups_at_risk)} group(s) lose {offsets} committed offset(s) within "
+        f"{horizon_hours:g}h: {names}"
+        + (f" and {more} more" if more else "")
+        + ". Remedy: restart (or commit from) the groups still needed before the offsets expire; otherwise "
+        "cleanup deletes them (offsets.retention.minutes).",
+        1,
+        {
+            "forecast_groups": MetadataValue.int(len(groups_at_risk)),
+            "forecast_offsets": MetadataValue.int(offsets),
+        },
+    )
+
+
+def expiration_check_specs(partitions_def: PartitionsDefinition) -> list[AssetCheckSpec]:
+    return [
+        partition_check_spec(
+            EXPIRATION_ASSET,
+            FORECAST_CHECK,
+            partitions_def,
+            "No group of this partition loses committed offsets within the forecast window (WARN otherwise).",
+        )
+    ]
+
+
+# -- Great Expectations ----------------------------------------------------------------------------
 
 
 def _not_materialized(asset: str) -> AssetCheckResult:
@@ -51,21 +368,25 @@ def gx_result(meta: Mapping[str, Any] | None, severity: str) -> AssetCheckResult
     """The check result for the ``severity`` level (``error`` / ``warning``) of a validation run."""
     if meta is None:
         return _not_materialized(VALIDATION_ASSET)
-    failed = [f for f in meta.get("failed_checks") or [] if f.get("severity") == severity]
-    passed_count = int(meta.get("expectations", 0)) - len(meta.get("failed_checks") or [])
+    all_failed = list(meta.get("failed_checks") or [])
+    failed = [f for f in all_failed if f.get("severity") == severity]
+    failed.sort(key=lambda f: -int(f.get("unexpected_count") or 0))
+    passed_count = int(meta.get("expectations", 0)) - len(all_failed)
     return AssetCheckResult(
         passed=not failed,
         severity=AssetCheckSeverity.ERROR if severity == "error" else AssetCheckSeverity.WARN,
         description=(
             f"{len(failed)} {severity}-level expectation(s) failed: "
-            + ", ".join(f["check_id"] for f in failed)
+            + ", ".join(f"{f['check_id']} ({f.get('unexpected_count', '-')} unexpected)" for f in failed)
             if failed
             else f"every {severity}-level expectation passed"
         ),
         metadata={
             "partitions": str(meta.get("partitions", "")),
-            "failed": MetadataValue.json(failed),
-            "expectations_passed": passed_count,
+            "failed": table(
+                (("check_id", "string"), ("severity", "string"), ("unexpected_count", "int")), failed
+            ),
+            "expectations_passed": MetadataValue.int(passed_count),
             **_docs(meta),
         },
     )
@@ -89,72 +410,6 @@ def gx_warning_expectations(context: AssetCheckExecutionContext) -> AssetCheckRe
     return gx_result(latest_metadata(context, VALIDATION_ASSET), "warning")
 
 
-def verdict_result(meta: Mapping[str, Any] | None) -> AssetCheckResult:
-    """HEALTHY passes; DEGRADED fails with WARN; CRITICAL fails with ERROR."""
-    if meta is None:
-        return _not_materialized(AUDIT_ASSET)
-    verdict = str(meta.get("verdict", "UNKNOWN"))
-    critical = list(meta.get("critical_partitions") or [])
-    degraded = list(meta.get("degraded_partitions") or [])
-    findings = [f for f in meta.get("findings") or [] if f.get("severity") != "HEALTHY"]
-    return AssetCheckResult(
-        passed=verdict == "HEALTHY",
-        severity=AssetCheckSeverity.ERROR if verdict == "CRITICAL" else AssetCheckSeverity.WARN,
-        description=(
-            f"cleaner verdict {verdict}: {len(critical)} critical, {len(degraded)} degraded partition(s)"
-            + (f"; first finding: {findings[0]['code']}: {findings[0]['message']}" if findings else "")
-        ),
-        metadata={
-            "verdict": verdict,
-            "critical_partitions": MetadataValue.json(critical),
-            "degraded_partitions": MetadataValue.json(degraded),
-            "max_dirty_ratio": float(meta.get("max_dirty_ratio") or 0.0),
-            "findings": MetadataValue.json(findings[:20]),
-        },
-    )
-
-
-@asset_check(
-    asset=AUDIT_ASSET,
-    name="cleaner_verdict",
-    description="The Log Cleaner keeps up: fails (ERROR) on a CRITICAL partition, (WARN) on a DEGRADED one.",
-)
-def cleaner_verdict(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return verdict_result(latest_metadata(context, AUDIT_ASSET))
-
-
-def forecast_result(meta: Mapping[str, Any] | None) -> AssetCheckResult:
-    """Fails (WARN) when live offsets of any group expire within the forecast window."""
-    if meta is None:
-        return _not_materialized(EXPIRATION_ASSET)
-    groups = int(meta.get("forecast_groups") or 0)
-    horizon = meta.get("forecast_horizon_hours")
-    return AssetCheckResult(
-        passed=groups == 0,
-        severity=AssetCheckSeverity.WARN,
-        description=(
-            f"{groups} group(s) lose {meta.get('forecast_offsets')} offset(s) within {horizon}h"
-            if groups
-            else f"no offset expires within {horizon}h"
-        ),
-        metadata={
-            "forecast_groups": groups,
-            "forecast_offsets": int(meta.get("forecast_offsets") or 0),
-            "groups_at_risk": MetadataValue.json(list(meta.get("groups_at_risk") or [])[:20]),
-        },
-    )
-
-
-@asset_check(
-    asset=EXPIRATION_ASSET,
-    name="no_offsets_expiring_soon",
-    description="No group loses committed offsets within the forecast window (WARN otherwise).",
-)
-def no_offsets_expiring_soon(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return forecast_result(latest_metadata(context, EXPIRATION_ASSET))
-
-
 VALIDATION_CHECKS = [gx_error_expectations, gx_warning_expectations]
-AUDIT_CHECKS = [cleaner_verdict]
-EXPIRATION_CHECKS = [no_offsets_expiring_soon]
-ALL_CHECKS = [*VALIDATION_CHECKS, *AUDIT_CHECKS, *EXPIRATION_CHECKS]
+ALL_CHECKS = [*VALIDATION_CHECKS]
+"""The standalone asset checks; the audit and expiration checks are emitted by their assets."""

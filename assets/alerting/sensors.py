@@ -31,6 +31,7 @@ from dagster._core.storage.tags import (
 
 from assets.alerting.model import Alert, SendResult
 from assets.resources import NUM_PARTITIONS, SlackResource, StateResource
+from checks.dagster_checks import plain_metadata
 
 AUDIT_ASSET = "cleaner_audit"
 VALIDATION_ASSET = "cache_validation"
@@ -102,7 +103,7 @@ def slack_on_run_failure(
 
 
 def _values(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: getattr(v, "value", v) for k, v in metadata.items()}
+    return plain_metadata(metadata)
 
 
 def latest_by_partition(instance: Any, asset: str, limit: int) -> dict[int, tuple[dict[str, Any], str]]:
@@ -126,14 +127,14 @@ def audit_alerts(latest: Mapping[int, tuple[dict[str, Any], str]], slack: SlackR
     alerts = []
     topic_findings: dict[str, tuple[dict[str, Any], str]] = {}
     for partition, (meta, run_id) in sorted(latest.items()):
-        verdicts = meta.get("partition_verdicts") or {}
+        # Each partition's materialization carries only that partition's verdict and findings.
         findings = [f for f in meta.get("findings") or [] if f.get("severity") == "CRITICAL"]
         for f in findings:
-            if f.get("partition") is None:
+            if f.get("partition", partition) is None:
                 topic_findings.setdefault(f["code"], (f, run_id))
-        if verdicts.get(str(partition)) != "CRITICAL":
+        if meta.get("verdict") != "CRITICAL":
             continue
-        mine = [f for f in findings if f.get("partition") == partition]
+        mine = [f for f in findings if f.get("partition", partition) == partition]
         alerts.append(
             Alert(
                 key=f"audit:critical:partition-{partition}",
@@ -144,7 +145,7 @@ def audit_alerts(latest: Mapping[int, tuple[dict[str, Any], str]], slack: SlackR
                 or "the cleaner audit verdict is CRITICAL",
                 remedy="; ".join(dict.fromkeys(f["remedy"] for f in mine)) or "See the cleaner audit report.",
                 run_url=slack.run_url(run_id),
-                details={"max_dirty_ratio": meta.get("max_dirty_ratio")},
+                details={"dirty_ratio": meta.get("dirty_ratio")},
             )
         )
     for code, (f, run_id) in sorted(topic_findings.items()):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coordinator_core.clock import write_clock_declaration
 from coordinator_core.simulator.cluster import MS_PER_DAY, Cluster
 from coordinator_core.simulator.log import PartitionLog
 from coordinator_core.simulator.profile import CODECS, BrokerProfile, broker_profile
@@ -78,7 +79,7 @@ def _kafka_uuid(u: uuid.UUID) -> str:
 
 
 def simulate(config: SimulationConfig) -> SimulationResult:
-    """Simulate ``config`` and write the log dir and ``truth.json`` into ``config.out_dir``.
+    """Simulate ``config`` and write the log dir, ``truth.json`` and the clock declaration.
 
     Deterministic for a seed (file mtimes aside). Memory is bounded by the live groups: batches go
     straight to their segment file, and only the coordinator's cache is kept.
@@ -167,6 +168,10 @@ def simulate(config: SimulationConfig) -> SimulationResult:
     with open(truth_path, "w", encoding="utf-8") as fh:
         json.dump(truth, fh, indent=1, sort_keys=False, ensure_ascii=False)
         fh.write("\n")
+    # The data ends at the simulated time: everything that evaluates it must use that clock, not today's.
+    write_clock_declaration(
+        out, end_ms, declared_by=f"offsetops simulate, seed {config.seed}, Kafka {profile.kafka_version}"
+    )
     total = sum(p.size_bytes for p in logs)
     stats = cluster.stats.to_json()
     stats["cleaner_passes"] = sum(p.cleaner.passes for p in logs)

@@ -23,6 +23,7 @@ from coordinator_core.cleaner_audit import (
     format_bytes,
     format_duration,
 )
+from coordinator_core.clock import ClockError, resolve_clock
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.commands._common import die, parse_partitions, print_json
 
@@ -54,7 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--state-dir", metavar="DIR", help="keep audit history (audits.jsonl) here")
     p.add_argument("--no-record", action="store_true", help="read history but do not append this audit")
-    p.add_argument("--now", type=int, metavar="MS", help="audit as of this epoch-millisecond time")
+    p.add_argument(
+        "--now",
+        type=int,
+        metavar="MS",
+        help="audit as of this epoch ms (default: the clock the log dir declares, else the wall clock)",
+    )
     p.add_argument(
         "--config",
         action="append",
@@ -117,11 +123,16 @@ def run(args: argparse.Namespace) -> int:
             return die(f"cannot read broker log: {exc}")
 
     try:
+        # The log dir's declared clock (a simulated or copied snapshot) unless --now is given.
+        clock = resolve_clock(args.path, configured_ms=args.now, configured_by="--now")
+    except ClockError as exc:
+        return die(str(exc))
+    try:
         audit = audit_log_dir(
             logdir,
             config=config,
             thresholds=thresholds,
-            now_ms=args.now,
+            now_ms=clock.as_of_ms,
             metrics=metrics,
             broker_log=broker_log,
             live=live,
@@ -134,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(audit.to_json())
     else:
+        print(f"as of {clock.describe()}")
         print_table(audit)
     return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -111,21 +112,55 @@ def run(args: argparse.Namespace) -> int:
                 _simulate(args, log_dir)
             except RuntimeError as exc:
                 return die(str(exc))
-    as_of_ms = None
     truth_path = log_dir / "truth.json"
     if truth_path.exists():
         truth = json.loads(truth_path.read_text(encoding="utf-8"))
-        as_of_ms = int(truth["simulated_until_ms"])
+        _declare_clock(log_dir, truth)
         if int(truth.get("num_partitions", args.partitions)) != args.partitions:
             args.partitions = int(truth["num_partitions"])
-    # The partitions definition is fixed when the code location is imported: set it first.
-    os.environ["OFFSETOPS_NUM_PARTITIONS"] = str(args.partitions)
-    return _materialize(args, out, log_dir, as_of_ms, started)
+    # The partitions definition and the expiration defaults are fixed when the code location is
+    # imported: set them first, exactly as the printed UI command sets them for `dagster dev`.
+    os.environ.update(ui_environment(args, out, log_dir))
+    return _materialize(args, out, log_dir, started)
 
 
-def _materialize(
-    args: argparse.Namespace, out: Path, log_dir: Path, as_of_ms: int | None, started: float
-) -> int:
+def _declare_clock(log_dir: Path, truth: dict[str, Any]) -> None:
+    """A sample simulated before log dirs declared their clock gets its declaration now."""
+    from coordinator_core.clock import CLOCK_FILE, write_clock_declaration
+
+    if not (log_dir / CLOCK_FILE).exists():
+        write_clock_declaration(
+            log_dir, int(truth["simulated_until_ms"]), declared_by="offsetops demo, from truth.json"
+        )
+
+
+def ui_environment(args: argparse.Namespace, out: Path, log_dir: Path) -> dict[str, str]:
+    """What ``dagster dev`` needs to evaluate this demo's data exactly as the demo did.
+
+    The clock is not in it: the log dir declares it, and the code location reads that declaration.
+    """
+    from assets.resources import (
+        DEFAULT_FORECAST_HOURS,
+        ENV_FORECAST_HOURS,
+        ENV_LOG_DIR,
+        ENV_NUM_PARTITIONS,
+        ENV_OUTPUT_DIR,
+        ENV_RETENTION_MINUTES,
+    )
+
+    env = {
+        "DAGSTER_HOME": str(out / "dagster_home"),
+        ENV_LOG_DIR: str(log_dir),
+        ENV_OUTPUT_DIR: str(out),
+        ENV_NUM_PARTITIONS: str(args.partitions),
+        ENV_RETENTION_MINUTES: str(args.retention_minutes),
+    }
+    if args.forecast_hours != DEFAULT_FORECAST_HOURS:
+        env[ENV_FORECAST_HOURS] = f"{args.forecast_hours:g}"
+    return env
+
+
+def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: float) -> int:
     from dagster import AssetChecksDefinition, Definitions
 
     from assets.alerting.sensors import evaluate_alerts
@@ -149,9 +184,8 @@ def _materialize(
         dagster_url=configured.dagster_url,
     )
     resources = {
-        "offsets_source": OffsetsSourceResource(
-            log_dir=str(log_dir), num_partitions=args.partitions, as_of_ms=as_of_ms
-        ),
+        # No as_of_ms: the clock is resolved from the log dir, exactly as in the UI and the CLI.
+        "offsets_source": OffsetsSourceResource(log_dir=str(log_dir), num_partitions=args.partitions),
         "spark": SparkResource(master=args.spark_master, app_name="offsetops-demo"),
         "state": StateResource(output_dir=str(out)),
         "slack": slack,
@@ -172,9 +206,10 @@ def _materialize(
     }
     home = out / "dagster_home"
     instance = _instance(home)
+    clock = resources["offsets_source"].clock()  # type: ignore[attr-defined]
     print(
         f"materializing {len(targets)} assets and checks over {args.partitions} partitions "
-        f"of {log_dir} on Spark {args.spark_master} ...",
+        f"of {log_dir} on Spark {args.spark_master}, as of {clock.describe()} ...",
         flush=True,
     )
     run_started = time.perf_counter()
@@ -193,7 +228,16 @@ def _materialize(
     run_s = time.perf_counter() - run_started
     state: StateResource = resources["state"]  # type: ignore[assignment]
     alerts = evaluate_alerts(instance, slack, state)
-    _print_report(result, out, state, alerts, run_s, time.perf_counter() - started, home, log_dir)
+    _print_report(
+        result,
+        out,
+        state,
+        alerts,
+        run_s,
+        time.perf_counter() - started,
+        ui_environment(args, out, log_dir),
+        log_dir,
+    )
     return 0 if result.success else 1
 
 
@@ -204,32 +248,14 @@ def _print_report(
     alerts: list[Any],
     run_s: float,
     total_s: float,
-    home: Path,
+    ui_env: dict[str, str],
     log_dir: Path,
 ) -> None:
     reports = state.reports_path
     print()
     print(f"main job {'SUCCEEDED' if result.success else 'FAILED'}: run {result.run_id} in {run_s:.0f} s")
-    seen = set()
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
-        key = mat.asset_key.to_user_string()
-        if key in seen:
-            continue
-        seen.add(key)
-        meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-        facts = {
-            "raw_segments": ("partitions_present", "segments", "bytes"),
-            "coordinator_cache": ("groups", "offsets", "records", "bytes", "errors"),
-            "expiration_plan": ("offset_tombstones", "dead_groups", "forecast_groups", "forecast_offsets"),
-            "tombstone_execution": ("mode", "items", "applied"),
-            "cleaner_audit": ("verdict", "critical", "degraded", "max_dirty_ratio"),
-            "cache_validation": ("success_error_level", "expectations_passed", "expectations_failed"),
-        }.get(key, ())
-        print(f"  {key:<20} " + ", ".join(f"{f}={meta.get(f)}" for f in facts))
-    for ev in result.get_asset_check_evaluations():
-        status = "passed" if ev.passed else f"FAILED ({ev.severity.value})"
-        print(f"  check {ev.asset_key.to_user_string()}.{ev.check_name}: {status}")
+    for line in summary_lines(result):
+        print(f"  {line}")
     if not result.success:
         for event in result.all_events:
             if event.event_type_value == "STEP_FAILURE":
@@ -256,7 +282,72 @@ def _print_report(
     print(f"alerts: {', '.join(f'{n} {s}' for s, n in sorted(sent.items())) or 'none firing'}")
     print(f"log dir: {log_dir}")
     print(
-        f"open the UI on these runs: DAGSTER_HOME={home} OFFSETOPS_LOG_DIR={log_dir} "
-        f"OFFSETOPS_OUTPUT_DIR={out} .venv/bin/dagster dev -w workspace.yaml"
+        "open the UI on these runs (same data, clock and settings, so the same verdicts): "
+        + ui_command(ui_env)
     )
     print(f"total {total_s:.0f} s")
+
+
+def ui_command(env: dict[str, str]) -> str:
+    """The ``dagster dev`` command line, with the environment that makes it agree with the demo."""
+    return (
+        " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " .venv/bin/dagster dev -w workspace.yaml"
+    )
+
+
+def summary_lines(result: Any) -> list[str]:
+    """What the run found, topic-wide and worst first: from the summary asset and the check results."""
+    from checks.dagster_checks import plain_metadata
+
+    lines = []
+    by_asset: dict[str, list[dict[str, Any]]] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        by_asset.setdefault(mat.asset_key.to_user_string(), []).append(plain_metadata(mat.metadata))
+    topic = (by_asset.get("offsets_topic_summary") or [{}])[0]
+    if topic:
+        worst = topic.get("worst_partitions") or []
+        lines.append(
+            f"cleaner audit        {topic['cleaner_verdict']}: {topic['critical_partitions']} critical, "
+            f"{topic['degraded_partitions']} degraded of {topic['partitions_audited']} partitions"
+            + (
+                f"; worst: partition {worst[0]['partition']} {worst[0]['verdict']} {worst[0].get('code')}"
+                if worst
+                else ""
+            )
+        )
+        lines.append(
+            f"expiration plan      {topic['offset_tombstones']} offset tombstones, "
+            f"{topic['dead_groups']} dead groups, {topic['forecast_groups']} groups lose "
+            f"{topic['forecast_offsets']} offsets within the window"
+        )
+    cache = by_asset.get("coordinator_cache") or []
+    if cache:
+        totals = {
+            k: sum(int(m.get(k) or 0) for m in cache)
+            for k in ("groups", "offsets", "records", "bytes", "errors")
+        }
+        lines.append("coordinator cache    " + ", ".join(f"{k}={v}" for k, v in totals.items()))
+    for meta in (by_asset.get("cache_validation") or [])[:1]:
+        lines.append(
+            f"cache validation     success_error_level={meta.get('success_error_level')}, "
+            f"expectations_passed={meta.get('expectations_passed')}, "
+            f"expectations_failed={meta.get('expectations_failed')}"
+        )
+    checks: dict[str, list[Any]] = {}
+    for ev in result.get_asset_check_evaluations():
+        checks.setdefault(f"{ev.asset_key.to_user_string()}.{ev.check_name}", []).append(ev)
+    for name, evs in sorted(checks.items()):
+        failed = [e for e in evs if not e.passed]
+        if not failed:
+            lines.append(f"check {name}: passed" + (f" on {len(evs)} partitions" if len(evs) > 1 else ""))
+            continue
+        failed.sort(key=lambda e: (e.severity.value != "ERROR", int(e.partition) if e.partition else -1))
+        where = ", ".join(
+            f"{e.partition} ({e.severity.value})" for e in failed[:8] if e.partition is not None
+        )
+        lines.append(
+            f"check {name}: FAILED ({failed[0].severity.value})"
+            + (f" on {len(failed)} of {len(evs)} partitions: {where}" if where else "")
+        )
+    return lines

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
+from coordinator_core.clock import ClockError, iso_utc, resolve_clock
 from coordinator_core.expiration import (
     COORDINATORS,
     DEFAULT_RETENTION_MS,
@@ -35,7 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
     p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
-    p.add_argument("--now", type=int, metavar="MS", help="the time to expire at, epoch ms (default: now)")
+    p.add_argument(
+        "--now",
+        type=int,
+        metavar="MS",
+        help="the time to expire at, epoch ms (default: the clock the log dir declares, else now)",
+    )
     p.add_argument(
         "--retention-ms",
         type=int,
@@ -174,7 +179,12 @@ def run(args: argparse.Namespace) -> int:
         coordinator = _coordinator(args)
     except ValueError as exc:
         return die(str(exc))
-    now_ms = args.now if args.now is not None else int(time.time() * 1000)
+    try:
+        # The log dir's declared clock (a simulated or copied snapshot) unless --now is given.
+        clock = resolve_clock(args.path, configured_ms=args.now, configured_by="--now")
+    except ClockError as exc:
+        return die(str(exc))
+    now_ms = clock.as_of_ms
     retention_ms = args.retention_ms if args.retention_ms is not None else DEFAULT_RETENTION_MS
     horizon_ms = int(args.forecast_hours * 3600 * 1000)
     try:
@@ -273,7 +283,8 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
     out = sys.stdout
     mode = "DRY RUN" if doc["dry_run"] else "EXECUTE"
     out.write(
-        f"{mode}: coordinator={plan.coordinator} now={plan.now_ms} retention={_age(plan.retention_ms)} "
+        f"{mode}: coordinator={plan.coordinator} now={plan.now_ms} ({iso_utc(plan.now_ms)}) "
+        f"retention={_age(plan.retention_ms)} "
         f"partitions={len(plan.partitions)}\n"
         f"{len(plan.tombstones)} tombstones, {len(plan.dead_groups)} dead groups\n"
     )

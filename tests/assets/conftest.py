@@ -47,11 +47,37 @@ class Materialized:
     output_dir: Path
     truth: dict[str, Any]
     resources: dict[str, Any]
+    dagster_home: Path
+    stalled_partition: int
+
+
+DAYS_MS = 86_400_000
+
+
+def record_stalled_cleaner(log_dir: Path, history_dir: Path, as_of_ms: int) -> int:
+    """Record an audit two days before ``as_of_ms`` for one partition the cleaner should clean now.
+
+    The first dirty offset has not moved since, so the next audit finds the cleaner stalled for two days:
+    CRITICAL ``no_progress``, what an operator sees when a cleaner thread died. Returns the partition.
+    """
+    from coordinator_core.cleaner_audit import audit_log_dir
+
+    earlier = as_of_ms - 2 * DAYS_MS
+    probe = audit_log_dir(log_dir, now_ms=earlier, record_history=False)
+    eligible = sorted(p.partition for p in probe.partitions if p.eligible)
+    assert eligible, "the simulated log dir has no partition the cleaner should clean"
+    partition = eligible[-1]
+    audit_log_dir(log_dir, now_ms=earlier, partitions=[partition], state_dir=history_dir)
+    return partition
 
 
 @pytest.fixture(scope="session")
 def materialized(simulated_log_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materialized]:
-    """Every asset and check over all 50 partitions, in one in-process run on local Spark."""
+    """Every asset and check over all 50 partitions, in one in-process run on local Spark.
+
+    The instance is a persistent one in its own DAGSTER_HOME, so the UI tests can serve what it recorded.
+    The log dir declares its clock (the simulator wrote it): no ``as_of_ms`` is configured here.
+    """
     if not java_available():
         pytest.skip("Java is needed for a local SparkSession")
     from dagster import DagsterInstance, materialize
@@ -67,26 +93,32 @@ def materialized(simulated_log_dir: Path, tmp_path_factory: pytest.TempPathFacto
 
     truth = json.loads((simulated_log_dir / "truth.json").read_text(encoding="utf-8"))
     output_dir = tmp_path_factory.mktemp("out")
+    home = tmp_path_factory.mktemp("dagster_home")
+    # No onboarding dialog over the screenshots, no telemetry from a test.
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\nnux:\n  enabled: false\n")
+    state = StateResource(output_dir=str(output_dir))
+    stalled = record_stalled_cleaner(simulated_log_dir, state.audit_history_dir, truth["simulated_until_ms"])
     resources = {
         "offsets_source": OffsetsSourceResource(
-            log_dir=str(simulated_log_dir),
-            num_partitions=NUM_PARTITIONS,
-            as_of_ms=truth["simulated_until_ms"],
+            log_dir=str(simulated_log_dir), num_partitions=NUM_PARTITIONS
         ),
         "spark": SparkResource(master="local[2]", app_name="offsetops-assets-tests"),
-        "state": StateResource(output_dir=str(output_dir)),
+        "state": state,
         "slack": SlackResource(token=None),
     }
-    with DagsterInstance.ephemeral() as instance:
+    with DagsterInstance.from_config(str(home)) as instance:
         result = materialize(
             all_assets_and_checks(),
             resources=resources,
             instance=instance,
             tags=all_partitions_tags(NUM_PARTITIONS),
-            run_config={
-                "loggers": {"console": {"config": {"log_level": "WARNING"}}},
-                "ops": {"expiration_plan": {"config": {"retention_minutes": 60}}},
-            },
+            run_config=RUN_CONFIG,
             raise_on_error=False,
         )
-        yield Materialized(result, instance, simulated_log_dir, output_dir, truth, resources)
+        yield Materialized(result, instance, simulated_log_dir, output_dir, truth, resources, home, stalled)
+
+
+RUN_CONFIG = {
+    "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+    "ops": {"expiration_plan": {"config": {"retention_minutes": 60}}},
+}

@@ -32,6 +32,7 @@ LINEAGE = {
     "cleaner_audit": {"raw_segments"},
     "cache_validation": {"coordinator_cache"},
 }
+SUMMARY = "offsets_topic_summary"  # unpartitioned: the topic-wide figures
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,10 @@ def repo():
 
 def test_assets_lineage_and_partitions(repo) -> None:
     graph = repo.asset_graph
-    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(LINEAGE)
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(LINEAGE) | {SUMMARY}
+    summary = graph.get(AssetKey(SUMMARY))
+    assert summary.partitions_def is None
+    assert {p.to_user_string() for p in summary.parent_keys} == {"cleaner_audit", "expiration_plan"}
     for name, parents in LINEAGE.items():
         node = graph.get(AssetKey(name))
         assert {p.to_user_string() for p in node.parent_keys} == parents, name
@@ -58,8 +62,14 @@ def test_asset_checks(repo) -> None:
         ("cache_validation", "gx_error_expectations"),
         ("cache_validation", "gx_warning_expectations"),
         ("cleaner_audit", "cleaner_verdict"),
+        ("cleaner_audit", "partition_verdict"),
         ("expiration_plan", "no_offsets_expiring_soon"),
     }
+    # One result per offsets partition: the check shares its asset's partitions.
+    for key in repo.asset_graph.asset_check_keys:
+        spec = repo.asset_graph.get_check_spec(key)
+        partitioned = key.name in ("partition_verdict", "no_offsets_expiring_soon")
+        assert (spec.partitions_def is not None) == partitioned, key
 
 
 def test_resources_are_bound(repo) -> None:
@@ -74,8 +84,8 @@ def test_schedules_cover_all_partitions_and_never_execute_tombstones(repo) -> No
         "daily_reload_and_validation": "0 5 * * *",
     }
     expected_assets = {
-        "hourly_cleaner_audit": {"cleaner_audit"},
-        "daily_expiration_forecast": {"expiration_plan"},
+        "hourly_cleaner_audit": {"cleaner_audit", SUMMARY},
+        "daily_expiration_forecast": {"expiration_plan", SUMMARY},
         "daily_reload_and_validation": {"raw_segments", "coordinator_cache", "cache_validation"},
     }
     for name, schedule in schedules.items():
@@ -102,7 +112,7 @@ def test_jobs_and_sensors(repo) -> None:
         "tombstone_execution_job",
     } <= jobs
     main = repo.get_job(MAIN_JOB)
-    assert {k.to_user_string() for k in main.asset_layer.executable_asset_keys} == set(LINEAGE)
+    assert {k.to_user_string() for k in main.asset_layer.executable_asset_keys} == set(LINEAGE) | {SUMMARY}
     sensors = {s.name: s for s in repo.sensor_defs}
     assert set(sensors) == {"slack_on_run_failure", "offsetops_alerts"}
     assert all(s.default_status.value == "RUNNING" for s in sensors.values())

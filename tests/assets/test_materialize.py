@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
 
-from tests.assets.conftest import NUM_PARTITIONS, Materialized
+from checks.dagster_checks import plain_metadata
+from tests.assets.conftest import NUM_PARTITIONS, RUN_CONFIG, Materialized
 from tests.support.slack_server import SlackTestServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ASSETS = (
+PARTITIONED = (
     "raw_segments",
     "coordinator_cache",
     "expiration_plan",
@@ -22,45 +23,170 @@ ASSETS = (
     "cleaner_audit",
     "cache_validation",
 )
+SUMMARY = "offsets_topic_summary"
 
 
-def _metadata(result: Any, asset: str) -> dict[str, Any]:
-    """The metadata of ``asset``'s materialization of partition 0 in ``result``."""
+def by_partition(result: Any, asset: str) -> dict[int, dict[str, Any]]:
+    """Plain metadata of each partition's materialization of ``asset`` in ``result``."""
+    out = {}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
-        if mat.asset_key == AssetKey(asset) and mat.partition == "0":
-            return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-    raise AssertionError(f"no materialization of {asset} partition 0")
+        if mat.asset_key == AssetKey(asset):
+            out[int(mat.partition)] = plain_metadata(mat.metadata)
+    return out
+
+
+def summary(result: Any) -> dict[str, Any]:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key == AssetKey(SUMMARY):
+            return plain_metadata(mat.metadata)
+    raise AssertionError(f"no materialization of {SUMMARY}")
+
+
+def evaluations(result: Any, check: str) -> dict[str | None, Any]:
+    return {e.partition: e for e in result.get_asset_check_evaluations() if e.check_name == check}
 
 
 def test_run_succeeds_and_materializes_every_partition(materialized: Materialized) -> None:
     result = materialized.result
     assert result.success, [e.message for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-    by_asset: dict[str, set[str]] = {}
+    seen: dict[str, set[str | None]] = {}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
-        by_asset.setdefault(mat.asset_key.to_user_string(), set()).add(mat.partition)
-    assert set(by_asset) == set(ASSETS)
-    for asset, partitions in by_asset.items():
-        assert partitions == {str(p) for p in range(NUM_PARTITIONS)}, asset
+        seen.setdefault(mat.asset_key.to_user_string(), set()).add(mat.partition)
+    assert set(seen) == set(PARTITIONED) | {SUMMARY}
+    for asset in PARTITIONED:
+        assert seen[asset] == {str(p) for p in range(NUM_PARTITIONS)}, asset
+    assert seen[SUMMARY] == {None}
 
 
-def test_reload_matches_the_simulator_truth(materialized: Materialized) -> None:
-    meta = _metadata(materialized.result, "coordinator_cache")
-    truth_groups = sum(len(p["groups"]) for p in materialized.truth["partitions"])
-    truth_offsets = sum(len(g["offsets"]) for p in materialized.truth["partitions"] for g in p["groups"])
-    assert meta["groups"] == truth_groups > 0
-    assert meta["offsets"] == truth_offsets
-    assert meta["errors"] == 0
-    assert meta["records"] > 0 and meta["bytes"] > 0
-    inventory = _metadata(materialized.result, "raw_segments")
-    assert inventory["partitions_present"] == NUM_PARTITIONS
-    assert inventory["bytes"] == meta["bytes"]
+def test_reload_matches_the_simulator_truth_partition_by_partition(materialized: Materialized) -> None:
+    cache = by_partition(materialized.result, "coordinator_cache")
+    inventory = by_partition(materialized.result, "raw_segments")
+    for part in materialized.truth["partitions"]:
+        p = part["partition"]
+        assert cache[p]["groups"] == len(part["groups"]), p
+        assert cache[p]["offsets"] == sum(len(g["offsets"]) for g in part["groups"]), p
+        assert cache[p]["errors"] == 0
+        assert inventory[p]["present"] is True
+        assert inventory[p]["bytes"] == cache[p]["bytes"]
+    assert sum(m["groups"] for m in cache.values()) > 0
+    assert sum(m["bytes"] for m in cache.values()) > 0
+
+
+def test_each_partition_carries_only_its_own_facts(materialized: Materialized) -> None:
+    audit = by_partition(materialized.result, "cleaner_audit")
+    report = json.loads((materialized.output_dir / "reports" / "cleaner_audit.json").read_text())
+    truth = {d["partition"]: d for d in report["partitions"]}
+    stalled = materialized.stalled_partition
+    healthy = min(p for p, d in truth.items() if d["verdict"] == "HEALTHY")
+    assert audit[healthy]["verdict"] == "HEALTHY" and audit[healthy]["findings"] == []
+    assert audit[stalled]["verdict"] == "CRITICAL"
+    worst = audit[stalled]["worst_finding"]
+    assert worst.startswith("CRITICAL no_progress: cleaner made no progress for 2 d"), worst
+    assert audit[stalled]["findings"][0]["severity"] == "CRITICAL"
+    for p, meta in audit.items():
+        assert meta["verdict"] == truth[p]["verdict"], p
+        assert meta["size_bytes"] == truth[p]["size_bytes"], p
+        assert meta["dirty_ratio"] == pytest.approx(truth[p]["dirty_ratio"]), p
+        assert meta["size"].endswith(("B", "KiB", "MiB", "GiB"))
+        ranks = [{"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}[f["severity"]] for f in meta["findings"]]
+        assert ranks == sorted(ranks, reverse=True), f"findings of {p} not worst first"
+        # Nothing topic-wide is copied onto a partition.
+        assert not {"critical", "degraded", "partition_verdicts", "critical_partitions"} & set(meta)
+        assert meta["as_of_ms"] == materialized.truth["simulated_until_ms"]
+
+
+def test_numeric_metadata_is_typed_the_same_on_every_partition(materialized: Materialized) -> None:
+    """The Plots tab draws a key per partition over runs only when it is always there and numeric."""
+    for asset in ("cleaner_audit", "expiration_plan", "coordinator_cache", "raw_segments"):
+        types: dict[str, set[str]] = {}
+        keys = set()
+        for event in materialized.result.get_asset_materialization_events():
+            mat = event.event_specific_data.materialization
+            if mat.asset_key != AssetKey(asset):
+                continue
+            keys.add(frozenset(k for k, v in mat.metadata.items() if type(v).__name__ in NUMERIC))
+            for k, v in mat.metadata.items():
+                types.setdefault(k, set()).add(type(v).__name__)
+        assert len(keys) == 1, f"{asset}: numeric keys differ between partitions"
+        mixed = {k: t for k, t in types.items() if len(t) > 1}
+        assert not mixed, f"{asset}: {mixed}"
+    audit_types = {k: type(v).__name__ for k, v in _raw(materialized.result, "cleaner_audit", 0).items()}
+    assert audit_types["dirty_ratio"] == "FloatMetadataValue"
+    assert audit_types["size_bytes"] == "IntMetadataValue"
+    assert audit_types["findings"] == "TableMetadataValue"
+    assert audit_types["as_of"] == "TimestampMetadataValue"
+
+
+NUMERIC = {"IntMetadataValue", "FloatMetadataValue"}
+
+
+def _raw(result: Any, asset: str, partition: int) -> dict[str, Any]:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key == AssetKey(asset) and mat.partition == str(partition):
+            return dict(mat.metadata)
+    raise AssertionError(f"no materialization of {asset} partition {partition}")
+
+
+def test_each_partition_has_its_own_check_result(materialized: Materialized) -> None:
+    verdicts = by_partition(materialized.result, "cleaner_audit")
+    per_partition = evaluations(materialized.result, "partition_verdict")
+    assert set(per_partition) == {str(p) for p in range(NUM_PARTITIONS)}
+    for p, meta in verdicts.items():
+        ev = per_partition[str(p)]
+        assert ev.passed == (meta["verdict"] == "HEALTHY"), p
+        if meta["verdict"] == "CRITICAL":
+            assert ev.severity == AssetCheckSeverity.ERROR
+        elif meta["verdict"] == "DEGRADED":
+            assert ev.severity == AssetCheckSeverity.WARN
+        assert ev.target_materialization_data is not None
+    stalled = per_partition[str(materialized.stalled_partition)]
+    assert "no_progress" in stalled.description and "Remedy:" in stalled.description
+
+    plan = by_partition(materialized.result, "expiration_plan")
+    forecast = evaluations(materialized.result, "no_offsets_expiring_soon")
+    assert set(forecast) == {str(p) for p in range(NUM_PARTITIONS)}
+    for p, meta in plan.items():
+        assert forecast[str(p)].passed == (meta["forecast_groups"] == 0), p
+        at_risk = meta["groups_at_risk"]
+        assert all(g["partition"] == p for g in at_risk)
+        soonest = [g["first_expiry_in_ms"] for g in at_risk]
+        assert soonest == sorted(soonest), f"groups at risk of {p} not soonest first"
+
+
+def test_the_failing_check_names_the_worst_partition_first(materialized: Materialized) -> None:
+    run_check = evaluations(materialized.result, "cleaner_verdict")
+    assert set(run_check) == {None}  # one result for the run's partitions together
+    ev = run_check[None]
+    assert not ev.passed and ev.severity == AssetCheckSeverity.ERROR
+    stalled = materialized.stalled_partition
+    assert ev.description.split("; ")[1].startswith(f"partition {stalled} CRITICAL: no_progress")
+    failing = plain_metadata(ev.metadata)["failing_partitions"]
+    assert failing[0]["partition"] == stalled and failing[0]["remedy"]
+    assert [f["verdict"] for f in failing] == sorted(
+        (f["verdict"] for f in failing), key=lambda v: v != "CRITICAL"
+    )
+
+
+def test_topic_figures_live_in_the_summary_asset(materialized: Materialized) -> None:
+    topic = summary(materialized.result)
+    audit = by_partition(materialized.result, "cleaner_audit")
+    assert topic["critical_partitions"] == sum(m["verdict"] == "CRITICAL" for m in audit.values()) >= 1
+    assert topic["degraded_partitions"] == sum(m["verdict"] == "DEGRADED" for m in audit.values())
+    assert topic["cleaner_verdict"] == "CRITICAL"
+    assert topic["worst_partitions"][0]["partition"] == materialized.stalled_partition
+    assert topic["size_bytes"] == sum(m["size_bytes"] for m in audit.values())
+    plan = by_partition(materialized.result, "expiration_plan")
+    assert topic["forecast_groups"] == sum(m["forecast_groups"] for m in plan.values())
+    assert topic["offset_tombstones"] == sum(m["offset_tombstones"] for m in plan.values())
 
 
 def test_reports_are_written_where_the_metadata_says(materialized: Materialized) -> None:
     out = materialized.output_dir
-    validation = _metadata(materialized.result, "cache_validation")
+    validation = by_partition(materialized.result, "cache_validation")[0]
     assert Path(validation["data_docs"]).is_file()
     assert Path(validation["data_docs"]) == out / "reports" / "data_docs" / "index.html"
     assert validation["success_error_level"] is True
@@ -70,30 +196,37 @@ def test_reports_are_written_where_the_metadata_says(materialized: Materialized)
         > 0
     )
     audit = json.loads((out / "reports" / "cleaner_audit.json").read_text())
-    assert audit["verdict"] == _metadata(materialized.result, "cleaner_audit")["verdict"]
+    assert audit["verdict"] == summary(materialized.result)["cleaner_verdict"]
     assert len(audit["partitions"]) == NUM_PARTITIONS
+    assert audit["partitions"][0]["partition"] == materialized.stalled_partition  # worst first
     plan = json.loads((out / "reports" / "expiration_plan.json").read_text())
-    expiration = _metadata(materialized.result, "expiration_plan")
-    assert plan["summary"]["forecast_offsets"] == expiration["forecast_offsets"]
-    assert plan["summary"]["offset_tombstones"] == expiration["offset_tombstones"]
-    tombstones = _metadata(materialized.result, "tombstone_execution")
+    assert plan["summary"]["forecast_offsets"] == summary(materialized.result)["forecast_offsets"]
+    tombstones = by_partition(materialized.result, "tombstone_execution")[0]
     assert tombstones["mode"] == "dry_run" and tombstones["applied"] == 0
     assert (out / "tables" / "offsets").is_dir()
 
 
-def test_checks_reflect_the_reports(materialized: Materialized) -> None:
-    evaluations = {e.check_name: e for e in materialized.result.get_asset_check_evaluations()}
-    assert set(evaluations) == {
-        "gx_error_expectations",
-        "gx_warning_expectations",
-        "cleaner_verdict",
-        "no_offsets_expiring_soon",
-    }
-    assert evaluations["gx_error_expectations"].passed
-    verdict = _metadata(materialized.result, "cleaner_audit")["verdict"]
-    assert evaluations["cleaner_verdict"].passed == (verdict == "HEALTHY")
-    forecast_groups = _metadata(materialized.result, "expiration_plan")["forecast_groups"]
-    assert evaluations["no_offsets_expiring_soon"].passed == (forecast_groups == 0)
+def test_a_second_run_on_the_same_data_gives_the_same_verdicts(materialized: Materialized) -> None:
+    """Same data, same declared clock, same state dir: nothing changes, not even the stalled partition."""
+    from assets.cleaner_audit import cleaner_audit
+    from assets.expiration import expiration_plan
+    from assets.resources import all_partitions_tags
+
+    again = materialize(
+        [cleaner_audit, expiration_plan],
+        resources=materialized.resources,
+        instance=materialized.instance,
+        tags=all_partitions_tags(NUM_PARTITIONS),
+        run_config=RUN_CONFIG,
+    )
+    assert again.success
+    for asset, key in (("cleaner_audit", "verdict"), ("expiration_plan", "forecast_groups")):
+        first = {p: m[key] for p, m in by_partition(materialized.result, asset).items()}
+        second = {p: m[key] for p, m in by_partition(again, asset).items()}
+        assert second == first, asset
+    for check in ("partition_verdict", "no_offsets_expiring_soon", "cleaner_verdict"):
+        first_checks = {p: (e.passed, e.severity) for p, e in evaluations(materialized.result, check).items()}
+        assert {p: (e.passed, e.severity) for p, e in evaluations(again, check).items()} == first_checks
 
 
 def test_alert_sensor_pages_what_the_run_found(materialized: Materialized, tmp_path: Path) -> None:
@@ -102,10 +235,9 @@ def test_alert_sensor_pages_what_the_run_found(materialized: Materialized, tmp_p
     from assets.alerting.sensors import offsetops_alerts
     from assets.resources import SlackResource, StateResource
 
-    audit = _metadata(materialized.result, "cleaner_audit")
-    forecast_groups = _metadata(materialized.result, "expiration_plan")["forecast_groups"]
-    expected = len(audit["critical_partitions"]) + (1 if forecast_groups else 0)
-    expected += sum(1 for f in audit["findings"] if f["partition"] is None and f["severity"] == "CRITICAL")
+    audit = by_partition(materialized.result, "cleaner_audit")
+    forecast_groups = summary(materialized.result)["forecast_groups"]
+    expected = sum(m["verdict"] == "CRITICAL" for m in audit.values()) + (1 if forecast_groups else 0)
     with SlackTestServer() as server:
         slack = SlackResource(token="xoxb-test-token", channel="#oncall", base_url=server.base_url)
         state = StateResource(output_dir=str(tmp_path))
@@ -116,16 +248,7 @@ def test_alert_sensor_pages_what_the_run_found(materialized: Materialized, tmp_p
         assert "alerts reconciled" in first.skip_message
         posted = server.requests_to("chat.postMessage")
         assert len(posted) == expected
-        # Nothing new materialized: the next tick does not even look.
-        again = offsetops_alerts(
-            build_sensor_context(
-                instance=materialized.instance,
-                cursor=context.cursor,
-                resources={"slack": slack, "state": state},
-            )
-        )
-        assert "no new" in again.skip_message
-        assert len(server.requests_to("chat.postMessage")) == expected
+        assert any(f"__consumer_offsets-{materialized.stalled_partition}" in str(p) for p in posted)
 
 
 def test_a_partition_absent_from_the_log_dir_is_an_empty_materialization(
@@ -150,15 +273,7 @@ def test_a_partition_absent_from_the_log_dir_is_an_empty_materialization(
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
     )
     assert result.success
-    inventory = _metadata_for(result, "raw_segments", "7")
-    assert inventory["partitions_present"] == 0 and inventory["partitions_absent"] == [7]
-    cache = _metadata_for(result, "coordinator_cache", "7")
+    inventory = by_partition(result, "raw_segments")[7]
+    assert inventory["present"] is False and inventory["segments"] == 0
+    cache = by_partition(result, "coordinator_cache")[7]
     assert cache["groups"] == 0 and cache["offsets"] == 0 and cache["errors"] == 0
-
-
-def _metadata_for(result: Any, asset: str, partition: str) -> dict[str, Any]:
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
-        if mat.asset_key == AssetKey(asset) and mat.partition == partition:
-            return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-    raise AssertionError(f"no materialization of {asset} partition {partition}")

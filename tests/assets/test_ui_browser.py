@@ -1,11 +1,15 @@
-"""The Dagster UI serves the code location: the webserver on loopback, pages rendered by headless Chromium.
+"""The Dagster UI serves the code location and what a run recorded: the webserver on loopback, over the
+session's materialized instance, pages rendered by headless Chromium.
 
-Saves ``tests/artifacts/dagster-ui.png`` (the global asset lineage) and
-``tests/artifacts/dagster-ui-catalog.png`` (the asset catalog) for people to look at.
+Saves, for people to look at (docs/operations.md shows them): ``tests/artifacts/dagster-ui.png`` (the
+lineage), ``dagster-ui-catalog.png``, ``dagster-ui-partition-healthy.png`` and
+``dagster-ui-partition-critical.png`` (two partitions of cleaner_audit), and
+``dagster-ui-check-partitions.png`` (the per-partition results of the partition_verdict check).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -19,6 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.assets.cdp import BrowserPage
+from tests.assets.conftest import Materialized
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,8 +37,9 @@ ASSETS = (
     "tombstone_execution",
     "cleaner_audit",
     "cache_validation",
+    "offsets_topic_summary",
 )
-GROUPS = ("reload", "expiration", "cleaner_audit", "validation")
+GROUPS = ("reload", "expiration", "cleaner_audit", "validation", "summary")
 
 
 def _chromium() -> str | None:
@@ -45,13 +53,17 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def webserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``dagster-webserver -w workspace.yaml`` on a free loopback port with a throwaway DAGSTER_HOME."""
-    home = tmp_path_factory.mktemp("dagster_home")
-    # No onboarding dialog over the screenshot, no telemetry from a test.
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\nnux:\n  enabled: false\n")
+def webserver(materialized: Materialized) -> Iterator[str]:
+    """``dagster-webserver -w workspace.yaml`` on a free loopback port, over the materialized instance."""
+    home = materialized.dagster_home
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "OFFSETOPS_LOG_DIR": str(materialized.log_dir),
+        "OFFSETOPS_OUTPUT_DIR": str(materialized.output_dir),
+        "OFFSETOPS_NUM_PARTITIONS": "50",
+    }
     port = _free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "OFFSETOPS_OUTPUT_DIR": str(home / "out")}
     log = (home / "webserver.log").open("w")
     proc = subprocess.Popen(
         [
@@ -153,3 +165,76 @@ def test_ui_lists_schedules_and_sensors(webserver: str, tmp_path: Path) -> None:
         "offsetops_alerts",
     ):
         assert name in page, f"{name} not on the automation page"
+
+
+def _verdicts(materialized: Materialized) -> tuple[int, int]:
+    """A HEALTHY partition and the CRITICAL one (the cleaner stalled for two days)."""
+    import json
+
+    report = json.loads((materialized.output_dir / "reports" / "cleaner_audit.json").read_text())
+    healthy = min(d["partition"] for d in report["partitions"] if d["verdict"] == "HEALTHY")
+    return healthy, materialized.stalled_partition
+
+
+@pytest.mark.skipif(
+    _chromium() is None, reason="Debian's chromium is not installed (apt-get install chromium)"
+)
+def test_a_partition_page_shows_that_partitions_own_verdict(
+    webserver: str, materialized: Materialized, tmp_path: Path
+) -> None:
+    healthy, critical = _verdicts(materialized)
+    with BrowserPage(tmp_path / "profile") as page:
+        page.goto(f"{webserver}/assets/cleaner_audit?view=partitions&partition={healthy}")
+        text = page.wait_for_text("worst_finding", "dirty_ratio", "HEALTHY")
+        page.screenshot(ARTIFACTS / "dagster-ui-partition-healthy.png")
+        assert "CRITICAL" not in text and "DEGRADED" not in text, (
+            "a healthy partition shows another's verdict"
+        )
+
+        page.goto(f"{webserver}/assets/cleaner_audit?view=partitions&partition={critical}")
+        text = page.wait_for_text("worst_finding", "CRITICAL no_progress", "remedy")
+        page.screenshot(ARTIFACTS / "dagster-ui-partition-critical.png")
+        assert "HEALTHY" not in text.split("worst_finding", 1)[1]
+
+
+@pytest.mark.skipif(
+    _chromium() is None, reason="Debian's chromium is not installed (apt-get install chromium)"
+)
+def test_the_critical_partition_fails_its_check_with_error_severity(
+    webserver: str, materialized: Materialized, tmp_path: Path
+) -> None:
+    healthy, critical = _verdicts(materialized)
+    failing = sum(
+        not e.passed
+        for e in materialized.result.get_asset_check_evaluations()
+        if e.check_name == "partition_verdict"
+    )
+    with BrowserPage(tmp_path / "profile") as page:
+        page.goto(f"{webserver}/assets/cleaner_audit?view=checks")
+        page.wait_for_text("partition_verdict", "cleaner_verdict")
+        assert page.click_text("partition_verdict")
+        page.wait_for_text("Partitions")
+        assert page.click_text("Partitions")
+        text = page.wait_for_text(f"Failed ({failing})", f"Passed ({50 - failing})")
+        page.screenshot(ARTIFACTS / "dagster-ui-check-partitions.png")
+        assert page.click_text(str(critical))
+        text = page.wait_for_text("no_progress")
+        assert "ERROR" in text or "Failed" in text
+        page.screenshot(ARTIFACTS / "dagster-ui-check-partition-critical.png")
+
+    # What the Partitions tab draws, read from the same GraphQL API the page uses.
+    query = (
+        '{ assetNodeOrError(assetKey: {path: ["cleaner_audit"]}) { ... on AssetNode { assetChecksOrError {'
+        " ... on AssetChecks { checks { name partitionStatuses { ... on AssetCheckDefaultPartitionStatuses {"
+        " succeededPartitions failedPartitions } } } } } } } }"
+    )
+    request = urllib.request.Request(
+        f"{webserver}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        checks = json.load(resp)["data"]["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    statuses = next(c["partitionStatuses"] for c in checks if c["name"] == "partition_verdict")
+    assert str(critical) in statuses["failedPartitions"]
+    assert str(healthy) in statuses["succeededPartitions"]

@@ -1,0 +1,107 @@
+"""The one clock every time-based rule is evaluated against (expiration, hanging transactions, ages).
+
+A real broker's log dir is evaluated at the wall clock. A log dir that is a snapshot of another
+instant declares that instant in ``offsetops-clock.json`` next to its partition dirs (the simulator
+writes one: its data ends at the simulated time, so "now" is that time, not today). An explicit
+instant (``--now``, ``OFFSETOPS_AS_OF_MS``) beats both. The demo, the Dagster assets and the CLI all
+resolve the clock through :func:`resolve_clock`, so the same data gives the same verdict everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+CLOCK_FILE = "offsetops-clock.json"
+CLOCK_FORMAT = 1
+
+#: where the instant came from
+CONFIGURED, DECLARED, WALL = "configured", "declared", "wall"
+
+
+class ClockError(ValueError):
+    """A clock declaration that cannot be used; the message names the file and the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """The instant a run evaluates as of, and where it came from."""
+
+    as_of_ms: int
+    source: str
+    detail: str
+
+    @property
+    def iso(self) -> str:
+        return iso_utc(self.as_of_ms)
+
+    def describe(self) -> str:
+        """``2023-11-15T04:13:20Z (declared by /data/logdir/offsetops-clock.json)``."""
+        return f"{self.iso} ({self.detail})"
+
+
+def iso_utc(ms: int) -> str:
+    """ISO 8601 in UTC to the second, as operators read timestamps: ``2023-11-15T04:13:20Z``."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _declaration_path(log_dir: str | os.PathLike[str]) -> Path | None:
+    """The declaration of a log dir, or of the log dir holding a single partition dir."""
+    path = Path(log_dir)
+    for candidate in (path / CLOCK_FILE, path.parent / CLOCK_FILE):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_declared_clock(log_dir: str | os.PathLike[str] | None) -> Clock | None:
+    """The instant ``log_dir`` declares, or None (a real broker's log dir, a URI, a live cluster)."""
+    if not log_dir or "://" in str(log_dir):
+        return None
+    path = _declaration_path(log_dir)
+    if path is None:
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        as_of_ms = doc["as_of_ms"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ClockError(f"{path}: not a clock declaration ({exc.__class__.__name__}: {exc})") from exc
+    if not isinstance(as_of_ms, int) or isinstance(as_of_ms, bool) or as_of_ms < 0:
+        raise ClockError(f"{path}: as_of_ms must be a non-negative integer (epoch ms), got {as_of_ms!r}")
+    by = doc.get("declared_by")
+    return Clock(as_of_ms, DECLARED, f"declared by {path}" + (f" ({by})" if isinstance(by, str) else ""))
+
+
+def resolve_clock(
+    log_dir: str | os.PathLike[str] | None = None,
+    *,
+    configured_ms: int | None = None,
+    configured_by: str = "configured",
+    wall_ms: int | None = None,
+) -> Clock:
+    """The clock for evaluating ``log_dir``: configured, else declared by the log dir, else the wall."""
+    if configured_ms is not None:
+        return Clock(int(configured_ms), CONFIGURED, configured_by)
+    declared = read_declared_clock(log_dir)
+    if declared is not None:
+        return declared
+    return Clock(int(time.time() * 1000) if wall_ms is None else wall_ms, WALL, "wall clock")
+
+
+def write_clock_declaration(log_dir: str | os.PathLike[str], as_of_ms: int, *, declared_by: str) -> Path:
+    """Declare that ``log_dir`` is evaluated as of ``as_of_ms`` (written atomically)."""
+    path = Path(log_dir) / CLOCK_FILE
+    doc = {
+        "format": CLOCK_FORMAT,
+        "as_of_ms": int(as_of_ms),
+        "as_of": iso_utc(as_of_ms),
+        "declared_by": declared_by,
+    }
+    tmp = path.with_name(f".{CLOCK_FILE}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
