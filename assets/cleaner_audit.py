@@ -99,6 +99,11 @@ def partition_metadata(partition: int, pa: PartitionAudit | None) -> dict[str, A
             "present": False,
             **{key: MetadataValue.int(0) for key in _INT_FACTS},
             **{key: MetadataValue.float(0.0) for key in _FLOAT_FACTS},
+            "size": format_bytes(0),
+            "reclaimable": format_bytes(0),
+            "oldest_open_transaction": "none",
+            "oldest_dirty_segment_age": "none",
+            "eligible": False,
         }
     reason = worst_reason(pa)
     oldest_txn = max((t.age_ms for t in pa.open_transactions), default=0)
@@ -300,19 +305,22 @@ def cleaner_audit(
     _record_latest(state, audit, partitions, clock)
     report = rebuild_audit_report(state)
     by_partition = {pa.partition: pa for pa in audit.partitions}
+    run_facts = {
+        **clock_metadata(clock),
+        "run_report": MetadataValue.path(str(run_report)),
+        "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
+    }
     for p in partitions:
-        context.add_asset_metadata(partition_metadata(p, by_partition.get(p)), partition_key=str(p))
+        # The partition's verdict first, then how it was evaluated: the UI lists keys in this order.
+        context.add_asset_metadata(
+            {**partition_metadata(p, by_partition.get(p)), **run_facts}, partition_key=str(p)
+        )
     summary = doc["summary"]
     context.log.info(
         f"cleaner audit as of {clock.describe()}: {audit.verdict}, {summary['critical']} critical, "
         f"{summary['degraded']} degraded of {len(partitions)} partitions"
     )
     yield MaterializeResult(
-        metadata={
-            **clock_metadata(clock),
-            "run_report": MetadataValue.path(str(run_report)),
-            "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
-        },
         check_results=[cleaner_verdict_result(audit.partitions, audit.reasons, partitions, audit.verdict)]
         if is_selected(context, AUDIT_ASSET, CLEANER_VERDICT)
         else [],

@@ -48,13 +48,14 @@ from assets.resources import (
 from checks.dagster_checks import (
     EXPIRATION_ASSET,
     FORECAST_CHECK,
+    GROUPS_AT_RISK_COLUMNS,
     expiration_check_specs,
     forecast_check,
+    groups_at_risk,
     partition_evaluations,
     table,
 )
 from coordinator_core.cleaner_audit import format_duration
-from coordinator_core.clock import iso_utc
 from coordinator_core.expiration import (
     DeadGroup,
     ExpirationPlan,
@@ -221,12 +222,22 @@ def expiration_plan(
     for f in plan.forecast:
         by_partition[f.offsets_partition].forecast.append(f)
     caches_by_partition = {c.partition: c for c in caches}
+    run_facts = {
+        **clock_metadata(clock),
+        "retention_minutes": MetadataValue.int(config.retention_minutes),
+        "coordinator": config.coordinator,
+        "forecast_horizon_hours": MetadataValue.float(float(config.forecast_horizon_hours)),
+        "plan": MetadataValue.path(str(report_path)),
+        "report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
+    }
     checks = []
     for p in partitions:
         cache = caches_by_partition.get(p)
         at_risk = groups_at_risk(by_partition[p].forecast)
+        # The partition's own plan first, then how it was made: the UI lists keys in this order.
         context.add_asset_metadata(
-            plan_metadata(by_partition[p], at_risk, cache, errors.get(p, 0)), partition_key=str(p)
+            {**plan_metadata(by_partition[p], at_risk, cache, errors.get(p, 0)), **run_facts},
+            partition_key=str(p),
         )
         checks.append(forecast_check(p, at_risk, config.forecast_horizon_hours))
     offset_tombs = sum(t.kind == "offset_commit" for t in plan.tombstones)
@@ -235,16 +246,7 @@ def expiration_plan(
         f"groups, {len(plan.forecast)} offsets of {len({f.group_id for f in plan.forecast})} groups expire "
         f"within {config.forecast_horizon_hours}h"
     )
-    yield MaterializeResult(
-        metadata={
-            **clock_metadata(clock),
-            "retention_minutes": MetadataValue.int(config.retention_minutes),
-            "coordinator": config.coordinator,
-            "forecast_horizon_hours": MetadataValue.float(float(config.forecast_horizon_hours)),
-            "plan": MetadataValue.path(str(report_path)),
-            "report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
-        }
-    )
+    yield MaterializeResult()
     yield from partition_evaluations(context, EXPIRATION_ASSET, FORECAST_CHECK, checks)
 
 
@@ -255,26 +257,6 @@ class PartitionPlan:
     tombstones: list[Tombstone] = field(default_factory=list)
     dead_groups: list[DeadGroup] = field(default_factory=list)
     forecast: list[ForecastEntry] = field(default_factory=list)
-
-
-def groups_at_risk(forecast: list[ForecastEntry]) -> list[dict[str, Any]]:
-    """Groups whose live offsets expire within the window, soonest first."""
-    groups: dict[str, dict[str, Any]] = {}
-    for f in sorted(forecast, key=lambda f: (f.expires_at, f.group_id)):
-        entry = groups.setdefault(
-            f.group_id,
-            {
-                "group_id": f.group_id,
-                "partition": f.offsets_partition,
-                "offsets": 0,
-                "first_expiry_at": iso_utc(f.expires_at),
-                "first_expiry_in": format_duration(f.expires_in_ms),
-                "first_expiry_in_ms": f.expires_in_ms,
-                "rule": f.reason,
-            },
-        )
-        entry["offsets"] += 1
-    return list(groups.values())
 
 
 def _groups_losing_offsets(part: PartitionPlan) -> list[dict[str, Any]]:
@@ -322,18 +304,7 @@ def plan_metadata(
         "next_expiry": f"{at_risk[0]['first_expiry_at']} (in {at_risk[0]['first_expiry_in']})"
         if at_risk
         else "none within the window",
-        "groups_at_risk": table(
-            (
-                ("group_id", "string"),
-                ("partition", "int"),
-                ("offsets", "int"),
-                ("first_expiry_at", "string"),
-                ("first_expiry_in", "string"),
-                ("first_expiry_in_ms", "int"),
-                ("rule", "string"),
-            ),
-            at_risk,
-        ),
+        "groups_at_risk": table(GROUPS_AT_RISK_COLUMNS, at_risk),
         "groups_losing_offsets": table(
             (
                 ("group_id", "string"),

@@ -15,9 +15,16 @@ from dagster import AssetExecutionContext, Definitions, MaterializeResult, Metad
 from assets.cleaner_audit import AUDIT_REPORT, cleaner_audit
 from assets.expiration import PLAN_REPORT, expiration_plan
 from assets.resources import StateResource
-from checks.dagster_checks import VERDICT_RANK, table
-from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, format_bytes, format_duration
+from checks.dagster_checks import (
+    GROUPS_AT_RISK_COLUMNS,
+    failing_partitions_table_from_json,
+    findings_table,
+    groups_at_risk,
+    table,
+)
+from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, Reason, format_bytes
 from coordinator_core.clock import iso_utc
+from coordinator_core.expiration import ForecastEntry
 
 GROUP = "summary"
 SUMMARY_ASSET = "offsets_topic_summary"
@@ -27,60 +34,16 @@ def _read(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def worst_partitions_rows(partitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every partition that is not HEALTHY, worst first, with its worst finding and remedy."""
-    rows = []
-    bad = [d for d in partitions if d["verdict"] != HEALTHY]
-    bad.sort(key=lambda d: (-VERDICT_RANK.get(d["verdict"], 0), -d["dirty_ratio"], d["partition"]))
-    for d in bad:
-        reasons = sorted(
-            (r for r in d["reasons"] if r["severity"] != HEALTHY),
-            key=lambda r: -VERDICT_RANK.get(r["severity"], 0),
-        )
-        first = reasons[0] if reasons else {}
-        rows.append(
-            {
-                "partition": d["partition"],
-                "verdict": d["verdict"],
-                "code": first.get("code"),
-                "message": first.get("message"),
-                "remedy": first.get("remedy"),
-                "dirty_ratio": round(d["dirty_ratio"], 4),
-                "size": format_bytes(d["size_bytes"]),
-            }
-        )
-    return rows
-
-
 def audit_summary_metadata(audit: dict[str, Any]) -> dict[str, Any]:
     summary = audit.get("summary") or {}
     partitions = audit.get("partitions") or []
-    rows = worst_partitions_rows(partitions)
     return {
         "cleaner_verdict": audit.get("verdict", "not audited yet"),
         "partitions_audited": MetadataValue.int(len(partitions)),
         "critical_partitions": MetadataValue.int(sum(d["verdict"] == CRITICAL for d in partitions)),
         "degraded_partitions": MetadataValue.int(sum(d["verdict"] == DEGRADED for d in partitions)),
-        "worst_partitions": table(
-            (
-                ("partition", "int"),
-                ("verdict", "string"),
-                ("code", "string"),
-                ("message", "string"),
-                ("remedy", "string"),
-                ("dirty_ratio", "float"),
-                ("size", "string"),
-            ),
-            rows,
-        ),
-        "topic_findings": table(
-            (("severity", "string"), ("code", "string"), ("message", "string"), ("remedy", "string")),
-            (
-                {"severity": r["severity"], "code": r["code"], "message": r["message"], "remedy": r["remedy"]}
-                for r in sorted(audit.get("reasons") or [], key=lambda r: -VERDICT_RANK.get(r["severity"], 0))
-                if r["severity"] != HEALTHY
-            ),
-        ),
+        "worst_partitions": failing_partitions_table_from_json(partitions),
+        "topic_findings": findings_table(Reason(**r) for r in audit.get("reasons") or []),
         "max_dirty_ratio": MetadataValue.float(float(summary.get("max_dirty_ratio", 0.0))),
         "size_bytes": MetadataValue.int(int(summary.get("size_bytes", 0))),
         "size": format_bytes(int(summary.get("size_bytes", 0))),
@@ -94,35 +57,14 @@ def audit_summary_metadata(audit: dict[str, Any]) -> dict[str, Any]:
 def plan_summary_metadata(plan: dict[str, Any]) -> dict[str, Any]:
     summary = plan.get("summary") or {}
     as_of = {d["now_ms"] for d in plan.get("planned") or []}
-    groups: dict[str, dict[str, Any]] = {}
-    for f in plan.get("forecast") or []:  # soonest first
-        g = groups.setdefault(
-            f["group_id"],
-            {
-                "group_id": f["group_id"],
-                "partition": f["offsets_partition"],
-                "offsets": 0,
-                "first_expiry_at": iso_utc(f["expires_at"]),
-                "first_expiry_in": format_duration(f["expires_in_ms"]),
-            },
-        )
-        g["offsets"] += 1
+    at_risk = groups_at_risk(ForecastEntry(**f) for f in plan.get("forecast") or [])
     return {
         "offset_tombstones": MetadataValue.int(int(summary.get("offset_tombstones", 0))),
         "group_tombstones": MetadataValue.int(int(summary.get("group_tombstones", 0))),
         "dead_groups": MetadataValue.int(int(summary.get("dead_groups", 0))),
         "forecast_offsets": MetadataValue.int(int(summary.get("forecast_offsets", 0))),
         "forecast_groups": MetadataValue.int(int(summary.get("forecast_groups", 0))),
-        "groups_at_risk": table(
-            (
-                ("group_id", "string"),
-                ("partition", "int"),
-                ("offsets", "int"),
-                ("first_expiry_at", "string"),
-                ("first_expiry_in", "string"),
-            ),
-            list(groups.values())[:100],
-        ),
+        "groups_at_risk": table(GROUPS_AT_RISK_COLUMNS, at_risk[:100]),
         # Partitions planned in different runs may have different clocks: say so rather than pick one.
         "plan_as_of": ", ".join(iso_utc(ms) for ms in sorted(as_of)) or "not planned yet",
     }

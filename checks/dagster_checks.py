@@ -36,7 +36,17 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 )
 from dagster._core.event_api import AssetRecordsFilter
 
-from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, PartitionAudit, Reason
+from coordinator_core.cleaner_audit import (
+    CRITICAL,
+    DEGRADED,
+    HEALTHY,
+    PartitionAudit,
+    Reason,
+    format_bytes,
+    format_duration,
+)
+from coordinator_core.clock import iso_utc
+from coordinator_core.expiration import ForecastEntry
 
 VALIDATION_ASSET = "cache_validation"
 AUDIT_ASSET = "cleaner_audit"
@@ -210,32 +220,76 @@ def partition_verdict(partition: int, pa: PartitionAudit | None) -> PartitionChe
     )
 
 
+FAILING_PARTITION_COLUMNS = (
+    ("partition", "int"),
+    ("verdict", "string"),
+    ("code", "string"),
+    ("message", "string"),
+    ("remedy", "string"),
+    ("dirty_ratio", "float"),
+    ("size", "string"),
+)
+
+
 def failing_partitions_table(audits: Iterable[PartitionAudit]) -> TableMetadataValue:
     """Every partition that is not HEALTHY, worst first, with its worst finding and remedy."""
+    return failing_partitions_table_from_json([pa.to_json() for pa in audits])
+
+
+def failing_partitions_table_from_json(partitions: Iterable[Mapping[str, Any]]) -> TableMetadataValue:
+    """The same table from audit documents (``PartitionAudit.to_json()``, as the reports keep them)."""
+    bad = [d for d in partitions if d["verdict"] != HEALTHY]
+    bad.sort(key=lambda d: (-VERDICT_RANK.get(d["verdict"], 0), -d["dirty_ratio"], d["partition"]))
     rows = []
-    for pa in worst_first(a for a in audits if a.verdict != HEALTHY):
-        reason = worst_reason(pa)
+    for d in bad:
+        reasons = sorted(
+            (r for r in d["reasons"] if r["severity"] != HEALTHY),
+            key=lambda r: -VERDICT_RANK.get(r["severity"], 0),
+        )
+        first = reasons[0] if reasons else {}
         rows.append(
             {
-                "partition": pa.partition,
-                "verdict": pa.verdict,
-                "code": reason.code if reason else None,
-                "message": reason.message if reason else None,
-                "remedy": reason.remedy if reason else None,
-                "dirty_ratio": round(pa.dirty_ratio, 4),
+                "partition": d["partition"],
+                "verdict": d["verdict"],
+                "code": first.get("code"),
+                "message": first.get("message"),
+                "remedy": first.get("remedy"),
+                "dirty_ratio": round(d["dirty_ratio"], 4),
+                "size": format_bytes(d["size_bytes"]),
             }
         )
-    return table(
-        (
-            ("partition", "int"),
-            ("verdict", "string"),
-            ("code", "string"),
-            ("message", "string"),
-            ("remedy", "string"),
-            ("dirty_ratio", "float"),
-        ),
-        rows,
-    )
+    return table(FAILING_PARTITION_COLUMNS, rows)
+
+
+GROUPS_AT_RISK_COLUMNS = (
+    ("group_id", "string"),
+    ("partition", "int"),
+    ("offsets", "int"),
+    ("first_expiry_at", "string"),
+    ("first_expiry_in", "string"),
+    ("first_expiry_in_ms", "int"),
+    ("rule", "string"),
+)
+
+
+def groups_at_risk(forecast: Iterable[ForecastEntry]) -> list[dict[str, Any]]:
+    """Groups whose live offsets expire within the forecast window, soonest first (one row per group)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for f in sorted(forecast, key=lambda f: (f.expires_at, f.group_id)):
+        entry = groups.setdefault(
+            f.group_id,
+            {
+                "group_id": f.group_id,
+                "partition": f.offsets_partition,
+                "offsets": 0,
+                "first_expiry_at": iso_utc(f.expires_at),
+                "first_expiry_in": format_duration(f.expires_in_ms),
+                "first_expiry_in_ms": f.expires_in_ms,
+                "rule": f.reason,
+            },
+        )
+        entry["offsets"] += 1
+    return list(groups.values())
 
 
 def cleaner_verdict_result(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -23,10 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.assets.cdp import BrowserPage
+from tests.assets.cdp import BrowserPage, chromium
 from tests.assets.conftest import Materialized
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        chromium() is None, reason="Debian's chromium is not installed (apt-get install chromium)"
+    ),
+]
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -40,10 +45,6 @@ ASSETS = (
     "offsets_topic_summary",
 )
 GROUPS = ("reload", "expiration", "cleaner_audit", "validation", "summary")
-
-
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _free_port() -> int:
@@ -109,62 +110,27 @@ def webserver(materialized: Materialized) -> Iterator[str]:
         log.close()
 
 
-def _render(url: str, profile: Path, screenshot: Path | None = None) -> str:
-    """The DOM of ``url`` after its scripts ran (and a screenshot when asked)."""
-    chromium = _chromium()
-    assert chromium is not None
-    base = [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        "--virtual-time-budget=25000",
-        "--window-size=1600,1000",
-    ]
-    if screenshot is not None:
-        subprocess.run(
-            [*base, f"--screenshot={screenshot}", url], capture_output=True, timeout=120, check=True
-        )
-    proc = subprocess.run([*base, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=True)
-    return proc.stdout
-
-
-@pytest.mark.skipif(
-    _chromium() is None, reason="Debian's chromium is not installed (apt-get install chromium)"
-)
 def test_ui_shows_the_asset_graph(webserver: str, tmp_path: Path) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    lineage_png = ARTIFACTS / "dagster-ui.png"
-    lineage = _render(f"{webserver}/asset-groups", tmp_path / "profile", lineage_png)
-    assert lineage_png.stat().st_size > 10_000
-    for group in GROUPS:
-        assert group in lineage, f"asset group {group} not on the lineage page"
-
-    catalog_png = ARTIFACTS / "dagster-ui-catalog.png"
-    catalog = _render(f"{webserver}/assets", tmp_path / "profile", catalog_png)
-    missing = [a for a in ASSETS if a not in catalog]
-    assert not missing, f"assets missing from the catalog page: {missing}"
+    with BrowserPage(tmp_path / "profile") as page:
+        page.goto(f"{webserver}/asset-groups")
+        page.wait_for_text(*GROUPS)
+        lineage_png = page.screenshot(ARTIFACTS / "dagster-ui.png")
+        assert lineage_png.stat().st_size > 10_000
+        page.goto(f"{webserver}/assets")
+        page.wait_for_text(*ASSETS)
+        page.screenshot(ARTIFACTS / "dagster-ui-catalog.png")
 
 
-@pytest.mark.skipif(
-    _chromium() is None, reason="Debian's chromium is not installed (apt-get install chromium)"
-)
 def test_ui_lists_schedules_and_sensors(webserver: str, tmp_path: Path) -> None:
-    page = _render(f"{webserver}/automation", tmp_path / "profile")
-    for name in (
-        "hourly_cleaner_audit",
-        "daily_expiration_forecast",
-        "daily_reload_and_validation",
-        "slack_on_run_failure",
-        "offsetops_alerts",
-    ):
-        assert name in page, f"{name} not on the automation page"
+    with BrowserPage(tmp_path / "profile") as page:
+        page.goto(f"{webserver}/automation")
+        page.wait_for_text(
+            "hourly_cleaner_audit",
+            "daily_expiration_forecast",
+            "daily_reload_and_validation",
+            "slack_on_run_failure",
+            "offsetops_alerts",
+        )
 
 
 def _verdicts(materialized: Materialized) -> tuple[int, int]:
@@ -176,9 +142,6 @@ def _verdicts(materialized: Materialized) -> tuple[int, int]:
     return healthy, materialized.stalled_partition
 
 
-@pytest.mark.skipif(
-    _chromium() is None, reason="Debian's chromium is not installed (apt-get install chromium)"
-)
 def test_a_partition_page_shows_that_partitions_own_verdict(
     webserver: str, materialized: Materialized, tmp_path: Path
 ) -> None:
@@ -197,9 +160,6 @@ def test_a_partition_page_shows_that_partitions_own_verdict(
         assert "HEALTHY" not in text.split("worst_finding", 1)[1]
 
 
-@pytest.mark.skipif(
-    _chromium() is None, reason="Debian's chromium is not installed (apt-get install chromium)"
-)
 def test_the_critical_partition_fails_its_check_with_error_severity(
     webserver: str, materialized: Materialized, tmp_path: Path
 ) -> None:
