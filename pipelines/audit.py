@@ -47,6 +47,7 @@ from coordinator_core.cleaner_audit import (
     judge_topic,
     worst,
 )
+from coordinator_core.clock import resolve_clock
 from coordinator_core.errors import DecodeError
 from coordinator_core.sources.logdir import (
     CLEANER_CHECKPOINT,
@@ -374,7 +375,8 @@ def run(args: argparse.Namespace) -> int:
 
     spark = session_from_args(args, "audit")
     started = time.perf_counter()
-    now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    # The input's declared clock (a simulated or copied snapshot) unless --now-ms is given.
+    now_ms = resolve_clock(args.input, configured_ms=args.now_ms, configured_by="--now-ms").as_of_ms
     try:
         listing = list_log_dir(spark, args.input, partitions=args.partition)
     except InputPathError as exc:

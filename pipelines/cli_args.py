@@ -58,7 +58,11 @@ def reload_arguments(p: argparse.ArgumentParser) -> None:
 
 def expire_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
-    p.add_argument("--now-ms", type=int, help="evaluate expiry at this time, epoch ms (default: now)")
+    p.add_argument(
+        "--now-ms",
+        type=int,
+        help="evaluate expiry at this time, epoch ms (default: the input's declared clock, else now)",
+    )
     p.add_argument(
         "--retention-minutes",
         type=float,
@@ -73,7 +77,11 @@ def expire_arguments(p: argparse.ArgumentParser) -> None:
 
 def audit_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
-    p.add_argument("--now-ms", type=int, help="audit as of this time, epoch ms (default: now)")
+    p.add_argument(
+        "--now-ms",
+        type=int,
+        help="audit as of this time, epoch ms (default: the input's declared clock, else now)",
+    )
 
 
 def validate_arguments(p: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from coordinator_core.cache import CoordinatorCache
+from coordinator_core.clock import resolve_clock
 from coordinator_core.expiration import (
     DEFAULT_RETENTION_MS,
     KIP848,
@@ -196,7 +197,8 @@ def expiration_tables(
 def run(args: argparse.Namespace) -> int:
     spark = session_from_args(args, "expire")
     started = time.perf_counter()
-    now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    # The input's declared clock (a simulated or copied snapshot) unless --now-ms is given.
+    now_ms = resolve_clock(args.input, configured_ms=args.now_ms, configured_by="--now-ms").as_of_ms
     try:
         tables, blobs = expiration_tables(
             spark,
