@@ -1,16 +1,20 @@
 """The Dagster side of alerting: a run-failure sensor and the offsetops alert sensor.
 
 * ``slack_on_run_failure`` pages once per failed run (key ``run-failure:<job>:<run_id>``).
-* ``offsetops_alerts`` reads what the assets recorded and keeps Slack in line with it: a CRITICAL
-  cleaner verdict (per partition, or topic-wide), an error-level validation failure, and groups that
-  lose offsets within the forecast window. Conditions that clear get one RESOLVED message.
+* ``offsetops_alerts`` turns the latest evidence into observations (each audited partition's
+  verdict, topic-wide findings, the validation, each group in the expiration plans) and moves each
+  condition's state machine (:mod:`assets.alerting.lifecycle`); the changes become messages.
 
-Both go through :class:`~assets.alerting.SlackNotifier`, so a missing or invalid token never fails
-anything: the alert lands in the outbox of the state dir with one log line.
+Both go through :class:`~assets.alerting.SlackNotifier`: bounded in time, through the outbox, so a
+dead or slow Slack, or a missing token, never fails or stalls anything.
 """
 
 import json
+import logging
+import time
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from dagster import (
@@ -29,8 +33,14 @@ from dagster._core.storage.tags import (
     PARTITION_NAME_TAG,
 )
 
-from assets.alerting.model import Alert, SendResult
+from assets.alerting.blocks import condition_blocks, condition_text
+from assets.alerting.lifecycle import advance, message_groups
+from assets.alerting.model import Alert, Observation, SendResult, Transition
+from assets.alerting.notifier import OutgoingMessage
+from assets.alerting.state import ConditionEntry
 from assets.resources import NUM_PARTITIONS, SlackResource, StateResource
+
+log = logging.getLogger(__name__)
 
 AUDIT_ASSET = "cleaner_audit"
 VALIDATION_ASSET = "cache_validation"
@@ -98,11 +108,24 @@ def slack_on_run_failure(
     context.log.info(f"run failure of {run.job_name} ({run.run_id}): {result.status.value}: {result.reason}")
 
 
-# -- the alert sensor ------------------------------------------------------------------------------
+# -- the alert sensor: evidence -> observations -> lifecycle -> messages ---------------------------
+
+_CLEANER_LEVEL = {"HEALTHY": "ok", "DEGRADED": "warning", "CRITICAL": "critical"}
+_SEVERITY_RANK = {"CRITICAL": 2, "DEGRADED": 1, "WARNING": 1, "HEALTHY": 0}
+#: A lost group that stays absent is forgotten after this long (it cannot come back as "resolved").
+LOST_MEMORY_S = 7 * 24 * 3600
 
 
 def _values(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {k: getattr(v, "value", v) for k, v in metadata.items()}
+
+
+def _rows(value: Any) -> list[dict[str, Any]]:
+    """A list of dicts from JSON metadata or a ``TableMetadataValue``'s records."""
+    records = getattr(value, "records", None)
+    if records is not None:
+        return [dict(getattr(r, "data", r)) for r in records]
+    return [r for r in value or [] if isinstance(r, Mapping)] if isinstance(value, list) else []
 
 
 def latest_by_partition(instance: Any, asset: str, limit: int) -> dict[int, tuple[dict[str, Any], str]]:
@@ -121,105 +144,319 @@ def latest_by_partition(instance: Any, asset: str, limit: int) -> dict[int, tupl
     return out
 
 
-def audit_alerts(latest: Mapping[int, tuple[dict[str, Any], str]], slack: SlackResource) -> list[Alert]:
-    """One critical alert per CRITICAL partition, plus one for topic-wide CRITICAL findings."""
-    alerts = []
-    topic_findings: dict[str, tuple[dict[str, Any], str]] = {}
+def _partition_verdict(meta: Mapping[str, Any], partition: int) -> str | None:
+    """The partition's own verdict: from a per-partition map when the metadata has one, else ``verdict``."""
+    verdicts = meta.get("partition_verdicts")
+    if isinstance(verdicts, Mapping):
+        verdict = verdicts.get(str(partition))
+        return str(verdict) if verdict is not None else None
+    verdict = meta.get("verdict")
+    return str(verdict) if verdict is not None else None
+
+
+def cleaner_observations(latest: Mapping[int, tuple[dict[str, Any], str]]) -> list[Observation]:
+    """One observation per audited partition: HEALTHY is ok, DEGRADED warning, CRITICAL critical."""
+    out = []
     for partition, (meta, run_id) in sorted(latest.items()):
-        verdicts = meta.get("partition_verdicts") or {}
-        findings = [f for f in meta.get("findings") or [] if f.get("severity") == "CRITICAL"]
-        for f in findings:
-            if f.get("partition") is None:
-                topic_findings.setdefault(f["code"], (f, run_id))
-        if verdicts.get(str(partition)) != "CRITICAL":
-            continue
-        mine = [f for f in findings if f.get("partition") == partition]
-        alerts.append(
-            Alert(
-                key=f"audit:critical:partition-{partition}",
-                severity="critical",
-                title=f"Log Cleaner CRITICAL on __consumer_offsets-{partition}",
-                partitions=(partition,),
-                reason="; ".join(f"{f['code']}: {f['message']}" for f in mine)
-                or "the cleaner audit verdict is CRITICAL",
-                remedy="; ".join(dict.fromkeys(f["remedy"] for f in mine)) or "See the cleaner audit report.",
-                run_url=slack.run_url(run_id),
-                details={"max_dirty_ratio": meta.get("max_dirty_ratio")},
+        verdict = _partition_verdict(meta, partition)
+        level = _CLEANER_LEVEL.get(verdict or "")
+        if level is None:
+            continue  # no verdict is no evidence, not health
+        mine = [f for f in _rows(meta.get("findings")) if f.get("partition") == partition]
+        mine.sort(key=lambda f: -_SEVERITY_RANK.get(str(f.get("severity")), 0))
+        worst = [f for f in mine if f.get("severity") == verdict] or mine
+        reason = "; ".join(f"{f.get('code')}: {f.get('message')}" for f in worst[:3])
+        ratio = meta.get("dirty_ratio", meta.get("max_dirty_ratio"))
+        out.append(
+            Observation(
+                key=f"cleaner:{partition}",
+                kind="cleaner",
+                level=level,  # type: ignore[arg-type]
+                state=verdict or "",
+                reason=reason or f"the cleaner audit verdict is {verdict}",
+                remedy="; ".join(dict.fromkeys(str(f.get("remedy")) for f in worst if f.get("remedy"))),
+                partition=partition,
+                weight=float(ratio) if isinstance(ratio, int | float) else 0.0,
+                asset=AUDIT_ASSET,
+                run_id=run_id,
+                as_of=str(meta["as_of"]) if meta.get("as_of") else None,
             )
         )
-    for code, (f, run_id) in sorted(topic_findings.items()):
-        alerts.append(
-            Alert(
-                key=f"audit:critical:topic:{code}",
-                severity="critical",
-                title="Log Cleaner CRITICAL for __consumer_offsets",
-                partitions=(),
-                reason=f"{code}: {f['message']}",
-                remedy=f["remedy"],
-                run_url=slack.run_url(run_id),
-            )
+    return out
+
+
+def cleaner_topic_observations(instance: Any, firing: Mapping[str, ConditionEntry]) -> list[Observation]:
+    """Topic-wide findings (no partition) of the newest audit; a firing code it no longer reports is ok."""
+    records = instance.fetch_materializations(AssetKey(AUDIT_ASSET), limit=1).records
+    if not records or records[0].asset_materialization is None:
+        return []
+    meta = _values(records[0].asset_materialization.metadata)
+    if "findings" not in meta:
+        return []  # this audit says nothing about topic-wide findings: no evidence either way
+    run_id = records[0].run_id
+    found: dict[str, dict[str, Any]] = {}
+    for f in _rows(meta.get("findings")):
+        if f.get("partition") is None and _CLEANER_LEVEL.get(str(f.get("severity"))) not in (None, "ok"):
+            found.setdefault(str(f.get("code")), f)
+    out = [
+        Observation(
+            key=f"cleaner-topic:{code}",
+            kind="cleaner-topic",
+            level=_CLEANER_LEVEL[str(f["severity"])],  # type: ignore[arg-type]
+            state=str(f["severity"]),
+            reason=f"{code}: {f.get('message')}",
+            remedy=str(f.get("remedy") or ""),
+            asset=AUDIT_ASSET,
+            run_id=run_id,
         )
-    return alerts
+        for code, f in sorted(found.items())
+    ]
+    for key, entry in firing.items():
+        if entry.kind == "cleaner-topic" and key.split(":", 1)[1] not in found:
+            out.append(
+                Observation(
+                    key=key,
+                    kind="cleaner-topic",
+                    level="ok",
+                    state="HEALTHY",
+                    reason="the latest cleaner audit no longer reports it",
+                    asset=AUDIT_ASSET,
+                    run_id=run_id,
+                )
+            )
+    return out
 
 
-def validation_alerts(instance: Any, slack: SlackResource) -> list[Alert]:
-    """A critical alert while the latest validation failed at error level."""
+def validation_observations(instance: Any) -> list[Observation]:
+    """The latest validation: an error-level failure is critical, a pass at error level is ok."""
     event = instance.get_latest_materialization_event(AssetKey(VALIDATION_ASSET))
     if event is None or event.asset_materialization is None:
         return []
     meta = _values(event.asset_materialization.metadata)
-    if meta.get("success_error_level", True):
+    if "success_error_level" not in meta:
         return []
-    failed = [f for f in meta.get("failed_checks") or [] if f.get("severity") == "error"]
-    run = instance.get_run_by_id(event.run_id)
+    passed = bool(meta["success_error_level"])
+    failed = [f for f in _rows(meta.get("failed_checks")) if f.get("severity") == "error"]
     return [
-        Alert(
-            key="validation:error-level",
-            severity="critical",
-            title="Coordinator cache validation failed at error level",
-            partitions=run_partitions_from_tags(run.tags) if run is not None else (),
-            reason=f"{len(failed)} error-level expectation(s) failed: "
-            + ", ".join(f"{f['check_id']} ({f.get('unexpected_count')})" for f in failed[:10]),
+        Observation(
+            key="validation",
+            kind="validation",
+            level="ok" if passed else "critical",
+            state="passed" if passed else "failed",
+            reason="every error-level expectation passed"
+            if passed
+            else f"{len(failed)} error-level expectation(s) failed: "
+            + ", ".join(f"{f.get('check_id')} ({f.get('unexpected_count')})" for f in failed[:10]),
             remedy="Open the Data Docs of the run, look at the failing rows, and check the reload's decode "
             "errors before trusting the cache (or acting on an expiration plan).",
-            run_url=slack.run_url(event.run_id),
-            details={"data_docs": meta.get("data_docs")},
+            run_id=event.run_id,
         )
     ]
 
 
-def forecast_alerts(latest: Mapping[int, tuple[dict[str, Any], str]], slack: SlackResource) -> list[Alert]:
-    """A warning while groups lose committed offsets within the forecast window."""
-    at_risk: dict[str, dict[str, Any]] = {}
-    partitions: set[int] = set()
-    run_ids = set()
-    horizon = None
-    for partition, (meta, run_id) in latest.items():
-        horizon = meta.get("forecast_horizon_hours", horizon)
-        for g in meta.get("groups_at_risk") or []:
-            if g.get("partition") == partition:
-                at_risk.setdefault(g["group_id"], g)
-                partitions.add(partition)
-                run_ids.add(run_id)
-    if not at_risk:
-        return []
-    groups = sorted(at_risk.values(), key=lambda g: str(g.get("first_expiry_at")))
+def _iso_ms(ms: Any) -> str | None:
+    if not isinstance(ms, int):
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
+
+
+def _in_ms(ms: int) -> str:
+    hours, minutes = divmod(max(ms, 0) // 60_000, 60)
+    days, hours = divmod(hours, 24)
+    return " ".join(p for p in (f"{days}d" if days else "", f"{hours}h" if hours else "", f"{minutes}m") if p)
+
+
+def load_partition_plans(folder: Path) -> dict[int, dict[str, Any]]:
+    """Each partition's latest expiration plan, as the ``expiration_plan`` asset wrote it."""
+    out: dict[int, dict[str, Any]] = {}
+    if not folder.is_dir():
+        return out
+    for path in folder.glob("partition-*.json"):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            out[int(doc["partition"])] = doc
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("expiration plan %s is unreadable (%s); its partition is not evaluated", path, exc)
+    return out
+
+
+def offsets_observations(
+    plans: Mapping[int, Mapping[str, Any]],
+    firing: Mapping[str, ConditionEntry],
+    run_ids: Mapping[int, str],
+) -> list[Observation]:
+    """Per group: lost (offset tombstones planned, or deleted as a dead group) is critical, at risk
+    (offsets expire within the forecast window) is warning, present with offsets nobody will expire
+    is ok. A firing group that has vanished from its partition lost its offsets: critical, never ok.
+
+    The plan's tombstones are offsets already past retention: the broker's own cleanup
+    (``GroupMetadataManager.cleanupGroupMetadata``, every ``offsets.retention.check.interval.ms``)
+    deletes them, so the group's consumers find no committed offset and fall back to
+    ``auto.offset.reset``.
+    """
+    out = []
+    for partition, doc in sorted(plans.items()):
+        run_id = doc.get("run_id") or run_ids.get(partition)
+        as_of = _iso_ms(doc.get("now_ms"))
+        horizon = doc.get("forecast_horizon_ms")
+        lost: dict[str, dict[str, Any]] = {}
+        for t in doc.get("tombstones") or []:
+            if t.get("kind") == "offset_commit":
+                g = lost.setdefault(str(t.get("group_id")), {"offsets": 0, "rules": set(), "dead": False})
+                g["offsets"] += 1
+                g["rules"].add(str(t.get("reason")))
+        for d in doc.get("dead_groups") or []:
+            g = lost.setdefault(str(d.get("group_id")), {"offsets": 0, "rules": set(), "dead": False})
+            g["dead"] = True
+        at_risk: dict[str, dict[str, Any]] = {}
+        for f in doc.get("forecast") or []:
+            gid = str(f.get("group_id"))
+            if gid in lost:
+                continue
+            g = at_risk.setdefault(
+                gid, {"offsets": 0, "first": f.get("expires_at"), "in": f.get("expires_in_ms")}
+            )
+            g["offsets"] += 1
+            if isinstance(f.get("expires_at"), int) and f["expires_at"] < (g["first"] or f["expires_at"] + 1):
+                g["first"], g["in"] = f["expires_at"], f.get("expires_in_ms")
+        common = {"kind": "offsets", "partition": partition, "asset": EXPIRATION_ASSET, "run_id": run_id}
+        for gid, g in lost.items():
+            what = []
+            if g["offsets"]:
+                rules = ", ".join(sorted(g["rules"]))
+                what.append(f"{g['offsets']} committed offset(s) expired ({rules})")
+            if g["dead"]:
+                what.append("the group is Empty with no offsets left and is deleted")
+            out.append(
+                Observation(
+                    key=f"offsets:{partition}:{gid}",
+                    level="critical",
+                    state="lost",
+                    reason="; ".join(what),
+                    remedy=LOST_REMEDY,
+                    group=gid,
+                    weight=g["offsets"],
+                    as_of=as_of,
+                    **common,
+                )
+            )
+        for gid, g in at_risk.items():
+            within = f" within {_in_ms(horizon)}" if isinstance(horizon, int) else ""
+            first = (
+                f", first at {_iso_ms(g['first'])} (in {_in_ms(g['in'])})" if isinstance(g["in"], int) else ""
+            )
+            out.append(
+                Observation(
+                    key=f"offsets:{partition}:{gid}",
+                    level="warning",
+                    state="at risk",
+                    reason=f"{g['offsets']} committed offset(s) expire{within}{first}",
+                    remedy=AT_RISK_REMEDY,
+                    group=gid,
+                    weight=g["offsets"] / 1e9 - (g["in"] or 0) / 1e12,
+                    as_of=as_of,
+                    **common,
+                )
+            )
+        present = doc.get("groups")
+        if not isinstance(present, Mapping | list):
+            continue  # a plan that does not list its groups cannot show one healthy or gone
+        for key, entry in firing.items():
+            if entry.kind != "offsets" or entry.partition != partition or entry.group is None:
+                continue
+            if entry.group in lost or entry.group in at_risk:
+                continue
+            if entry.group in present:
+                out.append(
+                    Observation(
+                        key=key,
+                        level="ok",
+                        state="committed again",
+                        reason="the group has committed offsets that are not due to expire",
+                        group=entry.group,
+                        as_of=as_of,
+                        **common,
+                    )
+                )
+            else:
+                out.append(
+                    Observation(
+                        key=key,
+                        level="critical",
+                        state="lost",
+                        reason="the group is gone from __consumer_offsets: its committed offsets were "
+                        "deleted (expired and cleaned up, or the group was deleted)",
+                        remedy=LOST_REMEDY,
+                        group=entry.group,
+                        as_of=as_of,
+                        **common,
+                    )
+                )
+    return out
+
+
+LOST_REMEDY = (
+    "Consumers of these groups have no committed offset: on restart they follow auto.offset.reset "
+    "(earliest replays, latest skips data). If a group is still in use, stop it and reset its offsets to "
+    "a known position (kafka-consumer-groups --reset-offsets) before it resumes; raise "
+    "offsets.retention.minutes if idle groups must survive longer."
+)
+AT_RISK_REMEDY = (
+    "If these groups are still needed, restart their consumers (or commit) before the offsets expire; "
+    "otherwise no action: cleanup deletes them (offsets.retention.minutes)."
+)
+
+
+def _forget_long_lost(conditions: dict[str, ConditionEntry], now: float) -> None:
+    for key in [
+        k
+        for k, e in conditions.items()
+        if e.kind == "offsets" and e.level == "critical" and now - e.level_since > LOST_MEMORY_S
+    ]:
+        del conditions[key]
+
+
+def observe(
+    instance: Any, state: StateResource, firing: Mapping[str, ConditionEntry], limit: int
+) -> list[Observation]:
+    """Every observation the current evidence supports (audit, topic-wide findings, validation, plans)."""
+    plan_runs = {
+        p: run_id for p, (_, run_id) in latest_by_partition(instance, EXPIRATION_ASSET, limit).items()
+    }
     return [
-        Alert(
-            key="expiration:forecast",
-            severity="warning",
-            title=f"{len(groups)} consumer group(s) will lose committed offsets within {horizon}h",
-            partitions=tuple(sorted(partitions)),
-            reason="; ".join(
-                f"{g['group_id']} ({g['offsets']} offsets, first in {g['first_expiry_in']})"
-                for g in groups[:10]
-            ),
-            remedy="If these groups are still needed, restart their consumers (or commit) before the offsets "
-            "expire; otherwise no action: cleanup will delete them (offsets.retention.minutes).",
-            run_url=slack.run_url(sorted(run_ids)[0]) if len(run_ids) == 1 else None,
-            details={"groups": len(groups)},
-        )
+        *cleaner_observations(latest_by_partition(instance, AUDIT_ASSET, limit)),
+        *cleaner_topic_observations(instance, firing),
+        *validation_observations(instance),
+        *offsets_observations(load_partition_plans(state.state_path / "expiration"), firing, plan_runs),
     ]
+
+
+def evaluate_alerts(
+    instance: Any, slack: SlackResource, state: StateResource, *, now: float | None = None
+) -> list[SendResult]:
+    """Move every condition by the latest evidence and deliver the messages (the outbox's first).
+
+    The state change and its messages are made durable together (messages queued inside the state
+    lock) before anything is sent.
+    """
+    now = time.time() if now is None else now
+    notifier = slack.notifier(state)
+    links = slack.links()
+    with notifier.store.locked() as alert_state:
+        _forget_long_lost(alert_state.conditions, now)
+        observations = observe(instance, state, alert_state.conditions, NUM_PARTITIONS * 4)
+        changes = advance(alert_state.conditions, observations, now)
+        queued = notifier.queue(
+            OutgoingMessage(
+                "recovery" if group[0].transition is Transition.RESOLVED else "alert",
+                ",".join(c.observation.key for c in group),
+                condition_text(group),
+                condition_blocks(group, links, now),
+                {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
+            )
+            for group in message_groups(changes)
+        )
+    return notifier.deliver(queued)
 
 
 def _cursor(instance: Any) -> str:
@@ -230,42 +467,33 @@ def _cursor(instance: Any) -> str:
     return json.dumps(ids, sort_keys=True)
 
 
-def evaluate_alerts(instance: Any, slack: SlackResource, state: StateResource) -> list[SendResult]:
-    """Compute what should be firing and reconcile Slack with it (sends, dedupes, recoveries)."""
-    limit = NUM_PARTITIONS * 4
-    notifier = slack.notifier(state)
-    results = []
-    results += notifier.reconcile(
-        audit_alerts(latest_by_partition(instance, AUDIT_ASSET, limit), slack), scope="audit:"
-    )
-    results += notifier.reconcile(validation_alerts(instance, slack), scope="validation:")
-    results += notifier.reconcile(
-        forecast_alerts(latest_by_partition(instance, EXPIRATION_ASSET, limit), slack), scope="expiration:"
-    )
-    return results
-
-
 @sensor(
     name="offsetops_alerts",
-    description="Pages Slack when the cleaner audit is CRITICAL, validation fails at error level, or groups "
-    "lose offsets within the forecast window; sends RESOLVED when a condition clears.",
+    description="Keeps Slack in line with the latest evidence: Log Cleaner DEGRADED/CRITICAL partitions, "
+    "error-level validation failures, groups at risk of losing offsets and groups that lost them. "
+    "RESOLVED only on evidence of health; escalations and downgrades are their own messages.",
     default_status=DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=60,
 )
 def offsetops_alerts(
     context: SensorEvaluationContext, slack: SlackResource, state: StateResource
 ) -> SkipReason:
-    """Re-evaluate only when one of the watched assets has a new materialization."""
+    """Re-evaluate when a watched asset has a new materialization; otherwise deliver what is pending."""
     cursor = _cursor(context.instance)
     if cursor == context.cursor:
-        return SkipReason("no new cleaner audit, validation or expiration plan since the last evaluation")
+        pending = slack.notifier(state).flush() if state.outbox_file.exists() else []
+        sent = sum(r.sent for r in pending)
+        extra = f"; delivered {sent} pending message(s) from the outbox" if sent else ""
+        return SkipReason(
+            f"no new cleaner audit, validation or expiration plan since the last evaluation{extra}"
+        )
     state.ensure()
     results = evaluate_alerts(context.instance, slack, state)
     context.update_cursor(cursor)
     tally: dict[str, int] = {}
     for r in results:
         tally[f"{r.kind} {r.status.value}"] = tally.get(f"{r.kind} {r.status.value}", 0) + 1
-    summary = ", ".join(f"{n} {k}" for k, n in sorted(tally.items())) or "nothing firing"
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(tally.items())) or "nothing changed"
     return SkipReason(f"alerts reconciled: {summary}")
 
 

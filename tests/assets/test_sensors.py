@@ -76,7 +76,7 @@ def test_forced_failure_posts_exactly_one_slack_message(
     blob = json.dumps(posts[0].blocks)
     assert f"http://dagster.test:3000/runs/{run.run_id}" in blob
     assert "simulated failure: broker log dir unreadable" in blob
-    assert not state.outbox_file.exists()
+    assert slack.notifier(state).pending() == []
 
 
 def test_missing_token_goes_to_the_outbox_and_does_not_raise(
@@ -152,7 +152,10 @@ def test_alert_sensor_pages_critical_audit_and_resolves_it(
         offsetops_alerts(ctx)
         posts = slack_server.requests_to("chat.postMessage")
         assert len(posts) == 1
-        assert "__consumer_offsets-7" in posts[0].body["text"]
+        assert posts[0].body["text"] == (
+            "[CRITICAL] Log Cleaner CRITICAL on 1 partition of __consumer_offsets (partition 7): "
+            "cleaner_stalled: no checkpoint progress for 2 days"
+        )
         assert "restart the log cleaner thread" in json.dumps(posts[0].blocks)
 
         # A later audit of partition 7 only, HEALTHY: one RESOLVED, nothing else.
@@ -161,7 +164,9 @@ def test_alert_sensor_pages_critical_audit_and_resolves_it(
         offsetops_alerts(ctx)
         posts = slack_server.requests_to("chat.postMessage")
         assert len(posts) == 2
-        assert "RESOLVED" in posts[1].body["text"]
+        assert posts[1].body["text"] == (
+            "[RESOLVED] Log Cleaner HEALTHY again on 1 partition of __consumer_offsets (partition 7)"
+        )
 
 
 def test_alert_sensor_pages_error_level_validation_failure(
