@@ -84,13 +84,12 @@ def _iso(epoch_s: float) -> str:
 
 
 def duration(seconds: float) -> str:
-    """``"2h 5m"``, ``"3d 4h 0m"``, ``"under a minute"``."""
+    """``"5h"``, ``"2h 5m"``, ``"3d 4h"``, ``"under a minute"``."""
     if seconds < 60:
         return "under a minute"
-    minutes = int(seconds) // 60
-    hours, minutes = divmod(minutes, 60)
+    hours, minutes = divmod(int(seconds) // 60, 60)
     days, hours = divmod(hours, 24)
-    return " ".join(p for p in (f"{days}d" if days else "", f"{hours}h" if hours else "", f"{minutes}m") if p)
+    return " ".join(f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m")) if n)
 
 
 # -- links ---------------------------------------------------------------------------------------

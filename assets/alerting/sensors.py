@@ -33,7 +33,7 @@ from dagster._core.storage.tags import (
     PARTITION_NAME_TAG,
 )
 
-from assets.alerting.blocks import condition_blocks, condition_text
+from assets.alerting.blocks import condition_blocks, condition_text, duration
 from assets.alerting.lifecycle import advance, message_groups
 from assets.alerting.model import Alert, Observation, SendResult, Transition
 from assets.alerting.notifier import OutgoingMessage
@@ -261,9 +261,7 @@ def _iso_ms(ms: Any) -> str | None:
 
 
 def _in_ms(ms: int) -> str:
-    hours, minutes = divmod(max(ms, 0) // 60_000, 60)
-    days, hours = divmod(hours, 24)
-    return " ".join(p for p in (f"{days}d" if days else "", f"{hours}h" if hours else "", f"{minutes}m") if p)
+    return duration(ms / 1000)
 
 
 def load_partition_plans(folder: Path) -> dict[int, dict[str, Any]]:
