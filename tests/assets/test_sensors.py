@@ -237,7 +237,9 @@ def _standalone_group(group_id: str, committed_at: int, offsets: int = 2):
 class Lifecycle:
     """One Dagster instance, one state dir, one loopback Slack: the sensor as a deployment runs it."""
 
-    def __init__(self, instance: DagsterInstance, server: SlackTestServer, tmp_path: Path) -> None:
+    def __init__(
+        self, instance: DagsterInstance, server: SlackTestServer, tmp_path: Path, budget_s: float = 20
+    ) -> None:
         self.instance = instance
         self.server = server
         self.slack = SlackResource(
@@ -246,6 +248,7 @@ class Lifecycle:
             base_url=server.base_url,
             dagster_url="https://dagster.example.com",
             reports_url="https://reports.example.com/offsetops/reports",
+            budget_s=budget_s,
         )
         self.state = StateResource(output_dir=str(tmp_path))
         self.cursor: str | None = None
@@ -464,3 +467,23 @@ def test_hostile_group_ids_reach_slack_escaped_end_to_end(lifecycle: Lifecycle) 
     assert (
         "`&lt;!channel&gt; pay&amp;ments &lt;http://evil.example|login&gt;\\\\x0a\\\\x1b[2J\\\\x60`" in wire
     )
+
+
+def test_a_page_slack_did_not_take_goes_out_on_the_next_tick_even_with_nothing_new(
+    slack_server: SlackTestServer, tmp_path: Path
+) -> None:
+    with DagsterInstance.ephemeral() as instance:
+        lifecycle = Lifecycle(instance, slack_server, tmp_path, budget_s=1.0)
+        lifecycle.audit({47: "CRITICAL"})
+        slack_server.hang_next(1)
+        assert lifecycle.evaluate() == []  # Slack never answered: the page waits in the outbox
+        assert [e["text"][:40] for e in lifecycle.slack.notifier(lifecycle.state).pending()] == [
+            "[CRITICAL] Log Cleaner CRITICAL on 1 par"
+        ]
+        assert lifecycle.evaluate() == [  # no new materialization, but the outbox is delivered
+            "[CRITICAL] Log Cleaner CRITICAL on 1 partition of __consumer_offsets (partition 47): "
+            "cleaner_stalled: dirty ratio 0.9 on partition 47"
+        ]
+        assert "this may repeat a message already posted" in lifecycle.last_blocks()
+        assert lifecycle.evaluate() == []
+        assert lifecycle.slack.notifier(lifecycle.state).pending() == []
