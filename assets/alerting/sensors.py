@@ -324,7 +324,7 @@ def offsets_observations(
                 rules = ", ".join(sorted(g["rules"]))
                 what.append(f"{g['offsets']} committed offset(s) expired ({rules})")
             if g["dead"]:
-                what.append("the group is Empty with no offsets left and is deleted")
+                what.append("no committed offset remains, so the group itself is deleted")
             out.append(
                 Observation(
                     key=f"offsets:{partition}:{gid}",
@@ -351,7 +351,7 @@ def offsets_observations(
                     reason=f"{g['offsets']} committed offset(s) expire{within}{first}",
                     remedy=AT_RISK_REMEDY,
                     group=gid,
-                    weight=g["offsets"] / 1e9 - (g["in"] or 0) / 1e12,
+                    weight=-float(g["in"] or 0),  # the sooner the offsets expire, the worse
                     as_of=as_of,
                     **common,
                 )

@@ -337,7 +337,7 @@ def test_at_risk_then_expired_raises_lost_offsets_and_never_resolved(lifecycle: 
     assert lifecycle.evaluate() == [LOST]
     blocks = lifecycle.last_blocks()
     assert "2 committed offset(s) expired (no_protocol_type_commit_timestamp)" in blocks
-    assert "the group is Empty with no offsets left and is deleted" in blocks
+    assert "no committed offset remains, so the group itself is deleted" in blocks
     assert "auto.offset.reset" in blocks
     assert "https://reports.example.com/offsetops/reports/index.html" in blocks
 
