@@ -376,7 +376,9 @@ def offsets_observations(
                         **common,
                     )
                 )
-            else:
+            elif entry.level != "critical":
+                # Gone after a warning: the loss is news. Gone after the loss was reported: nothing new,
+                # and not observed, so the memory of it lapses (see _forget_long_lost).
                 out.append(
                     Observation(
                         key=key,
@@ -406,10 +408,15 @@ AT_RISK_REMEDY = (
 
 
 def _forget_long_lost(conditions: dict[str, ConditionEntry], now: float) -> None:
+    """Forget lost groups no plan has shown for ``LOST_MEMORY_S`` (they are gone; no message).
+
+    A group a plan still shows with tombstones is seen again each evaluation and stays remembered,
+    so an unexecuted plan over an old snapshot never pages the same loss twice.
+    """
     for key in [
         k
         for k, e in conditions.items()
-        if e.kind == "offsets" and e.level == "critical" and now - e.level_since > LOST_MEMORY_S
+        if e.kind == "offsets" and e.level == "critical" and now - e.last_seen > LOST_MEMORY_S
     ]:
         del conditions[key]
 
@@ -441,9 +448,9 @@ def evaluate_alerts(
     notifier = slack.notifier(state)
     links = slack.links()
     with notifier.store.locked() as alert_state:
-        _forget_long_lost(alert_state.conditions, now)
         observations = observe(instance, state, alert_state.conditions, NUM_PARTITIONS * 4)
         changes = advance(alert_state.conditions, observations, now)
+        _forget_long_lost(alert_state.conditions, now)  # after advance: what was seen now stays
         queued = notifier.queue(
             OutgoingMessage(
                 "recovery" if group[0].transition is Transition.RESOLVED else "alert",

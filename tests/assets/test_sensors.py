@@ -487,3 +487,24 @@ def test_a_page_slack_did_not_take_goes_out_on_the_next_tick_even_with_nothing_n
         assert "this may repeat a message already posted" in lifecycle.last_blocks()
         assert lifecycle.evaluate() == []
         assert lifecycle.slack.notifier(lifecycle.state).pending() == []
+
+
+def test_a_lost_group_is_paged_once_however_long_the_evidence_stays(lifecycle: Lifecycle) -> None:
+    from assets.alerting.sensors import evaluate_alerts
+
+    def evaluate(at_s: float) -> list[str]:
+        before = len(lifecycle.server.messages)
+        evaluate_alerts(lifecycle.instance, lifecycle.slack, lifecycle.state, now=at_s)
+        return [m["text"] for m in lifecycle.server.messages[before:]]
+
+    day_s = 24 * 3600.0
+    expiry = T0 + RETENTION_MS
+    lifecycle.plan({"payments": T0}, now_ms=expiry + HOUR_MS)
+    assert evaluate(T0 / 1000) == [LOST]
+    # An offline snapshot nobody executes keeps showing the tombstones: seen again, never re-paged.
+    assert evaluate(T0 / 1000 + 8 * day_s) == []
+    # The group is gone from the log: remembered as lost, then forgotten without a message.
+    lifecycle.plan({}, now_ms=expiry + 9 * 24 * HOUR_MS)
+    assert evaluate(T0 / 1000 + 9 * day_s) == []
+    assert evaluate(T0 / 1000 + 17 * day_s) == []
+    assert lifecycle.slack.notifier(lifecycle.state).store.load().conditions == {}
