@@ -732,7 +732,9 @@ class _Materializer:
             except SchemaError:
                 continue  # the key itself was reported when its value was decoded
             if gid not in self.groups:
-                self.groups[gid] = GroupMetadata(group_id=gid, state="Empty", protocol_type=None, generation=0)
+                self.groups[gid] = GroupMetadata(
+                    group_id=gid, state="Empty", protocol_type=None, generation=0
+                )
 
     def _group(self, group_id: str, entry: Entry) -> None:
         try:

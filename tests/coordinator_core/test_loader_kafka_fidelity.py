@@ -78,7 +78,12 @@ class Segment:
 
     def marker(self, pid: int, *, commit: bool) -> Segment:
         self.buf += build_control_batch(
-            commit, base_offset=self.next, producer_id=pid, producer_epoch=2, coordinator_epoch=1, timestamp=T0
+            commit,
+            base_offset=self.next,
+            producer_id=pid,
+            producer_epoch=2,
+            coordinator_epoch=1,
+            timestamp=T0,
         )
         self.next += 1
         return self
@@ -158,7 +163,9 @@ def test_scala_never_decodes_kip848_records(tmp_path, capsys):
 def _future_offset_value() -> bytes:
     """GroupMetadataManagerTest.testDeserializeFutureOffsetCommitValue (3.9): an OffsetCommitValue v4 with
     tagged fields 0 (a STRING "foo") and 1 (an INT32 4000) that no schema of 3.9 knows."""
-    body = struct.pack(">qi", 1000, 100) + bytes([len("metadata") + 1]) + b"metadata" + struct.pack(">q", 2000)
+    body = (
+        struct.pack(">qi", 1000, 100) + bytes([len("metadata") + 1]) + b"metadata" + struct.pack(">q", 2000)
+    )
     tag0 = struct.pack(">h", 3) + b"foo"
     tag1 = struct.pack(">i", 4000)
     tags = bytes([2, 0, len(tag0)]) + tag0 + bytes([1, len(tag1)]) + tag1
@@ -175,7 +182,12 @@ def test_future_tagged_fields_are_skipped_by_size(tmp_path, capsys, semantics):
     code, doc = reload(capsys, Segment().plain((okey("foo", 0), value)).write(tmp_path), semantics)
     assert code == 0 and doc["stats"]["errors"] == []
     [o] = group_of(doc)["offsets"]
-    assert (o["offset"], o["leader_epoch"], o["metadata"], o["commit_timestamp"]) == (1000, 100, "metadata", 2000)
+    assert (o["offset"], o["leader_epoch"], o["metadata"], o["commit_timestamp"]) == (
+        1000,
+        100,
+        "metadata",
+        2000,
+    )
 
 
 def test_topic_id_tag_is_known_to_java_only():

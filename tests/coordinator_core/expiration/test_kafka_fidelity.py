@@ -1,8 +1,9 @@
 """Expiration rules around open transactions, ported from Kafka's sources and tests, checked through
 ``offsetops expire --json`` on real segment files.
 
-Legacy: ``GroupMetadata.removeExpiredOffsets`` / ``hasOffsets`` and ``GroupMetadataManager.cleanupGroupMetadata``
-(Kafka 3.9). Java (kip848): ``OffsetMetadataManager.cleanupExpiredOffsets`` / ``replay`` and
+Legacy: ``GroupMetadata.removeExpiredOffsets`` / ``hasOffsets`` and
+``GroupMetadataManager.cleanupGroupMetadata`` (Kafka 3.9). Java (kip848):
+``OffsetMetadataManager.cleanupExpiredOffsets`` / ``replay`` and
 ``GroupCoordinatorShard.cleanupGroupMetadata`` -> ``GroupMetadataManager.maybeDeleteGroup`` (Kafka 4.1).
 """
 
@@ -67,8 +68,8 @@ def test_java_keeps_an_offset_with_a_pending_transactional_commit(logdir, capsys
 
 def test_group_created_by_an_aborted_transaction(logdir, capsys):
     """OffsetMetadataManager.replay creates the group; after the abort it has no offsets, so
-    cleanupExpiredOffsets returns true and maybeDeleteGroup writes its GroupMetadata tombstone. The
-    Scala loader never had the group (GroupMetadataManagerTest.testDoNotLoadAbortedTransactionalOffsetCommits)."""
+    cleanupExpiredOffsets returns true and maybeDeleteGroup writes its GroupMetadata tombstone. The Scala
+    loader never had the group (GroupMetadataManagerTest.testDoNotLoadAbortedTransactionalOffsetCommits)."""
     g = group_in(P, "aborted")
     java = expire(capsys, logdir, "kip848")
     assert tombstones(java, g) == [("group_metadata", None, None)] and dead(java)[g] == 1
