@@ -205,3 +205,18 @@ def test_dirty_data_stuck_in_the_active_segment(tmp_path, capsys, started, confi
     # Below the threshold it is counted, not a finding.
     (small,) = audit(capsys, tmp_path, *config)["partitions"]
     assert "dirty_active_segment" not in codes(small)
+
+
+def test_failures_from_executors_are_reported_like_local_ones(tmp_path):
+    """The Spark job hands its per-partition results to ``audit_log_dir``; a failure it caught there is
+    reported exactly as a local one."""
+    for part in (0, 1):
+        write_segment(partition_dir(tmp_path, part), 0, [commits(0, ["a", "a"], T0)], T0)
+    done = cleaner_audit.audit_log_dir(tmp_path, now_ms=T0, record_history=False)
+    failure = cleaner_audit.PartitionFailure(1, "/data/__consumer_offsets-1", "ValueError: boom")
+    audit = cleaner_audit.audit_log_dir(
+        tmp_path, now_ms=T0, partition_audits={0: done.partitions[0], 1: failure}
+    )
+    assert [p.partition for p in audit.partitions] == [0] and audit.failures == [failure]
+    assert audit.to_json()["failed_partitions"] == [failure.to_json()]
+    assert audit.verdict == "DEGRADED"
