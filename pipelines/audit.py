@@ -101,7 +101,7 @@ CLEANER_AUDIT_SCHEMA = StructType(
         _f("reclaimable_records", LongType(), False, "Records a full clean would drop."),
         _f("reclaimable_bytes", LongType(), False, "Bytes a full clean would drop."),
         _f("tombstones", LongType(), False, "Tombstones in the log."),
-        _f("expired_tombstones", LongType(), False, "Tombstones past delete.retention.ms."),
+        _f("expired_tombstones", LongType(), False, "Tombstones the next pass removes (KIP-534)."),
         _f("decode_errors", IntegerType(), False, "Decode errors while scanning."),
         _f("audit_json", StringType(), False, "The full partition document of `offsetops audit --json`."),
     ]
