@@ -16,8 +16,9 @@ from offsetops.commands._common import parse_partitions
 from offsetops.progress import Progress
 
 
-def add_source_args(p: argparse.ArgumentParser, *, path_help: str | None = None) -> None:
-    p.add_argument("path", nargs="?", help=path_help or "a broker log dir, or one __consumer_offsets-N dir")
+def add_source_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
+    if path:
+        p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
     p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
     p.add_argument("--client-config", metavar="FILE", help="client properties for --bootstrap (SASL/SSL)")
