@@ -29,8 +29,8 @@ from offsetops.progress import Progress
 HEADERS = ("LOG-OFFSET", "TIME", "TOPIC", "PARTITION", "OFFSET", "DELTA", "EPOCH", "TXN", "OWNER", "FLAGS")
 CSV_HEADERS = (
     "record_offset", "timestamp_ms", "time", "topic", "partition", "offset", "previous_offset",
-    "leader_epoch", "metadata", "transactional", "producer_id", "outcome", "generation", "group_state", "members",
-    "member_id", "client_id", "host", "flags",
+    "leader_epoch", "metadata", "transactional", "producer_id", "outcome", "generation", "group_state",
+    "members", "member_id", "client_id", "host", "flags",
 )
 
 
