@@ -11,7 +11,8 @@ the group's assignment: ``kafka-consumer-groups --reset-offsets``, an AdminClien
 Flags, per commit that took effect (aborted transactional commits never did):
 
 - ``rewind``: the offset is below the previous commit of the same partition (an offset reset);
-- ``past_log_end``: the offset is above the data partition's current log end;
+- ``past_log_end``: the offset jumps above the data partition's current log end (the first commit
+  that crosses it; later ones above it are not flagged again);
 - ``not_assigned``: the group had members but none owned the partition;
 - ``tombstone``: the committed offset was deleted (OffsetDelete, expiration or group deletion).
 """
@@ -312,7 +313,10 @@ def flag_commits(hist: CommitHistory, log_offsets: dict[tuple[str, int], Partiti
             if ev.previous_offset is not None and ev.offset < ev.previous_offset:
                 ev.flags.append(REWIND)
             lo = log_offsets.get(tp)
-            if lo is not None and lo.log_end_offset is not None and ev.offset > lo.log_end_offset:
+            end = lo.log_end_offset if lo is not None else None
+            # Only the commit that crosses the log end is flagged, not every later one above it.
+            crossed = ev.previous_offset is None or (end is not None and ev.previous_offset <= end)
+            if end is not None and ev.offset > end and crossed:
                 ev.flags.append(PAST_LOG_END)
             if ev.members and ev.owner is None:
                 ev.flags.append(NOT_ASSIGNED)

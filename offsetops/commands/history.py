@@ -178,7 +178,8 @@ def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> No
         if REWIND in c.flags or PAST_LOG_END in c.flags:
             what = "REWIND" if REWIND in c.flags else "PAST LOG END"
             out.write(
-                f"  {what}: {cell(c.topic)}-{c.partition} {c.previous_offset} -> {c.offset} at "
+                f"  {what}: {cell(c.topic)}-{c.partition} "
+                f"{'first commit' if c.previous_offset is None else c.previous_offset} -> {c.offset} at "
                 f"{iso_utc(c.timestamp)} ({ago(c.timestamp, now)}) by {cell(_owner(c))}\n"
             )
     changes = iter(hist.changes)
