@@ -25,6 +25,7 @@ from coordinator_core.cleaner_audit import (
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.commands._common import die, parse_partitions, print_json
+from offsetops.commands.failover import failover_json
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -132,7 +133,10 @@ def run(args: argparse.Namespace) -> int:
         return die(f"cannot write audit history: {exc}")
 
     if args.json:
-        print_json(audit.to_json())
+        doc = audit.to_json()
+        # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`).
+        doc["failover"] = failover_json(audit.partitions, args.broker_log)
+        print_json(doc)
     else:
         print_table(audit)
     return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0
