@@ -6,7 +6,7 @@ import argparse
 import re
 import sys
 
-from coordinator_core.data_offsets import live_offsets, offline_offsets
+from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
 from coordinator_core.sources.logdir import LogDirError
 from coordinator_core.timefmt import now_ms, time_arg
@@ -72,17 +72,7 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
         if type(exc).__name__ == "LiveSourceError":
             return die(str(exc))
         raise
-    wanted = wanted_partitions(caches, flt)
-    if args.bootstrap:
-        from coordinator_core.sources.live import LiveConfig
-
-        offsets = live_offsets(LiveConfig.resolve(args.bootstrap, args.client_config), wanted)
-        where = "ListOffsets on the cluster"
-    else:
-        offsets = offline_offsets([_logdir_root(args.path), *args.log_dir], wanted)
-        where = "data-topic partition dirs and checkpoints in " + ", ".join(
-            [str(_logdir_root(args.path)), *args.log_dir]
-        )
+    offsets, where = lookup_offsets(args, wanted_partitions(caches, flt))
     views = describe_groups(caches, offsets, flt)
     missing = sorted(set(groups) - {v.group_id for v in views})
     for gid in missing:
@@ -92,6 +82,19 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
         print(f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
               file=sys.stderr)
     return views, where
+
+
+def lookup_offsets(
+    args: argparse.Namespace, wanted: set[tuple[str, int]]
+) -> tuple[dict[tuple[str, int], PartitionOffsets], str]:
+    """Log start/end of the wanted data partitions: ListOffsets live, partition dirs offline."""
+    if args.bootstrap:
+        from coordinator_core.sources.live import LiveConfig
+
+        config = LiveConfig.resolve(args.bootstrap, args.client_config)
+        return live_offsets(config, wanted), "ListOffsets on the cluster"
+    dirs = [_logdir_root(args.path), *args.log_dir]
+    return offline_offsets(dirs, wanted), "data-topic partition dirs and checkpoints in " + ", ".join(dirs)
 
 
 def _logdir_root(path: str) -> str:
