@@ -92,7 +92,8 @@ def test_owner_is_the_member_assigned_in_truth(sim_with_data):
             for m in g["members"]:
                 for topic, parts in (m.get("assignment") or {}).items():
                     for p in parts:
-                        row = next(r for r in views[g["group_id"]].rows if (r.topic, r.partition) == (topic, p))
+                        rows = views[g["group_id"]].rows
+                        row = next(r for r in rows if (r.topic, r.partition) == (topic, p))
                         assert (row.member_id, row.client_id, row.host) == (
                             m["member_id"], m["client_id"], m["client_host"])
                         checked += 1
@@ -149,7 +150,8 @@ def test_real_fixture_known_lag():
     if "iechenyb__data" not in dirs:
         pytest.skip("real Kafka fixtures not found")
     caches = load_log_dir(dirs["iechenyb__data"])
-    views = describe_groups(caches, offline_offsets([dirs["iechenyb__data"]], wanted_partitions(caches, GroupFilter())))
+    offsets = offline_offsets([dirs["iechenyb__data"]], wanted_partitions(caches, GroupFilter()))
+    views = describe_groups(caches, offsets)
     row = next(r for v in views if v.group_id == "flink-group" for r in v.rows)
     # replication-offset-checkpoint lists test-0921 0 at 1521; the group committed 100.
     assert (row.topic, row.partition, row.committed_offset, row.log_end_offset, row.lag) == (

@@ -34,7 +34,7 @@ MIN = 60_000
 DATA_LOG_END = 1000  # t-0's log end in the data partition written next to it
 
 
-def _commit(group: str, topic: str, part: int, offset: int | None, ts: int) -> tuple[bytes, bytes | None, int]:
+def _commit(group: str, topic: str, part: int, offset: int | None, ts: int) -> tuple:
     key = encode_key(OffsetCommitKey(group=group, topic=topic, partition=part))
     value = None if offset is None else encode_value(
         OffsetCommitValue(version=3, offset=offset, leader_epoch=4, commit_timestamp=ts))
@@ -83,7 +83,7 @@ def write_forensics_log(root: Path) -> Path:
     off += 1
     plain(_commit(GROUP, "t", 0, 30, T0 + 8 * MIN))                              # 9
     plain(_commit(GROUP, "t", 0, 5000, T0 + 9 * MIN))                            # 10 past log end
-    plain(_commit(GROUP, "t", 0, 6000, T0 + 10 * MIN))                           # 11 still above, not re-flagged
+    plain(_commit(GROUP, "t", 0, 6000, T0 + 10 * MIN))                           # 11 not flagged again
     plain(_commit(GROUP, "t", 0, None, T0 + 11 * MIN))                           # 12 tombstone
     pdir = root / f"__consumer_offsets-{PARTITION}"
     pdir.mkdir(parents=True)

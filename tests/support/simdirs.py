@@ -15,7 +15,8 @@ from coordinator_core.simulator import SimulationConfig, simulate
 def sim_with_data(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
     """(log dir, truth) of a seeded run with ``data_topics`` on; read-only for the tests."""
     out = tmp_path_factory.mktemp("sim-data") / "logdir"
-    result = simulate(SimulationConfig(out_dir=out, groups=24, partitions=4, days=0.15, seed=11, data_topics=True))
+    config = SimulationConfig(out_dir=out, groups=24, partitions=4, days=0.15, seed=11, data_topics=True)
+    result = simulate(config)
     return out, json.loads(result.truth_path.read_text())
 
 
