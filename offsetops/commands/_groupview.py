@@ -63,7 +63,6 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
         topic_regex=args.topic_regex,
         states=frozenset(args.state),
     )
-    args.offsets_topic = "__consumer_offsets"
     try:
         caches = load_caches(args)
     except LogDirError as exc:

@@ -58,8 +58,8 @@ def _group(generation: int, members: list[tuple[str, str, dict[str, list[int]]]]
     return encode_key(GroupMetadataKey(group=GROUP)), encode_value(value), ts
 
 
-def write_forensics_log(root: Path) -> Path:
-    """Write the partition and the data partition ``t-0`` (log end 1000) into ``root``; return root."""
+def forensics_batches(topic: str = "t") -> list[bytes]:
+    """The batches of the offsets partition, in log order."""
     batches = []
     off = 0
 
@@ -68,23 +68,29 @@ def write_forensics_log(root: Path) -> Path:
         batches.append(build_record_batch(list(records), base_offset=off))
         off += len(records)
 
-    plain(_group(1, [("c1-aaa", "/10.0.0.1", {"t": [0]})], T0))                 # 0
-    plain(_commit(GROUP, "t", 0, 100, T0 + 1 * MIN))                             # 1
-    plain(_commit("other", "t", 0, 999_999, T0 + 1 * MIN))                       # 2 (another group)
-    plain(_commit(GROUP, "t", 0, 150, T0 + 2 * MIN))                             # 3
-    plain(_commit(GROUP, "t", 1, 7, T0 + 3 * MIN))                               # 4 not assigned
+    plain(_group(1, [("c1-aaa", "/10.0.0.1", {topic: [0]})], T0))                 # 0
+    plain(_commit(GROUP, topic, 0, 100, T0 + 1 * MIN))                             # 1
+    plain(_commit("other", topic, 0, 999_999, T0 + 1 * MIN))                       # 2 (another group)
+    plain(_commit(GROUP, topic, 0, 150, T0 + 2 * MIN))                             # 3
+    plain(_commit(GROUP, topic, 1, 7, T0 + 3 * MIN))                               # 4 not assigned
     plain(_group(2, [], T0 + 4 * MIN))                                           # 5 Empty
-    plain(_commit(GROUP, "t", 0, 20, T0 + 5 * MIN))                              # 6 rewind
-    batches.append(build_record_batch([_commit(GROUP, "t", 0, 500, T0 + 6 * MIN)], base_offset=off,
+    plain(_commit(GROUP, topic, 0, 20, T0 + 5 * MIN))                              # 6 rewind
+    batches.append(build_record_batch([_commit(GROUP, topic, 0, 500, T0 + 6 * MIN)], base_offset=off,
                                       producer_id=9, producer_epoch=0, is_transactional=True))  # 7
     off += 1
     batches.append(build_control_batch(False, base_offset=off, producer_id=9, producer_epoch=0,
                                        coordinator_epoch=1, timestamp=T0 + 7 * MIN))  # 8 abort
     off += 1
-    plain(_commit(GROUP, "t", 0, 30, T0 + 8 * MIN))                              # 9
-    plain(_commit(GROUP, "t", 0, 5000, T0 + 9 * MIN))                            # 10 past log end
-    plain(_commit(GROUP, "t", 0, 6000, T0 + 10 * MIN))                           # 11 not flagged again
-    plain(_commit(GROUP, "t", 0, None, T0 + 11 * MIN))                           # 12 tombstone
+    plain(_commit(GROUP, topic, 0, 30, T0 + 8 * MIN))                              # 9
+    plain(_commit(GROUP, topic, 0, 5000, T0 + 9 * MIN))                            # 10 past log end
+    plain(_commit(GROUP, topic, 0, 6000, T0 + 10 * MIN))                           # 11 not flagged again
+    plain(_commit(GROUP, topic, 0, None, T0 + 11 * MIN))                           # 12 tombstone
+    return batches
+
+
+def write_forensics_log(root: Path) -> Path:
+    """Write the partition and the data partition ``t-0`` (log end 1000) into ``root``; return root."""
+    batches = forensics_batches()
     pdir = root / f"__consumer_offsets-{PARTITION}"
     pdir.mkdir(parents=True)
     (pdir / "00000000000000000000.log").write_bytes(b"".join(batches))
