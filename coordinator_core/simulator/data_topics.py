@@ -57,11 +57,11 @@ def write_data_partitions(
     for (topic, part), offs in sorted(_committed(partitions_truth).items()):
         low, high = min(offs), max(offs)
         roll = rng.random()
-        if roll < 0.05 and high >= 0:
+        if roll < 0.03 and high >= 0:
             kind = "below_log_start"
             start = high + rng.randint(1, 1000)
             end = start + rng.randint(0, 5000)
-        elif roll < 0.1 and low > 0:
+        elif roll < 0.06 and low > 0:
             kind = "above_log_end"
             end = rng.randint(0, low - 1)
             start = rng.randint(0, end)
