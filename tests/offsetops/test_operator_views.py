@@ -240,3 +240,12 @@ def test_exporter_serves_truth(sim_with_data):
     exprs += [t["expr"] for p in dash["panels"] for t in p["targets"]]
     used = {n for e in exprs for n in re.findall(r"offsetops_[a-z_]+", e)}
     assert used and used <= served, used - served
+
+
+def test_existing_commands_take_human_times(tmp_path, capsys):
+    root = write_forensics_log(tmp_path)
+    code, out, _ = run(capsys, "audit", str(root), "--json", "--no-record", "--now", "2023-11-22T00:00:00Z")
+    assert code == 0 and json.loads(out)["audited_at_ms"] == 1_700_611_200_000
+    code, out, _ = run(capsys, "expire", str(root), "--json", "--now=-1d")
+    assert code == 0
+    assert abs(json.loads(out)["now_ms"] - (time.time() * 1000 - 86_400_000)) < 600_000
