@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import resource
+import struct
 import tempfile
 import time
 from pathlib import Path
@@ -87,7 +88,8 @@ def main() -> None:
         flag_commits(hist, {})
 
     _measure(f"history of one group (p{part})", history, pdir.size_bytes, part_records)
-    cut = Cut(until_offset=(pdir.segments[-1].base_offset or 1) // 2 or 1)
+    last = next(c.stats.last_offset for c in caches if c.partition == part) or 2
+    cut = Cut(until_offset=last // 2)
     _measure(f"as-of reload, half of p{part}", lambda: load_as_of(pdir.iter_batches, partition=part, cut=cut),
              pdir.size_bytes // 2, part_records // 2)
 
@@ -97,14 +99,18 @@ def main() -> None:
         batch_records = [(b"k" * 16, b"v" * 160, 0)] * 80  # about 16 KiB per batch
         one = len(build_record_batch(batch_records, base_offset=0))
         n = max(1, args.data_segment // one)
+        index = bytearray()
         with open(seg / "00000000000000000000.log", "wb") as fh:
             for i in range(n):
+                index += struct.pack(">ii", i * 80, fh.tell())  # one entry per 16 KiB, as the broker's
                 fh.write(build_record_batch(batch_records, base_offset=i * 80))
         nbytes = n * one
-        got: dict = {}
-        _measure("log end of one data segment", lambda: got.update(offline_offsets([tmp], {("big", 0)})),
-                 nbytes)
-        assert got[("big", 0)].log_end_offset == n * 80
+        for label in ("log end, header walk (no index)", "log end, from the offset index"):
+            got: dict = {}
+            _measure(label, lambda got=got: got.update(offline_offsets([tmp], {("big", 0)})), nbytes)
+            assert got[("big", 0)].log_end_offset == n * 80
+            # The broker preallocates the active segment's index (10 MiB) and fills it from the front.
+            (seg / "00000000000000000000.index").write_bytes(bytes(index) + bytes(10 * 2**20 - len(index)))
     print(f"({records:,} records in the log dir)")
 
 

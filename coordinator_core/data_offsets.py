@@ -12,17 +12,19 @@ which is what ``kafka-consumer-groups --describe`` shows as LOG-END-OFFSET.
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from coordinator_core.errors import DecodeError
-from coordinator_core.records.reader import iter_segment_batches
+from coordinator_core.records.reader import iter_segment_batches, read_batches
 from coordinator_core.sources.logdir import (
     LOG_START_CHECKPOINT,
     REPLICATION_CHECKPOINT,
     LogDirError,
+    Segment,
     open_log_dir,
     read_offset_checkpoint,
 )
@@ -52,6 +54,48 @@ class PartitionOffsets:
         }
 
 
+_INDEX_ENTRY = struct.Struct(">ii")  # OffsetIndex entry: relative offset, file position
+_MAX_TAIL_BYTES = 16 * 1024 * 1024  # past this the index is stale; walk the headers instead
+
+
+def _index_tail_position(seg: Segment) -> int:
+    """File position of the last batch the segment's offset index points at (0 without a usable index).
+
+    The broker preallocates the active segment's index with zeros; the last non-zero entry is the
+    newest. Entries are spaced ``index.interval.bytes`` (4 KiB) apart, so only a few KiB are left to walk.
+    """
+    index = seg.path.with_suffix(".index")
+    try:
+        raw = index.read_bytes()
+    except OSError:
+        return 0
+    used = len(raw.rstrip(b"\0"))
+    if used < 8:
+        return 0
+    _rel, best = _INDEX_ENTRY.unpack_from(raw, (used - 1) // 8 * 8)
+    return best if 0 < best < seg.size else 0
+
+
+def _last_offset(seg: Segment, partition: int, errors: list[DecodeError]) -> int | None:
+    """Last offset of a segment: from its index tail when the index is sound, else a header walk."""
+    tail = _index_tail_position(seg)
+    if tail and seg.size - tail <= _MAX_TAIL_BYTES:
+        probe: list[DecodeError] = []
+        with open(seg.path, "rb") as fh:
+            fh.seek(tail)
+            data = fh.read()
+        last = None
+        for batch in read_batches(data, errors=probe, verify_crc=False):
+            last = batch.last_offset
+        if last is not None and not probe:
+            return last
+        # A stale or corrupt index: fall back to the walk, which reports what is wrong with the file.
+    last = None
+    for batch in iter_segment_batches(seg.path, partition=partition, errors=errors, verify_crc=False):
+        last = batch.last_offset
+    return last
+
+
 def _partition_dir_offsets(path: Path, topic: str, log_start_ckpt: int | None) -> PartitionOffsets | None:
     try:
         pdir = open_log_dir(path, topic=topic).partitions[0]
@@ -61,13 +105,9 @@ def _partition_dir_offsets(path: Path, topic: str, log_start_ckpt: int | None) -
         return None
     errors: list[DecodeError] = []
     end = pdir.segments[-1].base_offset  # an empty active segment is named after the log end offset
-    # Walk back from the newest segment to the first that holds a batch: only headers are read, and
-    # CRCs are not checked, so this costs one pass over batch headers of one segment.
+    # Walk back from the newest segment to the first that holds a batch.
     for seg in reversed(pdir.segments):
-        last = None
-        batches = iter_segment_batches(seg.path, partition=pdir.partition, errors=errors, verify_crc=False)
-        for batch in batches:
-            last = batch.last_offset
+        last = _last_offset(seg, pdir.partition, errors)
         if last is not None:
             end = max(end, last + 1)
             break

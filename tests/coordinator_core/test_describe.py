@@ -156,3 +156,31 @@ def test_real_fixture_known_lag():
     # replication-offset-checkpoint lists test-0921 0 at 1521; the group committed 100.
     assert (row.topic, row.partition, row.committed_offset, row.log_end_offset, row.lag) == (
         "test-0921", 0, 100, 1521, 1421)
+
+
+def test_log_end_from_the_index_tail_equals_the_header_walk(tmp_path):
+    """A real broker's trimmed offset index (254 entries) gives the same last offset as walking every
+    header; a stale index that points mid-batch falls back to the walk."""
+    from coordinator_core.data_offsets import _index_tail_position, _last_offset
+    from coordinator_core.records.reader import iter_segment_batches
+    from tests.support.shared import REAL_KAFKA_DIR
+
+    pdir_path = REAL_KAFKA_DIR / "William0423__kafka" / "__consumer_offsets-28"
+    if not pdir_path.is_dir():
+        pytest.skip("real Kafka fixtures not found")
+    from coordinator_core.sources.logdir import open_log_dir
+
+    pdir = open_log_dir(pdir_path).partitions[0]
+    seg = next(s for s in pdir.segments if s.path.with_suffix(".index").stat().st_size >= 8 * 200)
+    assert _index_tail_position(seg) > 0
+    walked = [b.last_offset for b in iter_segment_batches(seg.path, errors=[])][-1]
+    errors: list = []
+    assert _last_offset(seg, 28, errors) == walked and errors == []
+    copy = tmp_path / "__consumer_offsets-28"
+    copy.mkdir()
+    (copy / seg.path.name).write_bytes(seg.path.read_bytes())
+    idx = bytearray(seg.path.with_suffix(".index").read_bytes())
+    idx[-4:] = (int.from_bytes(idx[-4:], "big") + 3).to_bytes(4, "big")  # now points inside a batch
+    (copy / seg.path.with_suffix(".index").name).write_bytes(bytes(idx))
+    stale = open_log_dir(copy).partitions[0].segments[0]
+    assert _last_offset(stale, 28, errors) == walked
