@@ -221,6 +221,7 @@ def replay_history(
     members = _Membership(group_id)
     open_txn: dict[int, list[CommitEvent]] = {}
     last_change: tuple[Any, ...] | None = None
+    kip848_at: tuple[int, int] | None = None
     for batch in batches:
         try:
             records = list(batch.iter_records())
@@ -259,8 +260,11 @@ def replay_history(
                 if isinstance(k, GroupMetadataKey):
                     members.classic(value)
                 elif isinstance(k, GroupKey) and k.record_type in _KIP848_TYPES:
+                    # The Java coordinator appends one operation's records as one batch: rebuild the
+                    # group once, after the batch, not once per record.
                     members.kip848(key, k, value)
-                    members.refresh()
+                    kip848_at = (off, ts)
+                    continue
                 else:
                     continue
             except (SchemaError, ValueError) as exc:
@@ -269,11 +273,21 @@ def replay_history(
                     offsets_partition, batch.position, off,
                 ))
                 continue
-            snapshot = (members.generation, members.state, tuple(members.members))
-            if snapshot != last_change:
-                last_change = snapshot
-                hist.changes.append(GroupChange(off, ts, *snapshot))
+            last_change = _note_change(hist, members, last_change, off, ts)
+        if kip848_at is not None:
+            members.refresh()
+            last_change = _note_change(hist, members, last_change, *kip848_at)
+            kip848_at = None
     return hist
+
+
+def _note_change(
+    hist: CommitHistory, members: _Membership, last: tuple[Any, ...] | None, off: int, ts: int
+) -> tuple[Any, ...]:
+    snapshot = (members.generation, members.state, tuple(members.members))
+    if snapshot != last:
+        hist.changes.append(GroupChange(off, ts, *snapshot))
+    return snapshot
 
 
 def _commit_event(

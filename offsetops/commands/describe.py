@@ -80,9 +80,11 @@ def explain(row: OffsetRow) -> str | None:
 def print_group(view: GroupView, now: int, out: Any = None) -> None:
     out = out or sys.stdout
     proto = "/".join(x for x in (view.protocol_type, view.protocol) if x) or "-"
-    epoch = "group epoch" if view.group_type == "consumer" else "generation"
+    kip848 = view.group_type == "consumer"
+    kind = "KIP-848 consumer group" if kip848 else f"{view.group_type} {cell(proto)}"
+    epoch = "group epoch" if kip848 else "generation"
     out.write(
-        f"GROUP {cell(view.group_id)} ({view.group_type} {cell(proto)}, {view.state}, {epoch} "
+        f"GROUP {cell(view.group_id)} ({kind}, {view.state}, {epoch} "
         f"{view.generation}, coordinator __consumer_offsets-{cell(view.coordinator_partition)}, "
         f"{view.members} members)\n"
     )

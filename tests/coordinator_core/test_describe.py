@@ -19,6 +19,7 @@ from coordinator_core.describe import (
 )
 from coordinator_core.loader import load_log_dir
 from tests.support.shared import real_kafka_logdirs
+from tests.support.simdirs import sim_kip848 as sim_kip848
 from tests.support.simdirs import sim_with_data as sim_with_data
 from tests.support.simdirs import truth_data, truth_offsets
 
@@ -82,8 +83,9 @@ def test_describe_rows_match_truth(sim_with_data):
         assert v.out_of_range == expect, v.group_id
 
 
-def test_owner_is_the_member_assigned_in_truth(sim_with_data):
-    logdir, truth = sim_with_data
+@pytest.mark.parametrize("sim", ["sim_with_data", "sim_kip848"])
+def test_owner_is_the_member_assigned_in_truth(sim, request):
+    logdir, truth = request.getfixturevalue(sim)
     caches = load_log_dir(logdir, num_partitions=truth["num_partitions"])
     views = {v.group_id: v for v in describe_groups(caches, {})}
     checked = 0

@@ -18,6 +18,7 @@ from coordinator_core.partitioner import partition_for
 from coordinator_core.sources.logdir import open_log_dir
 from tests.support.forensics_log import DATA_LOG_END, GROUP, PARTITION, T0, write_forensics_log
 from tests.support.shared import real_kafka_logdirs
+from tests.support.simdirs import sim_kip848 as sim_kip848
 from tests.support.simdirs import sim_with_data as sim_with_data
 from tests.support.simdirs import truth_data, truth_offsets
 
@@ -57,10 +58,11 @@ def test_forensics_log_by_construction(tmp_path):
     assert DATA_LOG_END == 1000
 
 
-def test_history_ends_at_the_truth_offsets(sim_with_data):
+@pytest.mark.parametrize("sim", ["sim_with_data", "sim_kip848"])
+def test_history_ends_at_the_truth_offsets(sim, request):
     """The last commit that took effect per partition is the truth's committed offset, and the crossing
     of the log end is flagged exactly for the partitions whose truth offset lies above it."""
-    logdir, truth = sim_with_data
+    logdir, truth = request.getfixturevalue(sim)
     n = truth["num_partitions"]
     commits = truth_offsets(truth)
     data = truth_data(truth)
@@ -97,3 +99,27 @@ def test_real_fixtures_last_commit_is_the_reloaded_offset(logdir):
                     last[(c.topic, c.partition)] = c.offset
             for tp, om in g.offsets.items():
                 assert last[tp] == om.offset, (gid, tp)
+
+
+def test_kip848_owner_at_commit_time_is_the_current_assignment_owner(sim_kip848):
+    """For KIP-848 groups the last commit of each partition was made while the truth's owner held it
+    (the simulated members commit only what they own)."""
+    logdir, truth = sim_kip848
+    n = truth["num_partitions"]
+    checked = 0
+    for part in truth["partitions"]:
+        for g in part["groups"]:
+            if g["group_type"] != "consumer" or not g["members"]:
+                continue
+            owner = {(t, p): m["member_id"] for m in g["members"] for t, ps in (m["assignment"] or {}).items()
+                     for p in ps}
+            hist = _history(logdir, g["group_id"], partition_for(g["group_id"], n))
+            last = {}
+            for c in hist.commits:
+                if c.outcome == "committed" and c.owner is not None:
+                    last[(c.topic, c.partition)] = c.owner.member_id
+            for tp, mid in owner.items():
+                if tp in last:
+                    assert last[tp] == mid, (g["group_id"], tp)
+                    checked += 1
+    assert checked > 5

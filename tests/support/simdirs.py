@@ -20,6 +20,15 @@ def sim_with_data(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
     return out, json.loads(result.truth_path.read_text())
 
 
+@pytest.fixture(scope="session")
+def sim_kip848(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
+    """A Kafka 4.1 run: KIP-848 consumer groups next to classic ones, with data-topic partitions."""
+    out = tmp_path_factory.mktemp("sim-kip848") / "logdir"
+    config = SimulationConfig(out_dir=out, groups=12, partitions=3, days=0.1, seed=4, kafka_version="4.1",
+                              data_topics=True)
+    return out, json.loads(simulate(config).truth_path.read_text())
+
+
 def truth_offsets(truth: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
     """(group, topic, partition) -> the truth's committed offset record."""
     return {
