@@ -321,6 +321,8 @@ def flag_commits(hist: CommitHistory, log_offsets: dict[tuple[str, int], Partiti
         tp = (ev.topic, ev.partition)
         ev.previous_offset = previous.get(tp)
         ev.flags = []
+        if ev.outcome != "committed":
+            continue  # an aborted or still-open transactional commit moved nothing
         if ev.offset is None:
             ev.flags.append(TOMBSTONE)
         else:

@@ -65,7 +65,7 @@ def _history(args: argparse.Namespace) -> CommitHistory:
 
         config = LiveConfig.resolve(args.bootstrap, args.client_config)
         errors: list = []
-        with LiveSource(config) as source:
+        with LiveSource(config, topic=args.offsets_topic) as source:
             hist = replay_history(source.iter_batches(partition, errors), args.group,
                                   offsets_partition=partition, errors=errors)
         wanted = {(c.topic, c.partition) for c in hist.commits}

@@ -50,3 +50,29 @@ def test_describe_live_names_a_missing_data_topic(kafka_broker, capsys):
     assert code == 0
     (row,) = json.loads(out)["groups"][0]["rows"]
     assert row["status"] == "log_unknown" and "never-created-topic" in row["offsets_note"]
+
+
+@pytest.mark.broker
+def test_history_live(kafka_broker, capsys):
+    offsets_topic = f"offsets-{uuid.uuid4().hex[:8]}"
+    data_topic = f"t-{uuid.uuid4().hex[:8]}"
+    with BrokerClient(kafka_broker.bootstrap) as bc:
+        bc.create_topic(offsets_topic)
+        bc.create_topic(data_topic, partitions=2)
+        for batch in forensics_batches(data_topic):
+            bc.produce_raw(offsets_topic, 0, batch)
+        # t-0 log end 200. One record per batch: Tansu's ListOffsets LATEST answers one past the last
+        # batch's base offset, not its last offset, so multi-record batches would understate it.
+        for i in range(200):
+            bc.produce_raw(data_topic, 0, kafka_python_batch([(b"k", str(i).encode())]))
+    code = main(["history", "--bootstrap", kafka_broker.bootstrap, "--topic-name", offsets_topic,
+                 "--num-partitions", "1", "--group", GROUP, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    flags = [(c["partition"], c["offset"], c["flags"]) for c in doc["commits"]]
+    assert flags == [
+        (0, 100, []), (0, 150, []), (1, 7, ["past_log_end", "not_assigned"]), (0, 20, ["rewind"]),
+        (0, 500, []), (0, 30, []), (0, 5000, ["past_log_end"]), (0, 6000, []), (0, None, ["tombstone"]),
+    ]
+    assert doc["commits"][4]["outcome"] == "aborted"
