@@ -38,6 +38,7 @@ from coordinator_core.sources.logdir import (
     open_log_dir,
     read_offset_checkpoint,
 )
+from coordinator_core.timefmt import format_duration
 
 __all__ = [
     "CRITICAL",
@@ -780,22 +781,6 @@ def audit_partition(
 # --------------------------------------------------------------------------------------------------
 # Verdicts
 # --------------------------------------------------------------------------------------------------
-
-
-def format_duration(ms: int | float) -> str:
-    """``3 d 4 h``, ``26 h``, ``5 h 12 min``, ``7 min``, ``12 s``: how an on-call engineer reads an age."""
-    s = int(ms // 1000)
-    if s < 60:
-        return f"{s} s"
-    m = s // 60
-    if m < 60:
-        return f"{m} min"
-    h = m // 60
-    if h < 10:
-        return f"{h} h {m % 60} min" if m % 60 else f"{h} h"
-    if h < 48:
-        return f"{h} h"
-    return f"{h // 24} d {h % 24} h" if h % 24 else f"{h // 24} d"
 
 
 def format_bytes(n: float) -> str:
