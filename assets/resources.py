@@ -28,6 +28,7 @@ from dagster import (
 )
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from checks.operator_report import ENV_REPORTS_BASE_URL, REPORT_FILE
 from coordinator_core.cache import CoordinatorCache, LoadStats
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 
@@ -64,7 +65,6 @@ ENV_SLACK_CHANNEL = "OFFSETOPS_SLACK_CHANNEL"
 ENV_SLACK_BASE_URL = "OFFSETOPS_SLACK_BASE_URL"
 ENV_SLACK_DEDUPE = "OFFSETOPS_SLACK_DEDUPE_WINDOW_S"
 ENV_DAGSTER_URL = "OFFSETOPS_DAGSTER_URL"
-ENV_REPORTS_URL = "OFFSETOPS_REPORTS_URL"
 ENV_SLACK_BUDGET = "OFFSETOPS_SLACK_BUDGET_S"
 ENV_SCHEDULES = "OFFSETOPS_SCHEDULES"
 
@@ -330,7 +330,9 @@ class SlackResource(ConfigurableResource):
         description="Base URL where the output dir's reports/ folder is served (web server, object "
         "store); alerts link the operator report there. No link when unset.",
     )
-    report_path: str = Field(default="index.html", min_length=1, description="The report, under reports_url.")
+    report_path: str = Field(
+        default=REPORT_FILE, min_length=1, description="The operator report, under reports_url."
+    )
     budget_s: float = Field(
         default=20, gt=0, le=300, description="Total seconds one evaluation may spend on Slack."
     )
@@ -528,7 +530,7 @@ def build_resources(
             "base_url": ENV_SLACK_BASE_URL,
             "dedupe_window_s": ENV_SLACK_DEDUPE,
             "dagster_url": ENV_DAGSTER_URL,
-            "reports_url": ENV_REPORTS_URL,
+            "reports_url": ENV_REPORTS_BASE_URL,
             "budget_s": ENV_SLACK_BUDGET,
         },
         token=token,
@@ -536,7 +538,7 @@ def build_resources(
         base_url=env.get(ENV_SLACK_BASE_URL) or None,
         dedupe_window_s=_int_env(env, ENV_SLACK_DEDUPE),
         dagster_url=env.get(ENV_DAGSTER_URL) or None,
-        reports_url=env.get(ENV_REPORTS_URL) or None,
+        reports_url=env.get(ENV_REPORTS_BASE_URL) or None,
         budget_s=_float_env(env, ENV_SLACK_BUDGET),
     )
     return {"offsets_source": source, "spark": spark, "state": state, "slack": slack}

@@ -101,7 +101,7 @@ class AlertLinks:
 
     dagster_url: str
     reports_url: str | None = None
-    report_path: str = "index.html"
+    report_path: str = "report.html"
 
     def run(self, run_id: str) -> str:
         return f"{self.dagster_url.rstrip('/')}/runs/{quote(run_id, safe='')}"
@@ -114,9 +114,12 @@ class AlertLinks:
         )
 
     def report(self) -> str | None:
+        """The operator report's URL; None without a base URL (Slack cannot open ``file://``)."""
         if not self.reports_url:
             return None
-        return f"{self.reports_url.rstrip('/')}/{quote(self.report_path.lstrip('/'), safe='/')}"
+        from checks.operator_report import report_url
+
+        return report_url("", self.report_path, base_url=self.reports_url)
 
 
 def _button(text: str, url: str, action_id: str) -> dict[str, Any]:

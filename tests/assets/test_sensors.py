@@ -339,7 +339,7 @@ def test_at_risk_then_expired_raises_lost_offsets_and_never_resolved(lifecycle: 
     assert "2 committed offset(s) expired (no_protocol_type_commit_timestamp)" in blocks
     assert "no committed offset remains, so the group itself is deleted" in blocks
     assert "auto.offset.reset" in blocks
-    assert "https://reports.example.com/offsetops/reports/index.html" in blocks
+    assert "https://reports.example.com/offsetops/reports/report.html" in blocks
 
     # The broker's cleanup wrote the tombstones: the group is gone from the log. Still lost, silently.
     lifecycle.plan({"billing": expiry + 10 * HOUR_MS}, now_ms=expiry + 2 * HOUR_MS)
