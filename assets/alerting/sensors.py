@@ -162,7 +162,8 @@ def cleaner_observations(latest: Mapping[int, tuple[dict[str, Any], str]]) -> li
         level = _CLEANER_LEVEL.get(verdict or "")
         if level is None:
             continue  # no verdict is no evidence, not health
-        mine = [f for f in _rows(meta.get("findings")) if f.get("partition") == partition]
+        # Run-wide findings carry their partition; a partition's own findings table does not.
+        mine = [f for f in _rows(meta.get("findings")) if f.get("partition", partition) == partition]
         mine.sort(key=lambda f: -_SEVERITY_RANK.get(str(f.get("severity")), 0))
         worst = [f for f in mine if f.get("severity") == verdict] or mine
         reason = "; ".join(f"{f.get('code')}: {f.get('message')}" for f in worst[:3])
@@ -179,24 +180,55 @@ def cleaner_observations(latest: Mapping[int, tuple[dict[str, Any], str]]) -> li
                 weight=float(ratio) if isinstance(ratio, int | float) else 0.0,
                 asset=AUDIT_ASSET,
                 run_id=run_id,
-                as_of=str(meta["as_of"]) if meta.get("as_of") else None,
+                as_of=_as_of(meta.get("as_of")),
             )
         )
     return out
 
 
-def cleaner_topic_observations(instance: Any, firing: Mapping[str, ConditionEntry]) -> list[Observation]:
-    """Topic-wide findings (no partition) of the newest audit; a firing code it no longer reports is ok."""
+def _as_of(value: Any) -> str | None:
+    """The run's as-of time for the message: ISO text as recorded, or a timestamp made ISO."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(float(value), UTC).isoformat(timespec="seconds")
+    return str(value) if value else None
+
+
+def _topic_findings(instance: Any, state: StateResource) -> tuple[list[dict[str, Any]], str | None] | None:
+    """The newest audit's topic-wide findings and its run id; None when no audit says anything of them.
+
+    Run-wide metadata (with ``partition_verdicts``) lists them with ``partition: None``; when each
+    partition's materialization carries only its own facts, they are in the audit state's
+    ``latest/topic.json``.
+    """
     records = instance.fetch_materializations(AssetKey(AUDIT_ASSET), limit=1).records
     if not records or records[0].asset_materialization is None:
-        return []
-    meta = _values(records[0].asset_materialization.metadata)
-    if "findings" not in meta:
-        return []  # this audit says nothing about topic-wide findings: no evidence either way
+        return None
     run_id = records[0].run_id
+    meta = _values(records[0].asset_materialization.metadata)
+    if "partition_verdicts" in meta:
+        return [f for f in _rows(meta.get("findings")) if "partition" in f and f["partition"] is None], run_id
+    topic = state.audit_history_dir / "latest" / "topic.json"
+    try:
+        doc = json.loads(topic.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("topic-wide audit findings %s are unreadable (%s); not evaluated", topic, exc)
+        return None
+    return _rows(doc.get("reasons")), run_id
+
+
+def cleaner_topic_observations(
+    instance: Any, state: StateResource, firing: Mapping[str, ConditionEntry]
+) -> list[Observation]:
+    """Topic-wide findings (no partition) of the newest audit; a firing code it no longer reports is ok."""
+    evidence = _topic_findings(instance, state)
+    if evidence is None:
+        return []  # no evidence either way
+    rows, run_id = evidence
     found: dict[str, dict[str, Any]] = {}
-    for f in _rows(meta.get("findings")):
-        if f.get("partition") is None and _CLEANER_LEVEL.get(str(f.get("severity"))) not in (None, "ok"):
+    for f in rows:
+        if _CLEANER_LEVEL.get(str(f.get("severity"))) not in (None, "ok"):
             found.setdefault(str(f.get("code")), f)
     out = [
         Observation(
@@ -430,7 +462,7 @@ def observe(
     }
     return [
         *cleaner_observations(latest_by_partition(instance, AUDIT_ASSET, limit)),
-        *cleaner_topic_observations(instance, firing),
+        *cleaner_topic_observations(instance, state, firing),
         *validation_observations(instance),
         *offsets_observations(load_partition_plans(state.state_path / "expiration"), firing, plan_runs),
     ]

@@ -254,26 +254,32 @@ class Lifecycle:
         self.cursor: str | None = None
 
     def audit(self, verdicts: dict[int, str]) -> None:
-        """A cleaner audit of these partitions, each materialization carrying its own verdict."""
+        """A cleaner audit of these partitions, each materialization carrying only its own facts
+        (its verdict, a findings table without a partition column, its dirty ratio)."""
+        from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
+
+        columns = TableSchema([TableColumn(c) for c in ("severity", "code", "message", "remedy")])
         recorded = {}
         for partition, verdict in verdicts.items():
-            findings = []
+            rows = []
             if verdict != "HEALTHY":
-                findings.append(
-                    {
-                        "partition": partition,
-                        "severity": verdict,
-                        "code": "dirty_ratio_high" if verdict == "DEGRADED" else "cleaner_stalled",
-                        "message": f"dirty ratio {RATIO[verdict]} on partition {partition}",
-                        "remedy": "restart the log cleaner thread"
-                        if verdict == "CRITICAL"
-                        else "watch the cleaner backlog",
-                    }
+                rows.append(
+                    TableRecord(
+                        {
+                            "severity": verdict,
+                            "code": "dirty_ratio_high" if verdict == "DEGRADED" else "cleaner_stalled",
+                            "message": f"dirty ratio {RATIO[verdict]} on partition {partition}",
+                            "remedy": "restart the log cleaner thread"
+                            if verdict == "CRITICAL"
+                            else "watch the cleaner backlog",
+                        }
+                    )
                 )
             recorded[partition] = {
                 "verdict": verdict,
-                "findings": findings,
-                "dirty_ratio": RATIO[verdict] + partition / 1000,
+                "findings": MetadataValue.table(rows, schema=columns),
+                "dirty_ratio": MetadataValue.float(RATIO[verdict] + partition / 1000),
+                "as_of": MetadataValue.timestamp(1_763_625_600.0),
             }
         _record(self.instance, "cleaner_audit", recorded)
 
@@ -399,6 +405,7 @@ def test_healthy_critical_healthy_sends_one_page_and_one_recovery(lifecycle: Lif
     blocks = lifecycle.last_blocks()
     assert "https://dagster.example.com/assets/cleaner_audit?view=partitions&partition=47" in blocks
     assert "restart the log cleaner thread" in blocks
+    assert "*As of:*\\n2025-11-20T08:00:00+00:00" in blocks
     lifecycle.audit({6: "HEALTHY"})  # partition 47 not re-audited: no evidence, no change
     assert lifecycle.evaluate() == []
     lifecycle.audit({47: "HEALTHY"})
@@ -508,3 +515,28 @@ def test_a_lost_group_is_paged_once_however_long_the_evidence_stays(lifecycle: L
     assert evaluate(T0 / 1000 + 9 * day_s) == []
     assert evaluate(T0 / 1000 + 17 * day_s) == []
     assert lifecycle.slack.notifier(lifecycle.state).store.load().conditions == {}
+
+
+def test_topic_wide_findings_open_and_resolve_from_the_audit_state(lifecycle: Lifecycle) -> None:
+    from assets.resources import write_json
+
+    topic = lifecycle.state.audit_history_dir / "latest" / "topic.json"
+    finding = {
+        "severity": "CRITICAL",
+        "code": "cleaner_thread_dead",
+        "message": "the broker log says the log cleaner thread stopped",
+        "remedy": "restart the broker",
+    }
+    lifecycle.audit({0: "HEALTHY"})
+    assert lifecycle.evaluate() == []  # no topic-wide evidence yet: nothing
+    write_json(topic, {"reasons": [finding]})
+    lifecycle.audit({0: "HEALTHY"})
+    assert lifecycle.evaluate() == [
+        "[CRITICAL] Log Cleaner (topic-wide) CRITICAL for __consumer_offsets: "
+        "cleaner_thread_dead: the broker log says the log cleaner thread stopped"
+    ]
+    write_json(topic, {"reasons": []})
+    lifecycle.audit({0: "HEALTHY"})
+    assert lifecycle.evaluate() == [
+        "[RESOLVED] Log Cleaner (topic-wide) HEALTHY again for __consumer_offsets"
+    ]
