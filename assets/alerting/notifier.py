@@ -83,7 +83,7 @@ class _Stop(Exception):
 class SlackNotifier:
     """Deliver messages to one Slack channel via ``chat.postMessage``, for one evaluation.
 
-    * ``publish`` queues prebuilt messages (the alert lifecycle's) and delivers the outbox.
+    * ``queue`` then ``deliver``: prebuilt messages (the alert lifecycle's), durable before sending.
     * ``send`` / ``resolve`` / ``reconcile`` are for event alerts (a failed run): deduplicated by
       ``alert.key`` for ``dedupe_window_s`` unless the severity went up, one RESOLVED when resolved.
     * ``flush`` delivers what is pending (earlier evaluations' leftovers first).
@@ -166,10 +166,6 @@ class SlackNotifier:
 
     # -- public API --------------------------------------------------------------------------------
 
-    def publish(self, messages: Iterable[OutgoingMessage]) -> list[SendResult]:
-        """Queue ``messages`` durably, then deliver the outbox; one result per message."""
-        return self.deliver(self.queue(messages))
-
     def queue(self, messages: Iterable[OutgoingMessage]) -> list[tuple[str | None, OutgoingMessage]]:
         """Append ``messages`` to the outbox (no network); pass the result to :meth:`deliver`.
 
@@ -188,7 +184,7 @@ class SlackNotifier:
 
     def deliver(self, queued: list[tuple[str | None, OutgoingMessage]]) -> list[SendResult]:
         """Deliver the outbox (older entries first); the outcome of each of ``queued``."""
-        delivered = dict(self._flush_entries()) if queued or self._client is not None else {}
+        delivered = dict(self._flush_entries())
         out = []
         for entry_id, message in queued:
             if entry_id is None:
