@@ -31,7 +31,7 @@ from assets.resources import (
     write_json,
 )
 from coordinator_core.cleaner_audit import format_bytes
-from coordinator_core.clock import iso_utc
+from coordinator_core.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

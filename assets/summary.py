@@ -23,8 +23,8 @@ from checks.dagster_checks import (
     table,
 )
 from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, Reason, format_bytes
-from coordinator_core.clock import iso_utc
 from coordinator_core.expiration import ForecastEntry
+from coordinator_core.timefmt import iso_utc
 
 GROUP = "summary"
 SUMMARY_ASSET = "offsets_topic_summary"

@@ -45,8 +45,8 @@ from coordinator_core.cleaner_audit import (
     format_bytes,
     format_duration,
 )
-from coordinator_core.clock import iso_utc
 from coordinator_core.expiration import ForecastEntry
+from coordinator_core.timefmt import iso_utc
 
 VALIDATION_ASSET = "cache_validation"
 AUDIT_ASSET = "cleaner_audit"

@@ -13,8 +13,9 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
+
+from coordinator_core.timefmt import iso_utc
 
 CLOCK_FILE = "offsetops-clock.json"
 CLOCK_FORMAT = 1
@@ -37,16 +38,11 @@ class Clock:
 
     @property
     def iso(self) -> str:
-        return iso_utc(self.as_of_ms)
+        return iso_utc(self.as_of_ms) or str(self.as_of_ms)
 
     def describe(self) -> str:
-        """``2023-11-15T04:13:20Z (declared by /data/logdir/offsetops-clock.json)``."""
+        """``2023-11-15T04:13:20.000Z (declared by /data/logdir/offsetops-clock.json)``."""
         return f"{self.iso} ({self.detail})"
-
-
-def iso_utc(ms: int) -> str:
-    """ISO 8601 in UTC to the second, as operators read timestamps: ``2023-11-15T04:13:20Z``."""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _declaration_path(log_dir: str | os.PathLike[str]) -> Path | None:

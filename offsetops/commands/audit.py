@@ -25,7 +25,9 @@ from coordinator_core.cleaner_audit import (
 )
 from coordinator_core.clock import ClockError, resolve_clock
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from coordinator_core.timefmt import time_arg
 from offsetops.commands._common import die, parse_partitions, print_json
+from offsetops.commands.failover import failover_json
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -57,9 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-record", action="store_true", help="read history but do not append this audit")
     p.add_argument(
         "--now",
-        type=int,
-        metavar="MS",
-        help="audit as of this epoch ms (default: the clock the log dir declares, else the wall clock)",
+        type=time_arg,
+        metavar="TIME",
+        help="audit as of this time (epoch ms, ISO-8601, --now=-2h; default: the clock the log dir "
+        "declares, else the wall clock)",
     )
     p.add_argument(
         "--config",
@@ -143,7 +146,10 @@ def run(args: argparse.Namespace) -> int:
         return die(f"cannot write audit history: {exc}")
 
     if args.json:
-        print_json(audit.to_json())
+        doc = audit.to_json()
+        # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`).
+        doc["failover"] = failover_json(audit.partitions, args.broker_log)
+        print_json(doc)
     else:
         print(f"as of {clock.describe()}")
         print_table(audit)

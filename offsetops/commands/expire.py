@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator_core.clock import ClockError, iso_utc, resolve_clock
+from coordinator_core.clock import ClockError, resolve_clock
 from coordinator_core.expiration import (
     COORDINATORS,
     DEFAULT_RETENTION_MS,
@@ -20,6 +20,7 @@ from coordinator_core.expiration import (
 )
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from coordinator_core.timefmt import iso_utc, time_arg
 from offsetops.commands._common import die, parse_partitions, print_json, report_errors
 
 EXECUTORS = ("admin", "produce", "segment")
@@ -37,9 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
     p.add_argument(
         "--now",
-        type=int,
-        metavar="MS",
-        help="the time to expire at, epoch ms (default: the clock the log dir declares, else now)",
+        type=time_arg,
+        metavar="TIME",
+        help="the time to expire at: epoch ms, ISO-8601 or --now=-2h (default: the clock the log dir "
+        "declares, else now)",
     )
     p.add_argument(
         "--retention-ms",

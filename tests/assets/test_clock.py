@@ -30,7 +30,7 @@ def test_declared_clock_beats_the_wall_and_configured_beats_both(tmp_path: Path)
     write_clock_declaration(tmp_path, AS_OF, declared_by="a test")
     clock = resolve_clock(tmp_path, wall_ms=5)
     assert (clock.as_of_ms, clock.source) == (AS_OF, DECLARED)
-    assert clock.iso == "2023-11-15T04:13:20Z"
+    assert clock.iso == "2023-11-15T04:13:20.000Z"
     assert str(tmp_path / CLOCK_FILE) in clock.describe()
     # A single partition dir of that log dir evaluates as of the same instant.
     assert resolve_clock(tmp_path / "__consumer_offsets-0").as_of_ms == AS_OF

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -236,19 +237,36 @@ def test_alert_sensor_pages_what_the_run_found(materialized: Materialized, tmp_p
     from assets.resources import SlackResource, StateResource
 
     audit = by_partition(materialized.result, "cleaner_audit")
-    forecast_groups = summary(materialized.result)["forecast_groups"]
-    expected = sum(m["verdict"] == "CRITICAL" for m in audit.values()) + (1 if forecast_groups else 0)
+    plan = summary(materialized.result)
     with SlackTestServer() as server:
         slack = SlackResource(token="xoxb-test-token", channel="#oncall", base_url=server.base_url)
         state = StateResource(output_dir=str(tmp_path))
+        # The plans the run wrote, in a fresh state dir (its own alert memory, nothing fired yet).
+        shutil.copytree(materialized.output_dir / "state" / "expiration", state.state_path / "expiration")
         context = build_sensor_context(
             instance=materialized.instance, resources={"slack": slack, "state": state}
         )
         first = offsetops_alerts(context)
         assert "alerts reconciled" in first.skip_message
-        posted = server.requests_to("chat.postMessage")
-        assert len(posted) == expected
-        assert any(f"__consumer_offsets-{materialized.stalled_partition}" in str(p) for p in posted)
+        texts = [r.body["text"] for r in server.requests_to("chat.postMessage")]
+        # One message per kind of change, worst first; nothing resolves on a first evaluation.
+        assert not any(t.startswith("[RESOLVED]") for t in texts)
+        critical = [p for p, m in audit.items() if m["verdict"] == "CRITICAL"]
+        assert critical == [materialized.stalled_partition]
+        assert texts[0].startswith(f"[CRITICAL] Log Cleaner CRITICAL on {len(critical)} partition")
+        lost = any(t.startswith("[CRITICAL]") and "lost committed offsets" in t for t in texts)
+        assert lost == bool(plan["offset_tombstones"] or plan["dead_groups"])
+        expected = len(texts)
+        # Nothing new materialized: the next tick does not even look.
+        again = offsetops_alerts(
+            build_sensor_context(
+                instance=materialized.instance,
+                cursor=context.cursor,
+                resources={"slack": slack, "state": state},
+            )
+        )
+        assert "no new" in again.skip_message
+        assert len(server.requests_to("chat.postMessage")) == expected
 
 
 def test_a_partition_absent_from_the_log_dir_is_an_empty_materialization(
