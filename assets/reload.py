@@ -95,7 +95,7 @@ def _inventory_uri(spark: "SparkSession", log_dir: str, partitions: list[int]) -
 def _inventory_live(source: OffsetsSourceResource, partitions: list[int]) -> dict[int, dict[str, Any]]:
     from coordinator_core.sources.live import LiveSource
 
-    with LiveSource(source.live_config(), topic=source.topic) as live:
+    with LiveSource(source.kafka_config(), topic=source.topic) as live:
         present = [p for p in partitions if p in set(live.partitions())]
         start = live.start_offsets(present) if present else {}
         end = live.end_offsets(present) if present else {}

@@ -45,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from coordinator_core.kafka_client import quiet_kafka_logging
+
+    # kafka-python logs every retry; offsetops says what failed in one line (all of it with --verbose).
+    quiet_kafka_logging(args.verbose, logging.getLogger().handlers)
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

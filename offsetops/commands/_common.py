@@ -29,3 +29,18 @@ def report_errors(errors: list[DecodeError], limit: int = 20) -> None:
 
 def parse_partitions(values: list[int] | None) -> list[int] | None:
     return sorted(set(values)) if values else None
+
+
+CLIENT_CONFIG_HELP = (
+    "Kafka client.properties (bootstrap.servers, security.protocol, SASL, TLS); "
+    "OFFSETOPS_* variables fill what it leaves out"
+)
+
+
+def kafka_client_config(args: Any, bootstrap: str | None = None) -> Any:
+    """The one Kafka client configuration of a command: ``--bootstrap`` over ``--client-config`` over
+    the ``OFFSETOPS_*`` environment. Raises ``ClientConfigError`` with a one-line message."""
+    from coordinator_core.kafka_client import KafkaClientConfig
+
+    return KafkaClientConfig.resolve(bootstrap or getattr(args, "bootstrap", None),
+                                     getattr(args, "client_config", None))

@@ -8,8 +8,7 @@ import sys
 from coordinator_core.cleaner.broker_log import read_broker_logs
 from coordinator_core.cleaner.config import (
     CleanerConfig,
-    ClusterConfigError,
-    fetch_live_config,
+    fetch_cluster_config,
     known_config_keys,
     parse_config_overrides,
     read_broker_id,
@@ -24,7 +23,13 @@ from coordinator_core.cleaner_audit import (
     format_duration,
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.commands._common import die, parse_partitions, print_json
+from offsetops.commands._common import (
+    CLIENT_CONFIG_HELP,
+    die,
+    kafka_client_config,
+    parse_partitions,
+    print_json,
+)
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -42,8 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="a broker log dir, or one __consumer_offsets-N dir")
     p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read topic and broker config from this cluster")
+    p.add_argument("--client-config", metavar="FILE", help=f"with --bootstrap: {CLIENT_CONFIG_HELP}")
     p.add_argument(
-        "--timeout-ms", type=int, default=10_000, help="--bootstrap connect/request timeout (default 10000)"
+        "--timeout-ms",
+        type=int,
+        help="--bootstrap connect and request timeout (default: the client config's, else 10000 / 30000)",
     )
     p.add_argument("--broker-id", type=int, help="broker for DescribeConfigs (default: meta.properties)")
     p.add_argument(
@@ -91,11 +99,17 @@ def run(args: argparse.Namespace) -> int:
 
     config = CleanerConfig()
     live = None
-    if args.bootstrap:
+    if args.bootstrap or args.client_config:
+        from coordinator_core.kafka_client import KafkaClientError
+
         broker_id = args.broker_id if args.broker_id is not None else read_broker_id(logdir.path)
         try:
-            live = fetch_live_config(args.bootstrap, broker_id=broker_id, timeout_ms=args.timeout_ms)
-        except ClusterConfigError as exc:
+            client = kafka_client_config(args)
+            if args.timeout_ms is not None:
+                timeout = args.timeout_ms
+                client = client.replace(connect_timeout_ms=timeout, request_timeout_ms=timeout)
+            live = fetch_cluster_config(client, broker_id=broker_id)
+        except KafkaClientError as exc:
             return die(f"{exc} (give the config with --config KEY=VALUE instead, or fix --bootstrap)")
         config = live.apply(config)
     try:

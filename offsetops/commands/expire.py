@@ -20,7 +20,14 @@ from coordinator_core.expiration import (
 )
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.commands._common import die, parse_partitions, print_json, report_errors
+from offsetops.commands._common import (
+    CLIENT_CONFIG_HELP,
+    die,
+    kafka_client_config,
+    parse_partitions,
+    print_json,
+    report_errors,
+)
 
 EXECUTORS = ("admin", "produce", "segment")
 
@@ -89,6 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="start a new plan even though an unfinished one targets the same destination",
     )
     ex.add_argument("--bootstrap", metavar="HOST:PORT", help="cluster for the admin and produce executors")
+    ex.add_argument("--client-config", metavar="FILE", help=f"admin and produce: {CLIENT_CONFIG_HELP}")
     ex.add_argument("--target-topic", metavar="TOPIC", help="topic the produce executor writes to")
     ex.add_argument(
         "--target-partition",
@@ -122,6 +130,21 @@ def _load(args: argparse.Namespace, coordinator: str) -> list:
     ]
 
 
+def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> Any:
+    """The Kafka client configuration of the admin and produce executors (a resumed plan keeps its
+    cluster: its bootstrap servers are part of the plan id)."""
+    from coordinator_core.kafka_client import ClientConfigError
+
+    try:
+        return kafka_client_config(args, args.bootstrap or target.get("bootstrap"))
+    except ClientConfigError:
+        if args.bootstrap or args.client_config or target.get("bootstrap"):
+            raise
+        raise ValueError(
+            f"--executor {executor} needs --bootstrap HOST:PORT (or --client-config FILE with "
+            "bootstrap.servers)") from None
+
+
 def _make_executor(
     args: argparse.Namespace, name: str, target: dict[str, Any] | None = None, coordinator: str = "kip848"
 ) -> Any:
@@ -129,19 +152,15 @@ def _make_executor(
     if name == "admin":
         from coordinator_core.tombstones.admin import AdminExecutor
 
-        bootstrap = args.bootstrap or target.get("bootstrap")
-        if not bootstrap:
-            raise ValueError("--executor admin needs --bootstrap HOST:PORT")
-        return AdminExecutor(bootstrap)
+        return AdminExecutor(_client(args, name, target))
     if name == "produce":
         from coordinator_core.tombstones.produce import ProduceExecutor
 
-        bootstrap = args.bootstrap or target.get("bootstrap")
         topic = args.target_topic or target.get("topic")
-        if not bootstrap or not topic:
-            raise ValueError("--executor produce needs --bootstrap HOST:PORT and --target-topic TOPIC")
+        if not topic:
+            raise ValueError("--executor produce needs --target-topic TOPIC")
         return ProduceExecutor(
-            bootstrap,
+            _client(args, name, target),
             topic,
             partitioning=target.get("partitioning", args.target_partition),
             allow_internal_topic_write=args.allow_internal_topic_write,
@@ -156,8 +175,9 @@ def _make_executor(
 
 
 def run(args: argparse.Namespace) -> int:
+    from coordinator_core.kafka_client import KafkaClientError
     from coordinator_core.tombstones.journal import JournalError
-    from coordinator_core.tombstones.runner import ExecutorRefused
+    from coordinator_core.tombstones.runner import ExecutorRefused, RunStopped
 
     if args.execute and not (args.executor or args.resume):
         return die("--execute needs --executor admin|produce|segment")
@@ -166,7 +186,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.resume:
             return _resume(args)
-    except (JournalError, ExecutorRefused, ValueError) as exc:
+    except RunStopped as exc:
+        return die(f"{exc}: rerun with --resume {exc.plan_id} once the cluster is reachable")
+    except (JournalError, ExecutorRefused, ValueError, KafkaClientError) as exc:
         return die(str(exc))
     if not args.path:
         return die("give a log dir PATH (or --resume PLAN_ID)")
@@ -209,7 +231,10 @@ def run(args: argparse.Namespace) -> int:
             )
         try:
             report = _execute(args, plan, coordinator)
-        except (JournalError, ExecutorRefused, ValueError) as exc:
+        except RunStopped as exc:
+            return die(f"{exc}: rerun the same command, or --resume {exc.plan_id}, once the cluster is "
+                       "reachable")
+        except (JournalError, ExecutorRefused, ValueError, KafkaClientError) as exc:
             return die(str(exc))
         doc["execution"] = report.to_json()
     if args.json:

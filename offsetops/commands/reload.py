@@ -9,7 +9,14 @@ from coordinator_core.cache import CoordinatorCache
 from coordinator_core.loader import load_partition_dir, load_partition_from
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.commands._common import die, parse_partitions, print_json, report_errors
+from offsetops.commands._common import (
+    CLIENT_CONFIG_HELP,
+    die,
+    kafka_client_config,
+    parse_partitions,
+    print_json,
+    report_errors,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
     p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
-    p.add_argument("--client-config", metavar="FILE", help="client properties for --bootstrap (SASL/SSL)")
+    p.add_argument("--client-config", metavar="FILE", help=f"read from a live cluster: {CLIENT_CONFIG_HELP}")
     p.add_argument("--topic", default="__consumer_offsets", help=argparse.SUPPRESS)
     p.add_argument(
         "--num-partitions",
@@ -50,9 +57,9 @@ def _load_files(args: argparse.Namespace) -> list[CoordinatorCache]:
 
 
 def _load_live(args: argparse.Namespace) -> list[CoordinatorCache]:
-    from coordinator_core.sources.live import LiveConfig, LiveSource
+    from coordinator_core.sources.live import LiveSource
 
-    config = LiveConfig.resolve(args.bootstrap, args.client_config)
+    config = kafka_client_config(args)
     with LiveSource(config, topic=args.topic) as source:
         return [
             load_partition_from(source, part, num_partitions=args.num_partitions, semantics=args.semantics)
@@ -61,16 +68,19 @@ def _load_live(args: argparse.Namespace) -> list[CoordinatorCache]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.path and not args.bootstrap:
-        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    from coordinator_core.kafka_client import KafkaClientError
+
+    live = bool(args.bootstrap or args.client_config)
+    if not args.path and not live:
+        return die("give a log dir PATH, or --bootstrap HOST:PORT / --client-config FILE")
+    if args.path and live:
+        return die("give either a log dir PATH or a live cluster (--bootstrap/--client-config), not both")
     try:
-        caches = _load_live(args) if args.bootstrap else _load_files(args)
+        caches = _load_live(args) if live else _load_files(args)
     except LogDirError as exc:
         return die(str(exc))
-    except Exception as exc:  # a live-source failure must name the cluster, not dump a traceback
-        if type(exc).__name__ == "LiveSourceError":
-            return die(str(exc))
-        raise
+    except KafkaClientError as exc:  # names the cluster and the reason, never a secret
+        return die(str(exc))
     errors = [e for c in caches for e in c.stats.errors]
     if args.json:
         print_json({"partitions": [c.to_json() for c in caches]})
