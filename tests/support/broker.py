@@ -119,8 +119,13 @@ class TansuBroker:
 
     @classmethod
     def start(cls, binary: Path | None = None, *, host: str = "127.0.0.1",
-              timeout: float = _STARTUP_TIMEOUT_S) -> TansuBroker:
-        """Start a broker on a free loopback port and wait until it answers ApiVersions."""
+              timeout: float = _STARTUP_TIMEOUT_S, advertised_port: int | None = None,
+              port: int | None = None) -> TansuBroker:
+        """Start a broker on a free loopback port (or ``port``) and wait until it answers ApiVersions.
+
+        ``advertised_port``: the port Metadata tells clients to use, when something (a TLS front)
+        listens there in front of the broker; by default the broker's own port.
+        """
         binary = binary or find_tansu_binary()
         if binary is None:
             raise BrokerUnavailable(
@@ -129,8 +134,9 @@ class TansuBroker:
         log_path = Path(tmp.name) / "tansu.log"
         last_error = "did not answer ApiVersions"
         # A free port can be taken between our probe and the broker's bind; retry a few times.
+        wanted = port
         for _attempt in range(3):
-            port = free_port(host)
+            port = wanted or free_port(host)
             url = f"tcp://{host}:{port}"
             env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
             with open(log_path, "ab") as log:
@@ -139,7 +145,8 @@ class TansuBroker:
                      "--listener-url", url,
                      # Advertise exactly what we listen on: clients reconnect to the advertised
                      # address from Metadata, and the default (localhost:9092) is wrong here.
-                     "--advertised-listener-url", url,
+                     "--advertised-listener-url",
+                     url if advertised_port is None else f"tcp://{host}:{advertised_port}",
                      "--storage-engine", "memory://tansu/",
                      "--cluster-id", f"offsetops-test-{port}"],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -191,11 +198,11 @@ class BrokerClient:
     ids, transactional and control flags intact) need ProduceRequests carrying the raw bytes.
     """
 
-    def __init__(self, bootstrap: str, *, timeout_ms: int = 10_000):
-
+    def __init__(self, bootstrap: str, *, timeout_ms: int = 10_000, **client_options: Any):
+        """``client_options``: more kafka-python settings (``security_protocol``, ``ssl_context``)."""
         self.timeout_ms = timeout_ms
         self.client = KafkaNetClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms,
-                                     client_id="offsetops-tests")
+                                     client_id="offsetops-tests", **client_options)
         self.client.check_version(timeout_ms=timeout_ms)
 
     def close(self) -> None:
