@@ -195,14 +195,16 @@ class KafkaClientConfig:
         if protocol not in SECURITY_PROTOCOLS:
             raise ClientConfigError(
                 f"{self.source}: unknown security.protocol {self.security_protocol!r} "
-                f"(one of {', '.join(SECURITY_PROTOCOLS)})")
+                f"(one of {', '.join(SECURITY_PROTOCOLS)})"
+            )
         object.__setattr__(self, "security_protocol", protocol)
         if self.sasl_mechanism is not None:
             mechanism = self.sasl_mechanism.strip().upper()
             if mechanism not in SASL_MECHANISMS:
                 raise ClientConfigError(
                     f"{self.source}: unknown sasl.mechanism {self.sasl_mechanism!r} "
-                    f"(one of {', '.join(SASL_MECHANISMS)})")
+                    f"(one of {', '.join(SASL_MECHANISMS)})"
+                )
             object.__setattr__(self, "sasl_mechanism", mechanism)
         if self.uses_sasl and self.sasl_mechanism is None:
             object.__setattr__(self, "sasl_mechanism", "PLAIN")  # Kafka's default sasl.mechanism
@@ -275,20 +277,25 @@ class KafkaClientConfig:
                 ctx.load_default_certs()
         except (OSError, ssl.SSLError) as exc:
             raise ClientConfigError(
-                f"{self.source}: cannot load the CA file {self.ssl_cafile}: {_reason(exc)}") from None
+                f"{self.source}: cannot load the CA file {self.ssl_cafile}: {_reason(exc)}"
+            ) from None
         if self.ssl_certfile:
             try:
                 ctx.load_cert_chain(self.ssl_certfile, self.ssl_keyfile, password=self.ssl_password or None)
             except (OSError, ssl.SSLError) as exc:
                 # The exception text never carries the key password, but be certain.
-                raise ClientConfigError(self.redact(
-                    f"{self.source}: cannot load the client certificate {self.ssl_certfile}"
-                    f"{f' / key {self.ssl_keyfile}' if self.ssl_keyfile else ''}: {_reason(exc)} "
-                    "(wrong ssl.key.password, or key and certificate do not match)")) from None
+                raise ClientConfigError(
+                    self.redact(
+                        f"{self.source}: cannot load the client certificate {self.ssl_certfile}"
+                        f"{f' / key {self.ssl_keyfile}' if self.ssl_keyfile else ''}: {_reason(exc)} "
+                        "(wrong ssl.key.password, or key and certificate do not match)"
+                    )
+                ) from None
         return ctx
 
-    def client_kwargs(self, client: Any = None, *, ssl_context: ssl.SSLContext | None = None,
-                      **extra: Any) -> dict[str, Any]:
+    def client_kwargs(
+        self, client: Any = None, *, ssl_context: ssl.SSLContext | None = None, **extra: Any
+    ) -> dict[str, Any]:
         """Keyword arguments for a kafka-python client class (``KafkaAdminClient``, ``KafkaConsumer``,
         ``KafkaProducer``, ``KafkaNetClient``); keys that class does not know are left out.
 
@@ -328,8 +335,9 @@ class KafkaClientConfig:
         return cls._build(_env_values(environ), overrides, source="environment")
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], environ: Mapping[str, str] | None = None,
-                  **overrides: Any) -> KafkaClientConfig:
+    def from_file(
+        cls, path: str | os.PathLike[str], environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> KafkaClientConfig:
         """From a Java ``client.properties`` file, over the ``OFFSETOPS_*`` environment when
         ``environ`` is given (a password can stay out of the file).
 
@@ -348,7 +356,8 @@ class KafkaClientConfig:
             props = read_properties(p)
         except OSError as exc:
             raise ClientConfigError(
-                f"cannot read Kafka client properties {p}: {exc.strerror or exc}") from None
+                f"cannot read Kafka client properties {p}: {exc.strerror or exc}"
+            ) from None
         values = _env_values(environ) if environ is not None else {}
         values.update(_property_values(props, str(p)))
         return cls._build(values, overrides, source=str(p))
@@ -375,9 +384,14 @@ class KafkaClientConfig:
     ) -> KafkaClientConfig:
         values = {**values, **{k: v for k, v in overrides.items() if v is not None}}
         if not values.get("bootstrap_servers"):
-            where = "bootstrap.servers is not set" if source != "environment" else (
-                "no bootstrap servers: give --bootstrap HOST:PORT, a client config with "
-                "bootstrap.servers, or set OFFSETOPS_BOOTSTRAP_SERVERS")
+            where = (
+                "bootstrap.servers is not set"
+                if source != "environment"
+                else (
+                    "no bootstrap servers: give --bootstrap HOST:PORT, a client config with "
+                    "bootstrap.servers, or set OFFSETOPS_BOOTSTRAP_SERVERS"
+                )
+            )
             raise ClientConfigError(f"{source}: {where}" if source != "environment" else where)
         for name in _INT_FIELDS:
             if isinstance(values.get(name), str):
@@ -386,8 +400,9 @@ class KafkaClientConfig:
                 except ValueError:
                     raise ClientConfigError(f"{source}: {name} must be an integer") from None
         if isinstance(values.get("ssl_check_hostname"), str):
-            values["ssl_check_hostname"] = _parse_bool(values["ssl_check_hostname"], "ssl_check_hostname",
-                                                       source)
+            values["ssl_check_hostname"] = _parse_bool(
+                values["ssl_check_hostname"], "ssl_check_hostname", source
+            )
         return cls(**values, source=source)
 
 
@@ -414,12 +429,15 @@ def _property_values(props: Mapping[str, str], source: str) -> dict[str, Any]:
             raise ClientConfigError(
                 f"{source}: ssl.{store}.location is a {kind} store; offsetops reads PEM: set "
                 f"ssl.{store}.type=PEM (convert with keytool/openssl) or use librdkafka's "
-                f"{'ssl.ca.location' if store == 'truststore' else 'ssl.certificate.location'}")
+                f"{'ssl.ca.location' if store == 'truststore' else 'ssl.certificate.location'}"
+            )
         values.setdefault(field, location)
     for inline in ("ssl.truststore.certificates", "ssl.keystore.key", "ssl.keystore.certificate.chain"):
         if props.get(inline, "").strip():
-            raise ClientConfigError(f"{source}: {inline} (PEM inline in the file) is not supported; "
-                                    "put the PEM in a file and point ssl.*.location at it")
+            raise ClientConfigError(
+                f"{source}: {inline} (PEM inline in the file) is not supported; "
+                "put the PEM in a file and point ssl.*.location at it"
+            )
     if "ssl.endpoint.identification.algorithm" in props:
         values["ssl_check_hostname"] = props["ssl.endpoint.identification.algorithm"].strip() != ""
     return values
@@ -434,7 +452,8 @@ def _parse_jaas(jaas: str, source: str) -> tuple[str | None, str | None]:
     if not re.search(r"\b(PlainLoginModule|ScramLoginModule)\b", jaas):
         raise ClientConfigError(
             f"{source}: sasl.jaas.config uses a login module offsetops does not support "
-            "(PlainLoginModule and ScramLoginModule are)")
+            "(PlainLoginModule and ScramLoginModule are)"
+        )
     opts: dict[str, str] = {}
     for name, quoted, bare in _JAAS_OPTION.findall(jaas):
         opts[name] = re.sub(r"\\(.)", r"\1", quoted) if quoted or not bare else bare
@@ -484,8 +503,9 @@ class ConnectionCheck:
 class _Probe:
     """One blocking connection with a deadline: TCP, then TLS, then Kafka requests."""
 
-    def __init__(self, config: KafkaClientConfig, ctx: ssl.SSLContext | None, host: str, port: int,
-                 deadline: float) -> None:
+    def __init__(
+        self, config: KafkaClientConfig, ctx: ssl.SSLContext | None, host: str, port: int, deadline: float
+    ) -> None:
         self.config, self.ctx, self.host, self.port, self.deadline = config, ctx, host, port, deadline
         self.sock: socket.socket | None = None
         self.correlation = 0
@@ -516,27 +536,33 @@ class _Probe:
         except TimeoutError:
             raise ClusterUnreachable(
                 "no TLS answer (the listener is probably PLAINTEXT or SASL_PLAINTEXT: check "
-                "security.protocol)") from None
+                "security.protocol)"
+            ) from None
         except ssl.SSLCertVerificationError as exc:
             raise ClusterUnreachable(
                 f"TLS certificate verification failed: {exc.verify_message} (check ssl.truststore / "
-                "ssl.ca.location, and that the certificate names the host you connect to)") from None
+                "ssl.ca.location, and that the certificate names the host you connect to)"
+            ) from None
         except (ssl.SSLEOFError, ConnectionResetError, BrokenPipeError):
             raise ClusterUnreachable(
                 "the server closed the connection during the TLS handshake (a PLAINTEXT listener, or "
-                "one that requires a client certificate)") from None
+                "one that requires a client certificate)"
+            ) from None
         except ssl.SSLError as exc:
             raise ClusterUnreachable(f"TLS handshake failed: {_reason(exc)}") from None
         except OSError as exc:
             raise ClusterUnreachable(f"TLS handshake failed: {_reason(exc)}") from None
 
-    def request(self, api_key: int, version: int, body: bytes, name: str) -> bytes:
+    def request(self, api_key: int, version: int, body: bytes, name: str, hint: str | None = None) -> bytes:
         assert self.sock is not None
         self.correlation += 1
         client_id = self.config.client_id.encode()
         header = struct.pack(">hhih", api_key, version, self.correlation, len(client_id)) + client_id
-        hint = ("not a Kafka listener, or a TLS one: check the address and security.protocol"
-                if not self.config.uses_ssl else "not a Kafka listener behind the TLS?")
+        hint = hint or (
+            "not a Kafka listener, or a TLS one: check the address and security.protocol"
+            if not self.config.uses_ssl
+            else "not a Kafka listener behind the TLS?"
+        )
         try:
             self.sock.settimeout(self._left())
             self.sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
@@ -580,11 +606,18 @@ def _string(b: bytes, pos: int) -> tuple[str, int]:
     pos += 2
     if n < 0:
         return "", pos
-    return b[pos:pos + n].decode("utf-8", "replace"), pos + n
+    return b[pos : pos + n].decode("utf-8", "replace"), pos + n
 
 
-def _probe_server(config: KafkaClientConfig, ctx: ssl.SSLContext | None, host: str, port: int,
-                  deadline: float, *, metadata: bool) -> list[tuple[int, str, int]]:
+def _probe_server(
+    config: KafkaClientConfig,
+    ctx: ssl.SSLContext | None,
+    host: str,
+    port: int,
+    deadline: float,
+    *,
+    metadata: bool,
+) -> list[tuple[int, str, int]]:
     probe = _Probe(config, ctx, host, port, deadline)
     try:
         probe.connect()
@@ -595,8 +628,13 @@ def _probe_server(config: KafkaClientConfig, ctx: ssl.SSLContext | None, host: s
             raise ClusterUnreachable(f"ApiVersions failed with error {error}")
         if config.uses_sasl:
             mechanism = (config.sasl_mechanism or "PLAIN").encode()
-            answer = probe.request(_SASL_HANDSHAKE, 1, struct.pack(">h", len(mechanism)) + mechanism,
-                                   "SaslHandshake")
+            answer = probe.request(
+                _SASL_HANDSHAKE,
+                1,
+                struct.pack(">h", len(mechanism)) + mechanism,
+                "SaslHandshake",
+                f"the listener does not take SASL {config.sasl_mechanism}: check sasl.mechanism",
+            )
             (error,) = struct.unpack_from(">h", answer, 0)
             if error:
                 (count,) = struct.unpack_from(">i", answer, 2)
@@ -606,7 +644,8 @@ def _probe_server(config: KafkaClientConfig, ctx: ssl.SSLContext | None, host: s
                     offered.append(name)
                 raise ClusterUnreachable(
                     f"SASL handshake refused: {_SASL_ERRORS.get(error, f'error {error}')} for mechanism "
-                    f"{config.sasl_mechanism} (the broker enables: {', '.join(offered) or 'none'})")
+                    f"{config.sasl_mechanism} (the broker enables: {', '.join(offered) or 'none'})"
+                )
             # The credentials themselves are checked by the client's SaslAuthenticate, which is bounded.
             return []
         if not metadata:
@@ -623,8 +662,9 @@ def _probe_server(config: KafkaClientConfig, ctx: ssl.SSLContext | None, host: s
             brokers.append((node, bhost, bport))
         return brokers
     except (TimeoutError, struct.error) as exc:
-        raise ClusterUnreachable("no usable answer in time" if isinstance(exc, TimeoutError)
-                                 else "the answer is not Kafka's") from None
+        raise ClusterUnreachable(
+            "no usable answer in time" if isinstance(exc, TimeoutError) else "the answer is not Kafka's"
+        ) from None
     finally:
         probe.close()
 
@@ -648,8 +688,9 @@ def check_connection(config: KafkaClientConfig, *, timeout_ms: int | None = None
         # Every server gets a fair share of what is left, so one black hole cannot eat the rest.
         share = (deadline - time.monotonic()) / (len(servers) - i)
         try:
-            brokers = _probe_server(config, ctx, host.strip("[]"), int(port), time.monotonic() + share,
-                                    metadata=True)
+            brokers = _probe_server(
+                config, ctx, host.strip("[]"), int(port), time.monotonic() + share, metadata=True
+            )
         except ClusterUnreachable as exc:
             failures.append(f"{server}: {exc}")
             continue
@@ -659,12 +700,18 @@ def check_connection(config: KafkaClientConfig, *, timeout_ms: int | None = None
             try:
                 _probe_server(config, ctx, bhost, bport, deadline, metadata=False)
             except ClusterUnreachable as exc:
-                raise ClusterUnreachable(config.redact(
-                    f"{config.describe()}: broker {node} at {bhost}:{bport}, as the cluster advertises it, "
-                    f"is not reachable: {exc} (check advertised.listeners)")) from None
+                raise ClusterUnreachable(
+                    config.redact(
+                        f"{config.describe()}: broker {node} at {bhost}:{bport}, as the cluster advertises it, "
+                        f"is not reachable: {exc} (check advertised.listeners)"
+                    )
+                ) from None
         return ConnectionCheck(server, tuple(brokers), (time.monotonic() - started) * 1000)
-    raise ClusterUnreachable(config.redact(
-        f"cannot reach {config.describe()} within {timeout_ms / 1000:g}s: {'; '.join(failures)}"))
+    raise ClusterUnreachable(
+        config.redact(
+            f"cannot reach {config.describe()} within {timeout_ms / 1000:g}s: {'; '.join(failures)}"
+        )
+    )
 
 
 # -- kafka-python's own failures --------------------------------------------------------------------
@@ -677,18 +724,26 @@ def is_connection_error(exc: BaseException) -> bool:
     """
     import kafka.errors as kerr
 
-    gone = tuple(getattr(kerr, name) for name in (
-        "KafkaConnectionError", "NoBrokersAvailable", "NodeNotReadyError", "KafkaTimeoutError",
-        "RequestTimedOutError", "MetadataEmptyBrokerList") if hasattr(kerr, name))
+    gone = tuple(
+        getattr(kerr, name)
+        for name in (
+            "KafkaConnectionError",
+            "NoBrokersAvailable",
+            "NodeNotReadyError",
+            "KafkaTimeoutError",
+            "RequestTimedOutError",
+            "MetadataEmptyBrokerList",
+        )
+        if hasattr(kerr, name)
+    )
     return isinstance(exc, (*gone, ConnectionError, TimeoutError))
 
 
 def unreachable(config: KafkaClientConfig, what: str, exc: BaseException) -> ClusterUnreachable:
     """A :class:`ClusterUnreachable` for a kafka-python failure during ``what``."""
-    return ClusterUnreachable(config.redact(
-        f"lost {config.describe()} during {what}: {type(exc).__name__}: {exc}"))
-
-
+    return ClusterUnreachable(
+        config.redact(f"lost {config.describe()} during {what}: {type(exc).__name__}: {exc}")
+    )
 
 
 def quiet_kafka_logging(verbose: bool, handlers: Iterable[logging.Handler] = ()) -> None:
@@ -706,4 +761,3 @@ def quiet_kafka_logging(verbose: bool, handlers: Iterable[logging.Handler] = ())
     for handler in handlers:
         if _REDACT not in handler.filters:
             handler.addFilter(_REDACT)
-

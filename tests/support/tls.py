@@ -56,34 +56,61 @@ def make_test_ca(directory: Path, *, key_password: str = "tls-key-canary-8c1f") 
     def name(cn: str) -> x509.Name:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
-    def issue(subject: str, key: ec.EllipticCurvePrivateKey, issuer_key: ec.EllipticCurvePrivateKey,
-              issuer: str, *, ca: bool, sans: list[x509.GeneralName] | None = None) -> x509.Certificate:
-        builder = (x509.CertificateBuilder().subject_name(name(subject)).issuer_name(name(issuer))
-                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    def issue(
+        subject: str,
+        key: ec.EllipticCurvePrivateKey,
+        issuer_key: ec.EllipticCurvePrivateKey,
+        issuer: str,
+        *,
+        ca: bool,
+        sans: list[x509.GeneralName] | None = None,
+    ) -> x509.Certificate:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(subject))
+            .issuer_name(name(issuer))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
         if sans:
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
         return builder.sign(issuer_key, hashes.SHA256())
 
     def write_key(path: Path, key: ec.EllipticCurvePrivateKey, password: str | None = None) -> None:
         encryption: serialization.KeySerializationEncryption = (
-            serialization.BestAvailableEncryption(password.encode()) if password
-            else serialization.NoEncryption())
-        path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           encryption))
+            serialization.BestAvailableEncryption(password.encode())
+            if password
+            else serialization.NoEncryption()
+        )
+        path.write_bytes(
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
+        )
         path.chmod(0o600)
 
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = issue("offsetops test CA", ca_key, ca_key, "offsetops test CA", ca=True)
     server_key = ec.generate_private_key(ec.SECP256R1())
-    server = issue("localhost", server_key, ca_key, "offsetops test CA", ca=False,
-                   sans=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    server = issue(
+        "localhost",
+        server_key,
+        ca_key,
+        "offsetops test CA",
+        ca=False,
+        sans=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+    )
     client_key = ec.generate_private_key(ec.SECP256R1())
     client = issue("offsetops-client", client_key, ca_key, "offsetops test CA", ca=False)
-    out = TestCA(directory / "ca.pem", directory / "server.pem", directory / "server.key",
-                 directory / "client.pem", directory / "client.key", key_password)
+    out = TestCA(
+        directory / "ca.pem",
+        directory / "server.pem",
+        directory / "server.key",
+        directory / "client.pem",
+        directory / "client.key",
+        key_password,
+    )
     out.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     out.server_cert.write_bytes(server.public_bytes(serialization.Encoding.PEM))
     write_key(out.server_key, server_key)
@@ -145,12 +172,20 @@ def tls_broker() -> Iterator[TLSBroker]:
             f"cert = {ca.server_cert}\n"
             f"key = {ca.server_key}\n"
         )
-        proc = subprocess.Popen([stunnel, str(conf)], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [stunnel, str(conf)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             if not _wait_listening(tls_port, 10, proc):
-                log = (work / "stunnel.log").read_text(errors="replace")[-1500:] if (
-                    work / "stunnel.log").exists() else ""
+                log = (
+                    (work / "stunnel.log").read_text(errors="replace")[-1500:]
+                    if (work / "stunnel.log").exists()
+                    else ""
+                )
                 raise RuntimeError(f"stunnel did not listen on {tls_port}: {log}")
             yield TLSBroker(broker, tls_port, ca)
         finally:

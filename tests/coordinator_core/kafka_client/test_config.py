@@ -28,7 +28,14 @@ def test_properties_follow_java_rules() -> None:
         "tab=a\\tb\n"
     )
     assert parse_properties(text) == {
-        "a": "1", "b": "2", "c": "3", "d": "x y", "e": "café", "key with spaces": "v", "tab": "a\tb"}
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d": "x y",
+        "e": "café",
+        "key with spaces": "v",
+        "tab": "a\tb",
+    }
 
 
 def test_client_properties_file(tmp_path: Path) -> None:
@@ -55,7 +62,10 @@ def test_client_properties_file(tmp_path: Path) -> None:
     assert (config.security_protocol, config.sasl_mechanism) == ("SASL_SSL", "SCRAM-SHA-256")
     assert (config.sasl_plain_username, config.sasl_plain_password) == ("offsetops", 'pa"ss')
     assert (config.ssl_cafile, config.ssl_certfile, config.ssl_password) == (
-        "/etc/kafka/ca.pem", "/etc/kafka/client.pem", "k3y!")
+        "/etc/kafka/ca.pem",
+        "/etc/kafka/client.pem",
+        "k3y!",
+    )
     assert config.ssl_check_hostname is False
     assert config.connect_timeout_ms == 2500
 
@@ -63,8 +73,11 @@ def test_client_properties_file(tmp_path: Path) -> None:
 def test_environment_fills_what_the_file_leaves_out(tmp_path: Path) -> None:
     props = tmp_path / "c.properties"
     props.write_text("bootstrap.servers=k1:9092\nsecurity.protocol=SASL_PLAINTEXT\nsasl.username=ops\n")
-    env = {"OFFSETOPS_SASL_PASSWORD": CANARY, "OFFSETOPS_BOOTSTRAP_SERVERS": "ignored:1",
-           "OFFSETOPS_CONNECT_TIMEOUT_MS": "1500"}
+    env = {
+        "OFFSETOPS_SASL_PASSWORD": CANARY,
+        "OFFSETOPS_BOOTSTRAP_SERVERS": "ignored:1",
+        "OFFSETOPS_CONNECT_TIMEOUT_MS": "1500",
+    }
     config = KafkaClientConfig.resolve(None, props, env)
     assert config.bootstrap_servers == "k1:9092"  # the file beats the environment
     assert config.sasl_plain_password == CANARY and config.connect_timeout_ms == 1500
@@ -93,15 +106,21 @@ def test_bad_settings_are_one_line_errors(tmp_path: Path) -> None:
         KafkaClientConfig.resolve(None, None, {})
     kerberos = tmp_path / "k.properties"
     kerberos.write_text(
-        "bootstrap.servers=b:1\nsasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required;\n")
+        "bootstrap.servers=b:1\nsasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required;\n"
+    )
     with pytest.raises(ClientConfigError, match="login module"):
         KafkaClientConfig.from_file(kerberos)
 
 
 def test_secrets_are_masked() -> None:
-    config = KafkaClientConfig("b1:9093,b2:9093", security_protocol="sasl_ssl", sasl_mechanism="plain",
-                               sasl_plain_username="svc", sasl_plain_password=CANARY,
-                               ssl_password="key-" + CANARY)
+    config = KafkaClientConfig(
+        "b1:9093,b2:9093",
+        security_protocol="sasl_ssl",
+        sasl_mechanism="plain",
+        sasl_plain_username="svc",
+        sasl_plain_password=CANARY,
+        ssl_password="key-" + CANARY,
+    )
     for text in (repr(config), str(config), f"{config!r}"):
         assert CANARY not in text and "'***'" in text and "b1:9093,b2:9093" in text
     assert config.redact(f"failed with {CANARY} and key-{CANARY}") == "failed with *** and key-***"
@@ -109,8 +128,13 @@ def test_secrets_are_masked() -> None:
 
 
 def test_every_kafka_python_client_accepts_its_kwargs() -> None:
-    config = KafkaClientConfig("127.0.0.1:1", security_protocol="SASL_PLAINTEXT", sasl_plain_username="u",
-                               sasl_plain_password="p", connect_timeout_ms=1234)
+    config = KafkaClientConfig(
+        "127.0.0.1:1",
+        security_protocol="SASL_PLAINTEXT",
+        sasl_plain_username="u",
+        sasl_plain_password="p",
+        connect_timeout_ms=1234,
+    )
     for client in (KafkaAdminClient, KafkaConsumer, KafkaProducer, KafkaNetClient):
         kwargs = config.client_kwargs(client)
         known = set(getattr(client, "DEFAULT_CONFIG", {})) or None

@@ -55,8 +55,23 @@ def _timed(fn, *args) -> tuple[object, float]:
 
 
 def _expire_argv(src: Path, address: str, journal: Path, executor: str = "admin") -> list[str]:
-    argv = ["expire", str(src), "--now", str(NOW), "--retention-ms", str(RET), "--coordinator", "kip848",
-            "--execute", "--executor", executor, "--bootstrap", address, "--journal-dir", str(journal)]
+    argv = [
+        "expire",
+        str(src),
+        "--now",
+        str(NOW),
+        "--retention-ms",
+        str(RET),
+        "--coordinator",
+        "kip848",
+        "--execute",
+        "--executor",
+        executor,
+        "--bootstrap",
+        address,
+        "--journal-dir",
+        str(journal),
+    ]
     return [*argv, "--target-topic", "mirror"] if executor == "produce" else argv
 
 
@@ -106,8 +121,12 @@ def test_dagster_resource_gives_up_within_the_timeout(kind, request, monkeypatch
         with pytest.raises(KafkaClientError, match="cannot reach") as info:
             source.load_caches([0])
         assert time.monotonic() - started < BOUND_S
-        executor = _executor(TombstoneExecutionConfig(mode="admin", confirm=True), source,
-                             StateResource(output_dir="unused"), "kip848")
+        executor = _executor(
+            TombstoneExecutionConfig(mode="admin", confirm=True),
+            source,
+            StateResource(output_dir="unused"),
+            "kip848",
+        )
         assert executor.config.security_protocol == ("SSL" if kind == "ssl_to_plaintext" else "PLAINTEXT")
         started = time.monotonic()
         with pytest.raises(KafkaClientError, match="cannot reach"):
@@ -160,8 +179,14 @@ def test_dead_cluster_stops_the_run_and_the_journal_resumes(monkeypatch, tmp_pat
 def test_dead_broker_prints_one_line_without_verbose(tmp_path) -> None:
     with misbehaving_server("closing") as address:
         env = {**os.environ, "OFFSETOPS_CONNECT_TIMEOUT_MS": str(TIMEOUT_MS)}
-        quiet = subprocess.run([sys.executable, "-m", "offsetops.cli", "reload", "--bootstrap", address],
-                               cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        quiet = subprocess.run(
+            [sys.executable, "-m", "offsetops.cli", "reload", "--bootstrap", address],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert quiet.returncode == 2
     assert quiet.stderr.splitlines() == [quiet.stderr.strip()]
     assert quiet.stderr.startswith(f"offsetops: error: cannot reach Kafka at {address} (PLAINTEXT)")
