@@ -702,8 +702,8 @@ def check_connection(config: KafkaClientConfig, *, timeout_ms: int | None = None
             except ClusterUnreachable as exc:
                 raise ClusterUnreachable(
                     config.redact(
-                        f"{config.describe()}: broker {node} at {bhost}:{bport}, as the cluster advertises it, "
-                        f"is not reachable: {exc} (check advertised.listeners)"
+                        f"{config.describe()}: broker {node} at {bhost}:{bport}, as the cluster "
+                        f"advertises it, is not reachable: {exc} (check advertised.listeners)"
                     )
                 ) from None
         return ConnectionCheck(server, tuple(brokers), (time.monotonic() - started) * 1000)
