@@ -190,3 +190,32 @@ def test_dead_broker_prints_one_line_without_verbose(tmp_path) -> None:
     assert quiet.returncode == 2
     assert quiet.stderr.splitlines() == [quiet.stderr.strip()]
     assert quiet.stderr.startswith(f"offsetops: error: cannot reach Kafka at {address} (PLAINTEXT)")
+
+
+@pytest.mark.broker
+def test_an_unreachable_advertised_broker_is_named(tmp_path, capsys) -> None:
+    """The bootstrap answers, but Metadata sends clients to an address nobody listens on."""
+    if find_tansu_binary() is None:
+        pytest.skip("tansu binary not found")
+    from tests.support.broker import free_port
+
+    elsewhere = free_port()
+    broker = TansuBroker.start(advertised_port=elsewhere)
+    try:
+        code, elapsed = _timed(main, ["reload", "--bootstrap", broker.bootstrap])
+    finally:
+        broker.stop()
+    err = capsys.readouterr().err
+    assert code == 2 and elapsed < BOUND_S
+    assert f"broker 111 at 127.0.0.1:{elsewhere}, as the cluster advertises it" in err
+    assert "advertised.listeners" in err
+
+
+def test_a_silent_bootstrap_server_leaves_time_for_the_next(kafka_broker) -> None:
+    from coordinator_core.kafka_client import KafkaClientConfig, check_connection
+
+    with misbehaving_server("silent") as silent:
+        config = KafkaClientConfig(f"{silent},{kafka_broker.bootstrap}", connect_timeout_ms=TIMEOUT_MS)
+        check, elapsed = _timed(check_connection, config)
+    assert check.bootstrap == kafka_broker.bootstrap  # the second server, within the same deadline
+    assert elapsed < TIMEOUT_MS / 1000 + 0.5
