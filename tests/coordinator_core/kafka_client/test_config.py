@@ -148,3 +148,14 @@ def test_every_kafka_python_client_accepts_its_kwargs() -> None:
 def test_meta_properties_use_the_same_parser(tmp_path: Path) -> None:
     (tmp_path / "meta.properties").write_text("#Sat\nversion=1\nnode.id = 3\ncluster.id=abc\n")
     assert read_broker_id(tmp_path) == 3
+
+
+def test_reload_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from offsetops.cli import main
+
+    assert main(["reload", str(tmp_path), "--bootstrap", "h:1"]) == 2
+    assert "not both" in capsys.readouterr().err
+    props = tmp_path / "c.properties"
+    props.write_text("security.protocol=SSL\n")
+    assert main(["reload", "--client-config", str(props)]) == 2
+    assert capsys.readouterr().err == f"offsetops: error: {props}: bootstrap.servers is not set\n"

@@ -87,7 +87,24 @@ def test_reload_over_tls_from_the_client_config_alone(kafka_tls_broker: TLSBroke
     out, err = capsys.readouterr()
     assert code == 0, err
     [part] = json.loads(out)["partitions"]
-    assert [g["group_id"] for g in part["groups"]] == sorted(load_partition_dir(pdir).groups)
+    expected = sorted(load_partition_dir(pdir).groups)
+    assert [g["group_id"] for g in part["groups"]] == expected
+
+    # The Dagster resources, from the same file: the live reload and the admin executor.
+    from assets.expiration import TombstoneExecutionConfig, _executor
+    from assets.resources import OffsetsSourceResource, StateResource
+
+    source = OffsetsSourceResource(client_config=str(tmp_path / "c.properties"), topic=topic)
+    [cache] = source.load_caches([0])
+    assert sorted(cache.groups) == expected
+    executor = _executor(
+        TombstoneExecutionConfig(mode="admin", confirm=True),
+        source,
+        StateResource(output_dir="unused"),
+        "kip848",
+    )
+    assert executor.config.uses_ssl and executor.target() == {"bootstrap": tb.bootstrap}
+    executor.check()  # TLS verified with the file's CA
 
 
 def test_audit_over_tls(kafka_tls_broker: TLSBroker, tmp_path, capsys) -> None:
