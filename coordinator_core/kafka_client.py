@@ -93,6 +93,7 @@ PROPERTIES: dict[str, str] = {
 }
 
 _SECRET_FIELDS = ("sasl_plain_password", "ssl_password")
+_MIN_SCRUB = 4
 _INT_FIELDS = ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes")
 
 
@@ -245,7 +246,10 @@ class KafkaClientConfig:
         return f"Kafka at {self.bootstrap_servers} ({self.security_protocol})"
 
     def secrets(self) -> tuple[str, ...]:
-        return tuple(v for v in (getattr(self, n) for n in _SECRET_FIELDS) if v)
+        """The secrets to scrub from foreign text. Scrubbing a 1-3 character password would garble
+        every message that contains those letters; offsetops never puts a secret into a message of its
+        own, so scrubbing is the second line of defence and needs no such cases."""
+        return tuple(v for v in (getattr(self, n) for n in _SECRET_FIELDS) if v and len(v) >= _MIN_SCRUB)
 
     def redact(self, text: object) -> str:
         """``text`` with every secret of this configuration replaced by ``***``."""

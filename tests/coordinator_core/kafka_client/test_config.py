@@ -125,6 +125,9 @@ def test_secrets_are_masked() -> None:
         assert CANARY not in text and "'***'" in text and "b1:9093,b2:9093" in text
     assert config.redact(f"failed with {CANARY} and key-{CANARY}") == "failed with *** and key-***"
     assert config.client_kwargs()["sasl_plain_password"] == CANARY  # what kafka-python needs
+    # A one-letter password is masked in repr but not scrubbed from text (it would garble every "b").
+    short = KafkaClientConfig("b:1", security_protocol="SASL_SSL", sasl_plain_password="b")
+    assert "'***'" in repr(short) and short.redact("the broker enables") == "the broker enables"
 
 
 def test_every_kafka_python_client_accepts_its_kwargs() -> None:
