@@ -655,7 +655,13 @@ def _probe_server(
         if not metadata:
             return []
         # Metadata v1 with an empty topic list: the brokers only (KIP-4), where clients go next.
-        answer = probe.request(_METADATA, 1, struct.pack(">i", 0), "Metadata")
+        answer = probe.request(
+            _METADATA,
+            1,
+            struct.pack(">i", 0),
+            "Metadata",
+            "a SASL listener answers ApiVersions but nothing else before login: check security.protocol",
+        )
         (count,) = struct.unpack_from(">i", answer, 0)
         brokers, pos = [], 4
         for _ in range(count):
