@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="a broker log dir, or one __consumer_offsets-N dir")
     p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read topic and broker config from this cluster")
-    p.add_argument("--client-config", metavar="FILE", help=f"with --bootstrap: {CLIENT_CONFIG_HELP}")
+    p.add_argument("--client-config", metavar="FILE", help=f"live config: {CLIENT_CONFIG_HELP}")
     p.add_argument(
         "--timeout-ms",
         type=int,
