@@ -30,6 +30,7 @@ import re
 import socket
 import ssl
 import struct
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -520,11 +521,40 @@ class _Probe:
             raise TimeoutError
         return left
 
+    def _resolve(self) -> list[str]:
+        """The host's addresses; ``getaddrinfo`` has no timeout, so it runs where we can stop waiting."""
+        result: list[Any] = []
+
+        def lookup() -> None:
+            try:
+                result.append(socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM))
+            except OSError as exc:
+                result.append(exc)
+
+        thread = threading.Thread(target=lookup, name="offsetops-dns", daemon=True)
+        thread.start()
+        thread.join(self._left())
+        if not result:
+            raise ClusterUnreachable(f"DNS lookup of {self.host} did not answer in time")
+        if isinstance(result[0], OSError):
+            raise ClusterUnreachable(f"cannot resolve {self.host}: {_reason(result[0])}")
+        return list(dict.fromkeys(str(info[4][0]) for info in result[0]))
+
+    def _connect_any(self) -> socket.socket:
+        """TCP to each address in turn, as ``socket.create_connection`` does, within the deadline."""
+        last: OSError | None = None
+        for address in self._resolve():
+            try:
+                return socket.create_connection((address, self.port), timeout=self._left())
+            except TimeoutError:
+                raise
+            except OSError as exc:
+                last = exc
+        raise last or OSError("no address")
+
     def connect(self) -> None:
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=self._left())
-        except socket.gaierror as exc:
-            raise ClusterUnreachable(f"cannot resolve {self.host}: {exc.strerror}") from None
+            sock = self._connect_any()
         except TimeoutError:
             raise ClusterUnreachable("TCP connect timed out") from None
         except OSError as exc:

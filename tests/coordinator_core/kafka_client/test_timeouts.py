@@ -219,3 +219,10 @@ def test_a_silent_bootstrap_server_leaves_time_for_the_next(kafka_broker) -> Non
         check, elapsed = _timed(check_connection, config)
     assert check.bootstrap == kafka_broker.bootstrap  # the second server, within the same deadline
     assert elapsed < TIMEOUT_MS / 1000 + 0.5
+
+
+def test_an_unresolvable_host_is_a_clear_error() -> None:
+    from coordinator_core.kafka_client import ClusterUnreachable, KafkaClientConfig, check_connection
+
+    with pytest.raises(ClusterUnreachable, match=r"cannot resolve no-such-host\.invalid"):
+        check_connection(KafkaClientConfig("no-such-host.invalid:9092", connect_timeout_ms=TIMEOUT_MS))
