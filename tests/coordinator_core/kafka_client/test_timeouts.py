@@ -226,3 +226,26 @@ def test_an_unresolvable_host_is_a_clear_error() -> None:
 
     with pytest.raises(ClusterUnreachable, match=r"cannot resolve no-such-host\.invalid"):
         check_connection(KafkaClientConfig("no-such-host.invalid:9092", connect_timeout_ms=TIMEOUT_MS))
+
+
+def test_dagster_asset_fails_with_the_one_line_error(tmp_path) -> None:
+    from dagster import AssetKey, DagsterInstance, materialize
+
+    from assets.definitions import all_assets_and_checks
+    from assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
+
+    assets = [a for a in all_assets_and_checks() if getattr(a, "keys", set()) & {AssetKey("raw_segments")}]
+    with misbehaving_server("closing") as address, DagsterInstance.ephemeral() as instance:
+        resources = {
+            "offsets_source": OffsetsSourceResource(bootstrap_servers=address),
+            "spark": SparkResource(master="local[1]"),
+            "state": StateResource(output_dir=str(tmp_path)),
+            "slack": SlackResource(token=None),
+        }
+        result = materialize(
+            assets, resources=resources, instance=instance, partition_key="0", raise_on_error=False
+        )
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    error = failure.event_specific_data.error
+    assert error.cls_name == "Failure"  # a dagster Failure with our message, not a crash
+    assert f"cannot reach Kafka at {address} (PLAINTEXT)" in error.message
