@@ -102,6 +102,8 @@ def test_bad_settings_are_one_line_errors(tmp_path: Path) -> None:
         KafkaClientConfig("b:1", security_protocol="TLS")
     with pytest.raises(ClientConfigError, match="not host:port"):
         KafkaClientConfig("b")
+    with pytest.raises(ClientConfigError, match="SASL PLAIN needs a username and a password"):
+        KafkaClientConfig("b:1", security_protocol="SASL_SSL", sasl_plain_password="only-a-password")
     with pytest.raises(ClientConfigError, match="no bootstrap servers"):
         KafkaClientConfig.resolve(None, None, {})
     kerberos = tmp_path / "k.properties"
@@ -126,7 +128,9 @@ def test_secrets_are_masked() -> None:
     assert config.redact(f"failed with {CANARY} and key-{CANARY}") == "failed with *** and key-***"
     assert config.client_kwargs()["sasl_plain_password"] == CANARY  # what kafka-python needs
     # A one-letter password is masked in repr but not scrubbed from text (it would garble every "b").
-    short = KafkaClientConfig("b:1", security_protocol="SASL_SSL", sasl_plain_password="b")
+    short = KafkaClientConfig(
+        "b:1", security_protocol="SASL_SSL", sasl_plain_username="u", sasl_plain_password="b"
+    )
     assert "'***'" in repr(short) and short.redact("the broker enables") == "the broker enables"
 
 

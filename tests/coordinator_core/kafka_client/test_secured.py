@@ -361,6 +361,7 @@ def test_unreachable_error_never_carries_the_password() -> None:
     config = KafkaClientConfig(
         f"127.0.0.1:{free_port()}",
         security_protocol="SASL_PLAINTEXT",
+        sasl_plain_username="ops",
         sasl_plain_password=SASL_CANARY,
         connect_timeout_ms=500,
     )
