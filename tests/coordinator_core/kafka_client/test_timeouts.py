@@ -249,3 +249,37 @@ def test_dagster_asset_fails_with_the_one_line_error(tmp_path) -> None:
     error = failure.event_specific_data.error
     assert error.cls_name == "Failure"  # a dagster Failure with our message, not a crash
     assert f"cannot reach Kafka at {address} (PLAINTEXT)" in error.message
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("executor_name", ["admin", "produce"])
+def test_a_cluster_lost_during_the_run_stops_it(executor_name, tmp_path) -> None:
+    """The check passed, then the broker went away: the first failed request stops the run."""
+    if find_tansu_binary() is None:
+        pytest.skip("tansu binary not found")
+    from coordinator_core.expiration import plan_expiration
+    from coordinator_core.kafka_client import ClusterUnreachable, KafkaClientConfig
+    from coordinator_core.loader import load_partition_dir
+    from coordinator_core.sources.logdir import open_log_dir
+    from coordinator_core.tombstones.admin import AdminExecutor
+    from coordinator_core.tombstones.produce import ProduceExecutor
+    from coordinator_core.tombstones.runner import open_or_create_journal, plan_document
+
+    caches = [load_partition_dir(p) for p in open_log_dir(build_scenario(tmp_path / "src")).partitions]
+    plan = plan_expiration(caches, now_ms=NOW, retention_ms=RET, coordinator="kip848")
+    broker = TansuBroker.start()
+    config = KafkaClientConfig(broker.bootstrap, connect_timeout_ms=TIMEOUT_MS, request_timeout_ms=TIMEOUT_MS)
+    executor = AdminExecutor(config) if executor_name == "admin" else ProduceExecutor(config, "mirror")
+    try:
+        executor.check()
+        journal, _ = open_or_create_journal(
+            tmp_path / "j", plan_document(plan, executor=executor, source=None)
+        )
+    finally:
+        broker.stop()
+    started = time.monotonic()
+    with pytest.raises(ClusterUnreachable, match=broker.bootstrap):
+        executor.apply(journal, journal.items)
+    executor.close()
+    assert time.monotonic() - started < BOUND_S + TIMEOUT_MS / 1000  # connect, then one request
+    assert journal.statuses() == {}  # no item was marked failed: all still to do on a rerun
