@@ -90,6 +90,14 @@ def test_reload_over_tls_from_the_client_config_alone(kafka_tls_broker: TLSBroke
     expected = sorted(load_partition_dir(pdir).groups)
     assert [g["group_id"] for g in part["groups"]] == expected
 
+    # `groups` reads the same cluster and lists the data partitions' offsets over the same TLS.
+    code = main(
+        ["groups", "--client-config", str(tmp_path / "c.properties"), "--topic-name", topic, "--json"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert all(gid in out for gid in expected)
+
     # The Dagster resources, from the same file: the live reload and the admin executor.
     from assets.expiration import TombstoneExecutionConfig, _executor
     from assets.resources import OffsetsSourceResource, StateResource

@@ -283,3 +283,17 @@ def test_a_cluster_lost_during_the_run_stops_it(executor_name, tmp_path) -> None
     executor.close()
     assert time.monotonic() - started < BOUND_S + TIMEOUT_MS / 1000  # connect, then one request
     assert journal.statuses() == {}  # no item was marked failed: all still to do on a rerun
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["groups"], ["describe", "--group", "g"], ["history", "--group", "g"], ["failover"]],
+    ids=lambda a: a[0],
+)
+def test_every_reading_command_gives_up_within_the_timeout(argv, request, monkeypatch, capsys) -> None:
+    """The commands that load the cache live share the one client configuration and its bound."""
+    with _cluster("ssl_to_plaintext", request, monkeypatch) as address:
+        code, elapsed = _timed(main, [*argv, "--bootstrap", address])
+    err = capsys.readouterr().err
+    assert code == 2 and elapsed < BOUND_S, (code, elapsed, err)
+    assert f"cannot reach Kafka at {address} (SSL)" in err and "Traceback" not in err
