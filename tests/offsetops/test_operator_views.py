@@ -124,6 +124,15 @@ def test_history_cli(tmp_path, capsys):
     assert flags == ["not_assigned", "rewind", "past_log_end", "tombstone"]
 
 
+def test_history_max_commits_says_what_it_left_out(tmp_path, capsys):
+    root = write_forensics_log(tmp_path)
+    code, out, err = run(capsys, "history", str(root), "--group", GROUP, "--max-commits", "2", "--json")
+    assert code == 0 and "showing the newest 2 of 9 selected commits" in err
+    doc = json.loads(out)
+    assert [c["offset"] for c in doc["commits"]] == [6000, None]
+    assert (doc["total_commits"], doc["dropped_commits"]) == (9, 7)
+
+
 def test_history_names_the_partition_when_it_is_missing(tmp_path, capsys):
     root = write_forensics_log(tmp_path)
     code, _, err = run(capsys, "history", str(root), "--group", "elsewhere")
