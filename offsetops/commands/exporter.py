@@ -23,8 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "on /metrics. Grafana dashboard and alert rules: deploy/grafana/ and deploy/prometheus/.",
     )
     add_source_args(p)
-    p.add_argument("--listen", default="127.0.0.1:9308", metavar="HOST:PORT",
-                   help="where to serve /metrics (default 127.0.0.1:9308; port 0 picks a free one)")
+    p.add_argument("--listen", default="127.0.0.1:9309", metavar="HOST:PORT",
+                   help="where to serve /metrics (default 127.0.0.1:9309; port 0 picks a free one)")
     p.add_argument("--interval", type=float, default=60.0, metavar="SECONDS",
                    help="seconds between refreshes (default 60)")
     p.add_argument("--log-dir", action="append", default=[], metavar="DIR",
