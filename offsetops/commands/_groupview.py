@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -56,6 +57,9 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
     """Load, look up log offsets and describe; an int is an exit code after a printed error."""
     if not args.path and not args.bootstrap:
         return die("give a log dir PATH or --bootstrap HOST:PORT")
+    bad = check_log_dirs(args)
+    if bad is not None:
+        return bad
     flt = GroupFilter(
         groups=frozenset(groups),
         group_regex=args.group_regex,
@@ -81,6 +85,14 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
         print(f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
               file=sys.stderr)
     return views, where
+
+
+def check_log_dirs(args: argparse.Namespace) -> int | None:
+    """A mistyped --log-dir would silently find no partitions: refuse it."""
+    for extra in args.log_dir:
+        if not os.path.isdir(extra):
+            return die(f"--log-dir {extra}: not a directory")
+    return None
 
 
 def lookup_offsets(

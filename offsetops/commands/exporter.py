@@ -10,6 +10,7 @@ import threading
 from coordinator_core.expiration import DEFAULT_RETENTION_MS
 from coordinator_core.failover import DEFAULT_SLOW_MS
 from offsetops.commands._common import die
+from offsetops.commands._groupview import check_log_dirs
 from offsetops.commands._load import add_source_args
 
 
@@ -57,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.path and not args.bootstrap:
         return die("give a log dir PATH or --bootstrap HOST:PORT")
+    bad = check_log_dirs(args)
+    if bad is not None:
+        return bad
     if args.interval <= 0:
         return die(f"--interval must be positive, got {args.interval}")
     try:

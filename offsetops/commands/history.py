@@ -20,7 +20,7 @@ from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from coordinator_core.timefmt import ago, iso_utc, now_ms, time_arg, time_json
 from offsetops.commands._common import die, print_json, report_errors
-from offsetops.commands._groupview import FORMATS, _logdir_root
+from offsetops.commands._groupview import FORMATS, _logdir_root, check_log_dirs
 from offsetops.commands._load import add_source_args
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.progress import Progress
@@ -146,6 +146,9 @@ def run(args: argparse.Namespace) -> int:
         return die(f"--num-partitions must be positive, got {args.num_partitions}")
     if args.max_commits <= 0:
         return die(f"--max-commits must be positive, got {args.max_commits}")
+    bad = check_log_dirs(args)
+    if bad is not None:
+        return bad
     try:
         hist = _history(args)
     except LogDirError as exc:
