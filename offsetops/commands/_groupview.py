@@ -104,11 +104,11 @@ def lookup_offsets(
 
         config = LiveConfig.resolve(args.bootstrap, args.client_config)
         return live_offsets(config, wanted), "ListOffsets on the cluster"
-    dirs = [_logdir_root(args.path), *args.log_dir]
+    dirs = [logdir_root(args.path), *args.log_dir]
     return offline_offsets(dirs, wanted), "data-topic partition dirs and checkpoints in " + ", ".join(dirs)
 
 
-def _logdir_root(path: str) -> str:
+def logdir_root(path: str) -> str:
     """The log dir itself when PATH is one ``__consumer_offsets-N`` dir."""
     from pathlib import Path
 

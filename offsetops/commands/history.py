@@ -20,7 +20,7 @@ from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from coordinator_core.timefmt import ago, iso_utc, now_ms, time_arg, time_json
 from offsetops.commands._common import die, print_json, report_errors
-from offsetops.commands._groupview import FORMATS, _logdir_root, check_log_dirs
+from offsetops.commands._groupview import FORMATS, logdir_root, check_log_dirs
 from offsetops.commands._load import add_source_args
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.progress import Progress
@@ -112,7 +112,7 @@ def _history(args: argparse.Namespace) -> CommitHistory:
             return replay_history(source.iter_batches(partition, errors), args.group, errors=errors,
                                   log_offsets=_LiveEnds(config), **kw)
     pdir = open_log_dir(args.path, partitions=[partition]).partitions[0]
-    dirs = [_logdir_root(args.path), *args.log_dir]
+    dirs = [logdir_root(args.path), *args.log_dir]
     errors = []
     label = f"replaying __consumer_offsets-{partition}"
     with Progress(label, total=len(pdir.segments), unit="segments") as pr:
