@@ -20,7 +20,7 @@ from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from coordinator_core.timefmt import ago, iso_utc, now_ms, time_arg, time_json
 from offsetops.commands._common import die, print_json, report_errors
-from offsetops.commands._groupview import FORMATS, logdir_root, check_log_dirs
+from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
 from offsetops.commands._load import add_source_args
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.progress import Progress
