@@ -17,6 +17,7 @@ VERDICT_COLOURS = {"HEALTHY": "#1f8a4c", "DEGRADED": "#b7791f", "CRITICAL": "#c0
 _INK = "#1d2330"
 _GRID = "#dde1e7"
 _HEADER = re.compile(r"^.*?(?=<svg)", re.S)
+_METADATA = re.compile(r"<metadata>.*?</metadata>", re.S)  # RDF boilerplate, no use in a page
 
 
 def _figure(width_in: float, height_in: float):  # -> matplotlib Figure
@@ -37,7 +38,7 @@ def _svg(fig, element_id: str) -> str:
     FigureCanvasSVG(fig)
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
-    svg = _HEADER.sub("", buf.getvalue(), count=1)
+    svg = _METADATA.sub("", _HEADER.sub("", buf.getvalue(), count=1), count=1)
     # an id and a role so the page (and a screen reader) can find the chart
     return svg.replace("<svg ", f'<svg id="{element_id}" role="img" ', 1)
 

@@ -102,8 +102,9 @@ class _OfflineViewMixin:
     env: Any
 
     def _install_overrides(self) -> None:
-        # our templates first, GX's as the fallback for everything else
-        self.env.loader = ChoiceLoader([DictLoader({"bootstrap_table.j2": _STATIC_TABLE}), self.env.loader])
+        # our templates first (the static table; no newsletter footer), GX's for everything else
+        overrides = {"bootstrap_table.j2": _STATIC_TABLE, "cloud-footer.j2": ""}
+        self.env.loader = ChoiceLoader([DictLoader(overrides), self.env.loader])
         self.env.filters["render_content_block"] = self.render_content_block
 
     @pass_context

@@ -379,14 +379,18 @@ def _log_end(segments: list[Any], errors: list[DecodeError]) -> int:
     return segments[0].base_offset if segments else 0
 
 
-def log_dir_log_ranges(log_dir: str | Path, topics: Iterable[str] | None = None) -> list[LogRange]:
-    """Bounds of the data partitions found in a broker log dir (``<topic>-<n>`` folders).
+def log_dir_log_ranges(
+    log_dir: str | Path, partitions: Iterable[TopicPartition] | None = None
+) -> list[LogRange]:
+    """Bounds of the data partitions found in a broker log dir (``<topic>-<n>`` folders), only those
+    in ``partitions`` when given (each costs a read of its newest segment).
 
     Log start: ``log-start-offset-checkpoint`` when it has the partition, else the first segment's base
     offset. Log end: after the last batch of the newest non-empty segment.
     """
     root = Path(log_dir)
-    wanted = None if topics is None else set(topics)
+    keys = None if partitions is None else set(partitions)
+    wanted = None if keys is None else {t for t, _ in keys}
     names = set()
     for entry in os.scandir(root):
         topic, _, number = entry.name.rpartition("-")
@@ -400,7 +404,7 @@ def log_dir_log_ranges(log_dir: str | Path, topics: Iterable[str] | None = None)
         except LogDirError:
             continue
         for pd in logdir.partitions:
-            if not pd.segments:
+            if not pd.segments or (keys is not None and (topic, pd.partition) not in keys):
                 continue
             errors: list[DecodeError] = []
             start = logdir.log_start_checkpoint.get((topic, pd.partition), pd.segments[0].base_offset)

@@ -35,6 +35,7 @@ ENV_REPORTS_BASE_URL = "OFFSETOPS_REPORTS_BASE_URL"
 
 VERDICTS = (HEALTHY, DEGRADED, CRITICAL)
 NOT_RUN = "NOT RUN"
+_ROOT = "\x00reports-root\x00"  # stands for the path from a page back to the reports dir
 MAX_ROWS = 200
 """Rows shown per detail table; the page says how many more there are."""
 
@@ -664,16 +665,18 @@ def write_operator_report(
     targets = [reports / REPORT_FILE]
     if run_id:
         targets.append(reports / run_report_relative(run_id))
+    docs = reports / "data_docs" / "index.html"
+    summary = reports / "index.html"
+    # Drawn once; only the relative links differ between report.html and runs/<id>/report.html.
+    page = render_operator_report(
+        inputs,
+        run_id=run_id,
+        docs_href=f"{_ROOT}data_docs/index.html" if docs.exists() else None,
+        summary_href=f"{_ROOT}index.html" if summary.exists() else None,
+    )
     for target in targets:
-        docs = reports / "data_docs" / "index.html"
-        summary = reports / "index.html"
-        page = render_operator_report(
-            inputs,
-            run_id=run_id,
-            docs_href=os.path.relpath(docs, target.parent) if docs.exists() else None,
-            summary_href=os.path.relpath(summary, target.parent) if summary.exists() else None,
-        )
-        _atomic_write(target, page)
+        root = os.path.relpath(reports, target.parent)
+        _atomic_write(target, page.replace(_ROOT, "" if root == "." else f"{root}/"))
     sections = section_verdicts(inputs)
     verdict = worst_verdict(*sections.values())
     parts = sorted_partitions(inputs.audit) if inputs.audit else []

@@ -328,18 +328,20 @@ def operator_check_tables(
     """
     out: dict[str, DataFrame] = {}
     ranges: list[LogRange] = []
+    if live is None and not (log_dir and Path(log_dir).is_dir()):
+        return out
+    keys = [
+        (r.topic, r.partition)
+        for r in tables["offsets"].select("topic", "partition").distinct().toLocalIterator()
+    ]
     if live is not None:
-        keys = [
-            (r.topic, r.partition)
-            for r in tables["offsets"].select("topic", "partition").distinct().toLocalIterator()
-        ]
         try:
             ranges = live_log_ranges(live, keys)
         except KafkaClientError as exc:
             logger.warning("ListOffsets of the data partitions: %s", exc)
         out["live_crosscheck"] = live_crosscheck_table(spark, tables, live, topic=topic)
-    elif log_dir and Path(log_dir).is_dir():
-        ranges = log_dir_log_ranges(log_dir)
+    else:
+        ranges = log_dir_log_ranges(log_dir, keys)
     if ranges:
         out["offset_log_ranges"] = offset_log_ranges_table(spark, tables["offsets"], ranges)
     return out

@@ -934,7 +934,8 @@ def judge_partition(
                 "is appended, so on this quiet partition it stays dirty and every coordinator load "
                 "replays it",
                 "any append rolls it now, and the next cleaner pass can then clean it: commit an offset "
-                f"for a group that maps to {topic}-{pa.partition} (offsetops partition-for finds one); "
+                f"for a group stored in {topic}-{pa.partition} (offsetops reload --partition "
+                f"{pa.partition} lists them; offsetops partition-for GROUP checks a new id); "
                 "lowering segment.ms or max.compaction.lag.ms does not help a quiet partition, since "
                 "both only take effect when a record is appended",
             )

@@ -81,10 +81,13 @@ def _last_offset(seg: Segment, partition: int, errors: list[DecodeError]) -> int
     tail = _index_tail_position(seg)
     if tail and seg.size - tail <= _MAX_TAIL_BYTES:
         probe: list[DecodeError] = []
-        with open(seg.path, "rb") as fh:
-            fh.seek(tail)
-            data = fh.read()
         last = None
+        try:
+            with open(seg.path, "rb") as fh:
+                fh.seek(tail)
+                data = fh.read()
+        except OSError:
+            data = b""  # the walk below reports the read error with the file name
         for batch in read_batches(data, errors=probe, verify_crc=False):
             last = batch.last_offset
         if last is not None and not probe:

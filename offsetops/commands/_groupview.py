@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -58,6 +59,9 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
     problem = check_source(args)
     if problem:
         return die(problem)
+    bad = check_log_dirs(args)
+    if bad is not None:
+        return bad
     flt = GroupFilter(
         groups=frozenset(groups),
         group_regex=args.group_regex,
@@ -83,6 +87,14 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
     return views, where
 
 
+def check_log_dirs(args: argparse.Namespace) -> int | None:
+    """A mistyped --log-dir would silently find no partitions: refuse it."""
+    for extra in args.log_dir:
+        if not os.path.isdir(extra):
+            return die(f"--log-dir {extra}: not a directory")
+    return None
+
+
 def lookup_offsets(
     args: argparse.Namespace, wanted: set[tuple[str, int]]
 ) -> tuple[dict[tuple[str, int], PartitionOffsets], str]:
@@ -90,11 +102,11 @@ def lookup_offsets(
     if is_live(args):
         config = kafka_client_config(args)
         return live_offsets(config, wanted), "ListOffsets on the cluster"
-    dirs = [_logdir_root(args.path), *args.log_dir]
+    dirs = [logdir_root(args.path), *args.log_dir]
     return offline_offsets(dirs, wanted), "data-topic partition dirs and checkpoints in " + ", ".join(dirs)
 
 
-def _logdir_root(path: str) -> str:
+def logdir_root(path: str) -> str:
     """The log dir itself when PATH is one ``__consumer_offsets-N`` dir."""
     from pathlib import Path
 

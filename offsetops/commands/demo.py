@@ -264,7 +264,7 @@ def _print_report(
     for label, path in rows:
         mark = "" if path.exists() else "  (not written)"
         print(f"  {label:<24} {path}{mark}")
-    print(f"alerts: {', '.join(f'{n} {s}' for s, n in sorted(sent.items())) or 'none firing'}")
+    print(f"alerts: {', '.join(f'{n} {s}' for s, n in sorted(sent.items())) or 'nothing new to send'}")
     print(f"log dir: {log_dir}")
     print(
         f"open the UI on these runs: DAGSTER_HOME={home} OFFSETOPS_LOG_DIR={log_dir} "

@@ -6,14 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator_core.data_offsets import live_offsets, offline_offsets
+from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from coordinator_core.history import (
     NOT_ASSIGNED,
     PAST_LOG_END,
     REWIND,
     CommitEvent,
     CommitHistory,
-    flag_commits,
     replay_history,
 )
 from coordinator_core.kafka_client import KafkaClientError
@@ -22,7 +21,7 @@ from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from coordinator_core.timefmt import ago, iso_utc, now_ms, time_arg, time_json
 from offsetops.commands._common import die, kafka_client_config, print_json, report_errors
-from offsetops.commands._groupview import FORMATS, _logdir_root
+from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
 from offsetops.commands._load import add_source_args, check_source, is_live
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.progress import Progress
@@ -52,6 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--since", type=time_arg, metavar="TIME", help="only commits at or after TIME")
     p.add_argument("--until", type=time_arg, metavar="TIME", help="only commits at or before TIME")
     p.add_argument("--flagged", action="store_true", help="only commits with a flag")
+    p.add_argument(
+        "--max-commits",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="keep at most the newest N selected commits in memory (default 1000000)",
+    )
     p.add_argument("--log-dir", action="append", default=[], metavar="DIR", help="more log dirs for log ends")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or csv")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
@@ -59,20 +65,55 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _window(args: argparse.Namespace):
+    """Which commits to keep while replaying: --topic, --since, --until (--flagged is applied at the
+    end, since a transactional commit is judged only when its marker arrives)."""
+
+    def keep(c: CommitEvent) -> bool:
+        if args.topic and c.topic not in args.topic:
+            return False
+        if args.since is not None and c.timestamp < args.since:
+            return False
+        return args.until is None or c.timestamp <= args.until
+
+    return keep
+
+
+class _LiveEnds:
+    """Log ends over ListOffsets, fetched once per topic (every partition of it) on first use."""
+
+    def __init__(self, config) -> None:
+        self._config = config
+        self._found: dict[tuple[str, int], PartitionOffsets] = {}
+        self._topics: set[str] = set()
+
+    def __call__(self, tp: tuple[str, int]) -> PartitionOffsets | None:
+        if tp[0] not in self._topics:
+            from coordinator_core.sources.live import LiveSource
+
+            self._topics.add(tp[0])
+            try:
+                with LiveSource(self._config, topic=tp[0]) as source:
+                    parts = source.partitions()
+            except KafkaClientError:
+                parts = [tp[1]]  # live_offsets then names the error per partition
+            self._found.update(live_offsets(self._config, {(tp[0], p) for p in parts}))
+        return self._found.get(tp)
+
+
 def _history(args: argparse.Namespace) -> CommitHistory:
     partition = partition_for(args.group, args.num_partitions)
+    kw = {"offsets_partition": partition, "keep": _window(args), "max_commits": args.max_commits}
     if is_live(args):
         from coordinator_core.sources.live import LiveSource
 
         config = kafka_client_config(args)
         errors: list = []
         with LiveSource(config, topic=args.offsets_topic) as source:
-            hist = replay_history(source.iter_batches(partition, errors), args.group,
-                                  offsets_partition=partition, errors=errors)
-        wanted = {(c.topic, c.partition) for c in hist.commits}
-        flag_commits(hist, live_offsets(config, wanted))
-        return hist
+            return replay_history(source.iter_batches(partition, errors), args.group, errors=errors,
+                                  log_offsets=_LiveEnds(config), **kw)
     pdir = open_log_dir(args.path, partitions=[partition]).partitions[0]
+    dirs = [logdir_root(args.path), *args.log_dir]
     errors = []
     label = f"replaying __consumer_offsets-{partition}"
     with Progress(label, total=len(pdir.segments), unit="segments") as pr:
@@ -81,25 +122,12 @@ def _history(args: argparse.Namespace) -> CommitHistory:
                 yield from iter_segment_batches(seg.path, partition=partition, errors=errors)
                 pr.advance(1, seg.size)
 
-        hist = replay_history(batches(), args.group, offsets_partition=partition, errors=errors)
-    wanted = {(c.topic, c.partition) for c in hist.commits}
-    flag_commits(hist, offline_offsets([_logdir_root(args.path), *args.log_dir], wanted))
-    return hist
+        return replay_history(batches(), args.group, errors=errors,
+                              log_offsets=lambda tp: offline_offsets(dirs, [tp]).get(tp), **kw)
 
 
 def _selected(hist: CommitHistory, args: argparse.Namespace) -> list[CommitEvent]:
-    out = []
-    for c in hist.commits:
-        if args.topic and c.topic not in args.topic:
-            continue
-        if args.since is not None and c.timestamp < args.since:
-            continue
-        if args.until is not None and c.timestamp > args.until:
-            continue
-        if args.flagged and not c.flags:
-            continue
-        out.append(c)
-    return out
+    return [c for c in hist.commits if c.flags or not args.flagged]
 
 
 def _owner(c: CommitEvent) -> str:
@@ -118,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
         return die(problem)
     if args.num_partitions <= 0:
         return die(f"--num-partitions must be positive, got {args.num_partitions}")
+    if args.max_commits <= 0:
+        return die(f"--max-commits must be positive, got {args.max_commits}")
+    bad = check_log_dirs(args)
+    if bad is not None:
+        return bad
     try:
         hist = _history(args)
     except LogDirError as exc:
@@ -128,11 +161,17 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     now = args.now if args.now is not None else now_ms()
     commits = _selected(hist, args)
+    if hist.dropped_commits:
+        selected = len(hist.commits) + hist.dropped_commits
+        print(f"offsetops: showing the newest {len(hist.commits)} of {selected} selected commits; narrow "
+              "with --since/--until/--topic or raise --max-commits", file=sys.stderr)
     if args.format == "json":
         print_json({
             "group_id": hist.group_id,
             "offsets_partition": hist.offsets_partition,
             "records_read": hist.records_read,
+            "total_commits": hist.total_commits,
+            "dropped_commits": hist.dropped_commits,
             "log_range": [hist.first_offset, hist.last_offset],
             "summary": _summary(commits),
             "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
