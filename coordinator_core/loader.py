@@ -38,8 +38,8 @@ from coordinator_core.records.batch import (
     RecordBatch,
     _varint,
 )
-from coordinator_core.records.compression import CompressionError, decompress
-from coordinator_core.records.reader import read_batches
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES, CompressionError, decompress
+from coordinator_core.records.reader import Scan, page_release, read_entry
 from coordinator_core.schema import (
     GroupKey,
     GroupMetadataKey,
@@ -283,16 +283,21 @@ class PartitionFold:
         start_position: int = 0,
         verify_crc: bool = True,
         release=None,
+        scan: Scan | None = None,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     ) -> None:
         """Fold a buffer of concatenated batches (a whole segment, or a Fetch response).
 
-        Plain uncompressed magic-2 batches, nearly all of an offsets topic, are walked here without
-        building batch objects; every other batch, and anything malformed, goes through
-        :func:`read_batches`, so errors are reported exactly as the general reader reports them.
+        Plain magic-2 batches, nearly all of an offsets topic, are walked here without building batch
+        objects; every other entry, and anything malformed, goes through the reader's
+        :func:`~coordinator_core.records.reader.read_entry`, so errors, resyncs and zero tails are
+        reported exactly as the general reader reports them.
         """
         stats = self.stats
         if isinstance(data, memoryview):
             data = data.tobytes()  # keys must come out as bytes (dict keys), not views
+        if scan is None:
+            scan = Scan(release=release)
         mv = memoryview(data)
         end = len(data)
         pos = 0
@@ -304,11 +309,12 @@ class PartitionFold:
         fold_v2 = self._fold_v2
         n_batches = n_bytes = n_records = 0
         last = None
+        legacy = False
+        report = stats.errors.append
         while pos < end:
-            if release is not None and pos >= next_release:
-                release(pos)
+            if pos >= next_release:
+                scan.done_with(pos)
                 next_release = pos + _RELEASE_EVERY
-            total = 0
             if end - pos >= V2_HEADER_SIZE and data[pos + _MAGIC_AT] == 2:
                 (base_offset, size, _ple, _m, crc, attrs, lod, _bts, _mts, _pid, _ep, _seq, count) = unpack(
                     data, pos
@@ -316,7 +322,7 @@ class PartitionFold:
                 total = LOG_OVERHEAD + size
                 if (
                     not attrs & _SLOW_ATTRS
-                    and size >= _V2_MIN_SIZE
+                    and _V2_MIN_SIZE <= size <= max_batch_bytes
                     and pos + total <= end
                     and count >= 0
                     and lod >= 0
@@ -330,7 +336,9 @@ class PartitionFold:
                     codec = attrs & _CODEC_MASK
                     if codec:
                         try:
-                            body = decompress(codec, mv[pos + V2_HEADER_SIZE : pos + total])
+                            body = decompress(
+                                codec, mv[pos + V2_HEADER_SIZE : pos + total], limit=max_batch_bytes
+                            )
                         except CompressionError:
                             body = None  # the general reader reports it below
                         folded = body is not None and fold_v2(
@@ -353,16 +361,9 @@ class PartitionFold:
                         last = base_offset + lod
                         pos += total
                         continue
-            elif end - pos >= LOG_OVERHEAD:
-                total = LOG_OVERHEAD + int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
-            if total > LOG_OVERHEAD and pos + total <= end:
-                # One well-framed batch the fast path does not take (compressed, transactional,
-                # control, legacy magic, bad CRC, corrupt records).
-                chunk, stop = bytes(mv[pos : pos + total]), pos + total
-            else:
-                # The framing is lost (truncated tail, bad length, unknown magic, padding): the
-                # general reader takes the rest and reports it.
-                chunk, stop = bytes(mv[pos:end]), end
+            # Anything the fast path does not take (compressed, transactional, control, legacy magic,
+            # bad CRC, corrupt records) or cannot frame (truncated tail, bad length, unknown magic,
+            # zero-filled region): one entry through the reader, which reports it and says where to go on.
             if last is not None:
                 stats.batches += n_batches
                 stats.bytes += n_bytes
@@ -370,25 +371,34 @@ class PartitionFold:
                 stats.last_offset = last
                 n_batches = n_bytes = n_records = 0
                 last = None
-            saved = stats.segments
-            for batch in read_batches(
-                chunk,
+            batch, nxt = read_entry(
+                data,
+                pos,
+                end,
+                base=start_position,
                 file=file,
                 partition=partition,
-                start_position=start_position + pos,
-                errors=stats.errors,
+                report=report,
                 verify_crc=verify_crc,
-            ):
+                max_batch_bytes=max_batch_bytes,
+                scan=scan,
+                legacy=legacy,
+            )
+            if batch is not None:
+                legacy = legacy or batch.magic < 2
+                saved = stats.segments
                 self.add_batch(batch)
-            stats.segments = saved
-            pos = stop
+                stats.segments = saved
+            pos = nxt
         if last is not None:
             stats.batches += n_batches
             stats.bytes += n_bytes
             stats.records += n_records
             stats.last_offset = last
 
-    def add_segment(self, path, *, verify_crc: bool = True) -> None:
+    def add_segment(
+        self, path, *, verify_crc: bool = True, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    ) -> None:
         """Fold one ``.log`` file, memory-mapped; folded pages are released as the walk goes on."""
         file = str(path)
         try:
@@ -397,19 +407,20 @@ class PartitionFold:
             self.stats.errors.append(DecodeError("io", f"cannot open: {exc}", file, self.partition))
             return
         with fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0:
-                self.stats.segments += 1
+            try:
+                size = os.fstat(fh.fileno()).st_size
+                if size == 0:
+                    self.stats.segments += 1
+                    return
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as exc:
+                self.stats.errors.append(DecodeError("io", f"cannot read: {exc}", file, self.partition, 0))
                 return
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-
-                def release(upto: int) -> None:
-                    # Pages already folded are clean file pages; dropping them keeps RSS flat.
-                    page = upto - upto % mmap.PAGESIZE
-                    if page > 0 and hasattr(mm, "madvise"):
-                        mm.madvise(mmap.MADV_DONTNEED, 0, page)
-
-                self.add_buffer(mm, file=file, verify_crc=verify_crc, release=release)
+            with mm:
+                scan = Scan(fh.fileno(), page_release(mm))
+                self.add_buffer(
+                    mm, file=file, verify_crc=verify_crc, scan=scan, max_batch_bytes=max_batch_bytes
+                )
 
     def _add_transactional(self, batch: RecordBatch) -> None:
         pid = batch.producer_id
@@ -891,12 +902,25 @@ def load_partition_dir(
     num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
     semantics: str = "java",
     verify_crc: bool = True,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> CoordinatorCache:
-    """Load a ``PartitionDir`` from disk, streaming its segments; read errors land in the stats."""
+    """Load a ``PartitionDir`` from disk, streaming its segments; read errors land in the stats.
+
+    The listing's anomalies come first; each segment is checked against its name and the segment
+    before it once read (``segment_order_errors``).
+    """
+    from coordinator_core.sources.logdir import segment_order_errors
+
     start = time.perf_counter()
     fold = PartitionFold(partition=pdir.partition, semantics=semantics)
+    fold.stats.errors.extend(pdir.anomalies)
     for seg in pdir.segments:
-        fold.add_segment(seg.path, verify_crc=verify_crc)
+        previous_last, known = fold.stats.last_offset, len(fold.files)
+        fold.add_segment(seg.path, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes)
+        first = fold.files[-1][0] if len(fold.files) > known else None
+        fold.stats.errors.extend(
+            segment_order_errors(str(seg.path), pdir.partition, seg.base_offset, first, previous_last)
+        )
     fold.stats.segments = len(pdir.segments)
     cache = fold.finish(num_partitions=num_partitions)
     cache.stats.elapsed_ms = (time.perf_counter() - start) * 1000

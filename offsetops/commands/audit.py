@@ -24,7 +24,7 @@ from coordinator_core.cleaner_audit import (
     format_duration,
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.commands._common import die, parse_partitions, print_json
+from offsetops.commands._common import die, escape, non_negative_int, parse_partitions, print_json
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -40,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "verdict with reasons and remedies. See docs/cleaner-audit.md.",
     )
     p.add_argument("path", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument(
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read topic and broker config from this cluster")
     p.add_argument(
         "--timeout-ms", type=int, default=10_000, help="--bootstrap connect/request timeout (default 10000)"
@@ -54,7 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--state-dir", metavar="DIR", help="keep audit history (audits.jsonl) here")
     p.add_argument("--no-record", action="store_true", help="read history but do not append this audit")
-    p.add_argument("--now", type=int, metavar="MS", help="audit as of this epoch-millisecond time")
+    p.add_argument(
+        "--now", type=non_negative_int, metavar="MS", help="audit as of this epoch-millisecond time"
+    )
     p.add_argument(
         "--config",
         action="append",
@@ -209,7 +213,7 @@ def print_table(audit: CleanerAudit) -> None:
             f"max-clean-time-secs={_num(m.max_clean_time_secs)}\n"
         )
     for note in audit.notes:
-        out.write(f"note: {note}\n")
+        out.write(f"note: {escape(note)}\n")
     out.write(f"\nverdict: {audit.verdict}\n")
     for r in audit.reasons:
         out.write(f"  [{r.severity}] {r.message}\n      remedy: {r.remedy}\n")

@@ -12,6 +12,7 @@ from typing import Any
 
 from coordinator_core.errors import DecodeError, OffsetsDecodeException
 from coordinator_core.records.batch import RecordBatch
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.schema import (
     SchemaError,
@@ -24,7 +25,14 @@ from coordinator_core.schema import (
     value_json,
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.commands._common import die, report_errors
+from offsetops.commands._common import (
+    die,
+    escape,
+    non_negative_int,
+    positive_int,
+    report_errors,
+    strict_exit,
+)
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
@@ -37,9 +45,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Dump segment files batch by batch. PATH is a .log file, a partition dir or a log dir.",
     )
     p.add_argument("path")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument(
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
     p.add_argument("--json", action="store_true", help="JSON lines: one object per batch and per record")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
+    p.add_argument(
+        "--max-batch-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_BATCH_BYTES,
+        metavar="N",
+        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
+    )
     p.set_defaults(func=run)
 
 
@@ -139,7 +156,7 @@ def _show_errors(out, errors: list[DecodeError], shown: int, as_json: bool) -> i
         if as_json:
             out.write(json.dumps({"type": "error", **err.to_dict()}) + "\n")
         else:
-            out.write(f"Error: {err}\n")
+            out.write(f"{'Notice' if err.is_notice else 'Error'}: {escape(err)}\n")
     return len(errors)
 
 
@@ -156,10 +173,12 @@ def run(args: argparse.Namespace) -> int:
         return die(f"{path}: no such file or directory")
     for file, part in files:
         if not args.json:
-            out.write(f"Dumping {file}\n")
+            out.write(f"Dumping {escape(file)}\n")
             with contextlib.suppress(ValueError):
                 out.write(f"Log starting offset: {int(file.stem)}\n")
-        for batch in iter_segment_batches(file, partition=part, errors=errors):
+        for batch in iter_segment_batches(
+            file, partition=part, errors=errors, max_batch_bytes=args.max_batch_bytes
+        ):
             shown = _show_errors(out, errors, shown, args.json)
             if args.json:
                 out.write(json.dumps(_batch_json(batch, file)) + "\n")
@@ -211,4 +230,4 @@ def run(args: argparse.Namespace) -> int:
         shown = _show_errors(out, errors, shown, args.json)
     if errors:
         report_errors(errors)
-    return 1 if errors and args.strict else 0
+    return strict_exit(errors, args.strict)
