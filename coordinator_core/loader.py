@@ -54,6 +54,7 @@ from coordinator_core.schema import (
     decode_subscription,
     decode_value,
 )
+from coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
 
 # An entry is (record_offset, batch_base_offset, batch_position, value-or-None-for-tombstone).
 Entry = tuple[int, int, int, bytes | None]
@@ -93,6 +94,8 @@ class PartitionFold:
     _small_types: list[int] = field(default_factory=lambda: [0] * 256, repr=False)
     files: list[tuple[int, str]] = field(default_factory=list)  # (first offset, file) in log order
     stats: LoadStats = field(default_factory=LoadStats)
+    # Record offsets whose value failed the validation pass (already reported; see value_check).
+    invalid_values: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.semantics not in SEMANTICS:
@@ -161,9 +164,22 @@ class PartitionFold:
                 tombs += 1
                 if java:
                     self._tombstone(key, off, rtype)
+            elif rtype != 1 or not offset_commit_value_ok(value):
+                self._check_value(rtype, value, off, getattr(batch, "file", None), pos)
             latest[key] = (off, base, pos, value)
         self.stats.records += n
         self.stats.tombstones += tombs
+
+    def _check_value(self, rtype: int, value: bytes, off: int, file: str | None, pos: int) -> None:
+        """The validation pass (``value_check``): report a value the broker could not have decoded."""
+        if rtype < 0:
+            return  # a key too short for a type: reported with the key
+        exc = value_error(rtype, value)
+        if exc is not None:
+            self.invalid_values.add(off)
+            self.stats.errors.append(
+                DecodeError(exc.kind, f"{value_label(rtype)}: {exc}", file, self.partition, pos, off)
+            )
 
     def _flush_types(self) -> None:
         small = self._small_types
@@ -268,6 +284,8 @@ class PartitionFold:
                 tombs += 1
                 if self.semantics == "java":
                     self._tombstone(key, off, rtype)
+            elif rtype != 1 or not offset_commit_value_ok(value):
+                self._check_value(rtype, value, off, file, batch_pos)
             latest[key] = (off, base_offset, batch_pos, value)
         if tombs:
             self.stats.tombstones += tombs
@@ -439,6 +457,8 @@ class PartitionFold:
                 key = _OFFSET_PREFIX + key[2:]
             if value is None:
                 self.stats.tombstones += 1
+            elif rtype != 1 or not offset_commit_value_ok(value):
+                self._check_value(rtype, value, off, batch.file, pos)
             if rtype <= 1:
                 if value is None and self.semantics == "scala":
                     pending.pop(key, None)
@@ -544,6 +564,7 @@ class PartitionFold:
         if o.last_offset is not None:
             s.last_offset = o.last_offset
         s.errors.extend(o.errors)
+        self.invalid_values |= later.invalid_values
         return self
 
     # -- materializing ---------------------------------------------------------------------------
@@ -575,6 +596,8 @@ class _Materializer:
         )
 
     def _offset(self, entry: Entry) -> OffsetAndMetadata | None:
+        if entry[0] in self.fold.invalid_values:
+            return None  # reported by the validation pass
         try:
             v = decode_offset_commit_value(entry[3])
         except SchemaError as exc:
@@ -603,12 +626,13 @@ class _Materializer:
         stats.unknown_record_types = unknown
 
         for raw, entry in fold.latest.items():
-            if entry[3] is None:
-                continue
             try:
                 key = decode_key(raw)
             except SchemaError as exc:
+                # Tombstone keys too: the broker decodes every key, and a corrupt one fails the load.
                 self._error(exc.kind, f"record key: {exc}", entry)
+                continue
+            if entry[3] is None or entry[0] in fold.invalid_values:
                 continue
             if isinstance(key, OffsetCommitKey):
                 om = self._offset(entry)
@@ -696,6 +720,23 @@ class _Materializer:
                 topics = sorted(sub.topics) if sub is not None else None
                 asg = decode_assignment(m.assignment)
                 assignment = {t: sorted(p) for t, p in asg.partitions.items()} if asg is not None else None
+                # Lenient, as the broker is (it never parses these bytes), but never silent.
+                for what, raw, got in (
+                    ("subscription", m.subscription, sub),
+                    ("assignment", m.assignment, asg),
+                ):
+                    if raw and (got is None or got.partial):
+                        how = (
+                            "cannot be decoded"
+                            if got is None
+                            else "are truncated or corrupt after the topics"
+                        )
+                        self._error(
+                            "corrupt_embedded",
+                            f"group {group_id!r} member {m.member_id!r}: consumer-protocol {what} bytes "
+                            f"({len(raw)} bytes) {how}; kept as unknown",
+                            entry,
+                        )
             rebalance = m.rebalance_timeout
             # v0 has no rebalance timeout; both loaders fall back to the session timeout.
             if rebalance is None or rebalance < 0:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from coordinator_core.errors import DecodeError
 from coordinator_core.records.batch import RecordBatch
@@ -153,6 +154,58 @@ def _anomaly(kind: str, reason: str, path: str | Path, partition: int | None) ->
     return DecodeError(kind, reason, str(path), partition)
 
 
+def classify_segment_name(name: str) -> tuple[str, int | str | None]:
+    """What a file name in a partition dir is, as ``LogLoader`` sees it.
+
+    ``("segment", base_offset)``, ``("leftover_file", reason)`` for ``*.log.swap``/``.cleaned``/
+    ``.deleted``, ``("bad_segment_name", reason)`` for a ``.log`` whose name is not an offset, or
+    ``("skip", None)`` for everything the load does not need (indexes, snapshots, metadata).
+    """
+    suffix = next((sfx for sfx in LEFTOVER_SUFFIXES if name.endswith(sfx)), None)
+    if suffix is not None and ".log" in name:
+        return "leftover_file", f"{LEFTOVER_SUFFIXES[suffix]} (not read)"
+    if not name.endswith(".log"):
+        return "skip", None
+    base = segment_base_offset(name)
+    if base is None:
+        return (
+            "bad_segment_name",
+            "a .log file whose name is not <offset>.log; the broker cannot load it (not read)",
+        )
+    return "segment", base
+
+
+T = TypeVar("T")
+
+
+def dedupe_segments(
+    segments: list[T], *, key: Callable[[T], tuple[int, str]], partition: int | None
+) -> tuple[list[T], list[DecodeError]]:
+    """One segment per base offset, in base-offset order, and a ``duplicate_segment`` for each other.
+
+    ``key(segment)`` is ``(base offset, file name)``. The broker keeps one segment per base offset; the
+    canonical 20-digit name is the one it wrote, so that one is read.
+    """
+    by_offset: dict[int, list[T]] = {}
+    for seg in segments:
+        by_offset.setdefault(key(seg)[0], []).append(seg)
+    kept: list[T] = []
+    anomalies: list[DecodeError] = []
+    for base, found in sorted(by_offset.items()):
+        found.sort(key=lambda sg: (len(key(sg)[1]) != 24, key(sg)[1]))
+        kept.append(found[0])
+        for other in found[1:]:
+            anomalies.append(
+                _anomaly(
+                    "duplicate_segment",
+                    f"same base offset {base} as {key(found[0])[1]}, which is read instead (not read)",
+                    getattr(other, "path", key(other)[1]),
+                    partition,
+                )
+            )
+    return kept, anomalies
+
+
 def list_segments(path: Path, partition: int | None) -> tuple[list[Segment], list[DecodeError]]:
     """The segments of one partition dir in Kafka's order, and every anomaly found on the way.
 
@@ -168,27 +221,13 @@ def list_segments(path: Path, partition: int | None) -> tuple[list[Segment], lis
         return [], [
             _anomaly("unreadable", f"cannot list the partition dir: {exc.strerror or exc}", path, partition)
         ]
-    by_offset: dict[int, list[Segment]] = {}
+    candidates: list[Segment] = []
     for entry in entries:
-        name = entry.name
-        suffix = next((sfx for sfx in LEFTOVER_SUFFIXES if name.endswith(sfx)), None)
-        if suffix is not None and ".log" in name:
-            anomalies.append(
-                _anomaly("leftover_file", f"{LEFTOVER_SUFFIXES[suffix]} (not read)", entry.path, partition)
-            )
+        kind, value = classify_segment_name(entry.name)
+        if kind == "skip":
             continue
-        if not name.endswith(".log"):
-            continue  # indexes, snapshots, leader-epoch and partition metadata: not needed to load
-        base = segment_base_offset(name)
-        if base is None:
-            anomalies.append(
-                _anomaly(
-                    "bad_segment_name",
-                    "a .log file whose name is not <offset>.log; the broker cannot load it (not read)",
-                    entry.path,
-                    partition,
-                )
-            )
+        if kind != "segment":
+            anomalies.append(_anomaly(kind, str(value), entry.path, partition))
             continue
         try:
             st = os.stat(entry.path)
@@ -213,24 +252,11 @@ def list_segments(path: Path, partition: int | None) -> tuple[list[Segment], lis
                 _anomaly("not_a_file", f"segment name, but {what} (not read)", entry.path, partition)
             )
             continue
-        by_offset.setdefault(base, []).append(
-            Segment(Path(entry.path), base, st.st_size, int(st.st_mtime * 1000))
-        )
-    segments = []
-    for base, found in sorted(by_offset.items()):
-        # The broker keeps one segment per base offset; the canonical 20-digit name is the one it wrote.
-        found.sort(key=lambda sg: (len(sg.path.name) != 24, sg.path.name))
-        segments.append(found[0])
-        for other in found[1:]:
-            anomalies.append(
-                _anomaly(
-                    "duplicate_segment",
-                    f"same base offset {base} as {found[0].path.name}, which is read instead (not read)",
-                    other.path,
-                    partition,
-                )
-            )
-    return segments, anomalies
+        candidates.append(Segment(Path(entry.path), int(value), st.st_size, int(st.st_mtime * 1000)))  # type: ignore[arg-type]
+    segments, dupes = dedupe_segments(
+        candidates, key=lambda sg: (sg.base_offset, sg.path.name), partition=partition
+    )
+    return segments, anomalies + dupes
 
 
 def segment_order_errors(
