@@ -42,8 +42,6 @@ class DecodeError:
             where += f" at byte {self.position}"
         if self.offset is not None:
             where += f", offset {self.offset}"
-        if self.is_notice:
-            return f"{where}: notice: {self.kind}: {self.reason}"
         return f"{where}: {self.kind}: {self.reason}"
 
 

@@ -35,9 +35,6 @@ from coordinator_core.sources.logdir import (
     open_log_dir,
 )
 
-# Kafka parses the text before the first dot of a segment name as its base offset (any digit count).
-SEGMENT_PATH_RE = r"^(.*/)?" + re.escape(OFFSETS_TOPIC) + r"-(\d+)/(\d+)\.log$"
-_SEGMENT_RE = re.compile(SEGMENT_PATH_RE)
 _PARTITION_DIR_RE = re.compile("^" + re.escape(OFFSETS_TOPIC) + r"-(\d+)$")
 
 
@@ -199,19 +196,48 @@ SEGMENTS_SCHEMA = StructType(
 """What :func:`read_segments` returns: one row per segment file, whole."""
 
 
+#: The ``base_offset`` of a row that stands for a partition with listing anomalies but no segment.
+NO_SEGMENT = -1
+
+
+def segment_rows(spark: SparkSession, listing: LogDirListing) -> DataFrame:
+    """What the reload folds: ``read_segments`` for remote paths; for a local listing, one row per
+    segment *without* its content (the executor maps the file itself, so memory stays bounded
+    whatever the file holds, a zero tail included); plus a ``NO_SEGMENT`` row for each partition that
+    has listing anomalies but no readable segment, so that its errors are reported too.
+    """
+    if listing.local:
+        rows = [(s.partition, s.base_offset, s.path, s.size, s.mtime_ms, None) for s in listing.segments]
+        segments = spark.createDataFrame(rows, SEGMENTS_SCHEMA)
+    else:
+        segments = read_segments(spark, listing)
+    with_segments = {s.partition for s in listing.segments}
+    bare = sorted({p for p, _e in listing.anomalies} - with_segments)
+    if not bare:
+        return segments
+    marks = [(p, NO_SEGMENT, "", 0, 0, None) for p in bare]
+    return segments.unionByName(spark.createDataFrame(marks, SEGMENTS_SCHEMA))
+
+
 def read_segments(spark: SparkSession, listing: LogDirListing) -> DataFrame:
     """One row per segment: ``offsets_partition, base_offset, file, length, mtime_ms, content``.
 
     Read with the ``binaryFile`` source (each file is one row, whole; fine up to 2 GB, and
-    ``__consumer_offsets`` rolls at 100 MiB). Partition and base offset come from the path.
+    ``__consumer_offsets`` rolls at 100 MiB). Partition and base offset come from the listing.
     """
     nonempty = [s.path for s in listing.segments if s.size > 0]
     empty = [s for s in listing.segments if s.size == 0]
     if nonempty:
         df = spark.read.format("binaryFile").load(nonempty)
+        # Partition and base offset from the listing (names like 5.log parse as Kafka parses them).
+        where = spark.createDataFrame(
+            [(s.path, s.partition, s.base_offset) for s in listing.segments if s.size > 0],
+            "lpath string, offsets_partition int, base_offset long",
+        )
+        df = df.join(F.broadcast(where), df["path"] == where["lpath"])
         segments = df.select(
-            F.regexp_extract("path", SEGMENT_PATH_RE, 2).cast("int").alias("offsets_partition"),
-            F.regexp_extract("path", SEGMENT_PATH_RE, 3).cast("long").alias("base_offset"),
+            F.col("offsets_partition"),
+            F.col("base_offset"),
             F.col("path").alias("file"),
             F.col("length"),
             (F.unix_millis(F.col("modificationTime"))).alias("mtime_ms"),
