@@ -13,6 +13,8 @@ the same cache as one sequential fold (the Spark job splits large partitions thi
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import mmap
 import os
 import time
@@ -174,11 +176,12 @@ class PartitionFold:
         """The validation pass (``value_check``): report a value the broker could not have decoded."""
         if rtype < 0:
             return  # a key too short for a type: reported with the key
-        exc = value_error(rtype, value)
-        if exc is not None:
+        problem = value_error(rtype, value)
+        if problem is not None:
             self.invalid_values.add(off)
+            kind, reason = problem
             self.stats.errors.append(
-                DecodeError(exc.kind, f"{value_label(rtype)}: {exc}", file, self.partition, pos, off)
+                DecodeError(kind, f"{value_label(rtype)}: {reason}", file, self.partition, pos, off)
             )
 
     def _flush_types(self) -> None:
@@ -434,11 +437,13 @@ class PartitionFold:
             except (OSError, ValueError) as exc:
                 self.stats.errors.append(DecodeError("io", f"cannot read: {exc}", file, self.partition, 0))
                 return
-            with mm:
+            try:
                 scan = Scan(fh.fileno(), page_release(mm))
                 self.add_buffer(
                     mm, file=file, verify_crc=verify_crc, scan=scan, max_batch_bytes=max_batch_bytes
                 )
+            finally:
+                _close_map(mm)
 
     def _add_transactional(self, batch: RecordBatch) -> None:
         pid = batch.producer_id
@@ -776,6 +781,16 @@ class _Materializer:
                 self.groups[gid] = _member_group(gid, by_type, "share", 11, 10)
             elif any(t in by_type for t in range(17, 25)):
                 self.groups[gid] = _member_group(gid, by_type, "streams", 17, 19)
+
+
+def _close_map(mm: mmap.mmap) -> None:
+    try:
+        mm.close()
+    except BufferError:
+        # A view of the map is still referenced (say, from an exception's traceback): collect it.
+        gc.collect()
+        with contextlib.suppress(BufferError):
+            mm.close()  # else the map closes when the last view goes
 
 
 def _record_type(key: bytes) -> int:

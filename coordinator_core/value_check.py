@@ -47,8 +47,12 @@ def offset_commit_value_ok(value: bytes) -> bool:
     return False
 
 
-def value_error(record_type: int, value: bytes) -> SchemaError | None:
-    """The decode error of a value of ``record_type``, or None when it decodes (unknown types: None)."""
+def value_error(record_type: int, value: bytes) -> tuple[str, str] | None:
+    """The ``(kind, reason)`` of a value of ``record_type`` that does not decode, else None.
+
+    Not the exception itself: its traceback would keep the loader's frames (and the mapped segment they
+    hold) alive past the end of the walk.
+    """
     try:
         if record_type <= 1:
             if offset_commit_value_ok(value):
@@ -59,7 +63,7 @@ def value_error(record_type: int, value: bytes) -> SchemaError | None:
         elif record_type <= _MAX_KNOWN_TYPE:
             decode_value(record_type, value)
     except SchemaError as exc:
-        return exc
+        return exc.kind, str(exc)
     return None
 
 

@@ -154,8 +154,14 @@ class LiveConfig:
             "receive_message_max_bytes": _MAX_PARTITION_FETCH_BYTES + (1 << 20),
             "ssl_check_hostname": self.ssl_check_hostname,
         }
-        for name in ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
-                     "ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        for name in (
+            "sasl_mechanism",
+            "sasl_plain_username",
+            "sasl_plain_password",
+            "ssl_cafile",
+            "ssl_certfile",
+            "ssl_keyfile",
+        ):
             value = getattr(self, name)
             if value is not None:
                 kwargs[name] = value
@@ -251,12 +257,14 @@ class LiveConfig:
             if props.get("ssl.truststore.type", "JKS").upper() != "PEM":
                 raise LiveSourceError(
                     f"{p}: ssl.truststore.location is a {props.get('ssl.truststore.type', 'JKS')} store; "
-                    "offsetops needs PEM: set ssl.truststore.type=PEM or use ssl.ca.location")
+                    "offsetops needs PEM: set ssl.truststore.type=PEM or use ssl.ca.location"
+                )
             values.setdefault("ssl_cafile", props["ssl.truststore.location"])
         if props.get("ssl.keystore.location"):
             raise LiveSourceError(
                 f"{p}: ssl.keystore.location is not supported; use ssl.certificate.location and "
-                "ssl.key.location (PEM)")
+                "ssl.key.location (PEM)"
+            )
         if props.get("ssl.endpoint.identification.algorithm", "https") == "":
             values["ssl_check_hostname"] = False
         if "bootstrap_servers" not in values and "bootstrap_servers" not in overrides:
@@ -273,7 +281,11 @@ class LiveConfig:
                     raise LiveSourceError(f"{source}: {name} must be an integer") from None
         if isinstance(values.get("ssl_check_hostname"), str):
             values["ssl_check_hostname"] = values["ssl_check_hostname"].strip().lower() not in (
-                "0", "false", "no", "")
+                "0",
+                "false",
+                "no",
+                "",
+            )
         if isinstance(values.get("sasl_mechanism"), str):
             values["sasl_mechanism"] = values["sasl_mechanism"].upper()
         return cls(**values)
@@ -310,7 +322,8 @@ def _parse_jaas(jaas: str, source: Path) -> tuple[str | None, str | None]:
     if not re.search(r"(PlainLoginModule|ScramLoginModule)", jaas):
         raise LiveSourceError(
             f"{source}: sasl.jaas.config uses a login module offsetops does not support "
-            "(only PlainLoginModule and ScramLoginModule)")
+            "(only PlainLoginModule and ScramLoginModule)"
+        )
     opts = dict(re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', jaas))
     return opts.get("username"), opts.get("password")
 
@@ -447,10 +460,12 @@ class LiveSource:
         if topic.error_code == _TOPIC_AUTHORIZATION_FAILED:
             raise LiveSourceError(
                 f"not authorized to describe topic {self.topic!r} on {self._where()} "
-                "(reading __consumer_offsets needs DESCRIBE and READ on it)")
+                "(reading __consumer_offsets needs DESCRIBE and READ on it)"
+            )
         if topic.error_code not in (0, 5):
             raise LiveSourceError(
-                f"Metadata for {self.topic!r} on {self._where()} failed with error {topic.error_code}")
+                f"Metadata for {self.topic!r} on {self._where()} failed with error {topic.error_code}"
+            )
         self._leaders = {p.partition_index: p.leader_id for p in topic.partitions}
         return self._leaders
 
@@ -484,9 +499,12 @@ class LiveSource:
             for leader, parts in by_leader.items():
                 topic_req = ListOffsetsRequest.ListOffsetsTopic(
                     name=self.topic,
-                    partitions=[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                        partition_index=p, current_leader_epoch=-1, timestamp=timestamp,
-                        max_num_offsets=1) for p in parts],
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                            partition_index=p, current_leader_epoch=-1, timestamp=timestamp, max_num_offsets=1
+                        )
+                        for p in parts
+                    ],
                 )
                 # isolation_level=0: the high watermark, not the last stable offset, so a read
                 # includes transactions that are still open, as the coordinator's load does.
@@ -501,13 +519,15 @@ class LiveSource:
                         else:
                             raise LiveSourceError(
                                 f"ListOffsets {self.topic}-{pr.partition_index} on {self._where()} "
-                                f"failed with error {pr.error_code}")
+                                f"failed with error {pr.error_code}"
+                            )
             todo = set(retry)
             if not todo:
                 return result
         raise LiveSourceError(
             f"ListOffsets on {self._where()} kept failing: "
-            + ", ".join(f"{self.topic}-{p}: {e}" for p, e in sorted(retry.items())))
+            + ", ".join(f"{self.topic}-{p}: {e}" for p, e in sorted(retry.items()))
+        )
 
     def end_offsets(self, partitions: list[int] | None = None) -> dict[int, int]:
         """High watermark per partition (READ_UNCOMMITTED end offset)."""
@@ -522,14 +542,24 @@ class LiveSource:
     def _fetch(self, partition: int, offset: int, max_bytes: int, leader: int) -> Any:
 
         fp = FetchRequest.FetchTopic.FetchPartition(
-            partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+            partition=partition,
+            current_leader_epoch=-1,
+            fetch_offset=offset,
+            log_start_offset=-1,
             partition_max_bytes=max_bytes,
         )
         request = FetchRequest(
-            max_version=_FETCH_MAX_VERSION, replica_id=-1, max_wait_ms=100, min_bytes=1,
-            max_bytes=max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+            max_version=_FETCH_MAX_VERSION,
+            replica_id=-1,
+            max_wait_ms=100,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
             topics=[FetchRequest.FetchTopic(topic=self.topic, partitions=[fp])],
-            forgotten_topics_data=[], rack_id="",
+            forgotten_topics_data=[],
+            rack_id="",
         )
         response = self._call(request, leader)
         for t in response.responses:
@@ -569,7 +599,8 @@ class LiveSource:
                 if retries > _MAX_RETRIES:
                     raise LiveSourceError(
                         f"Fetch {self.topic}-{partition} at {offset} on {self._where()} kept failing: "
-                        f"{_RETRIABLE[pd.error_code]}")
+                        f"{_RETRIABLE[pd.error_code]}"
+                    )
                 leader = self._leader(partition, refresh=True)
                 continue
             if pd.error_code == _OFFSET_OUT_OF_RANGE:
@@ -578,17 +609,26 @@ class LiveSource:
                 if log_start <= offset:
                     raise LiveSourceError(
                         f"{self.topic}-{partition}: offset {offset} out of range on {self._where()} "
-                        f"(log start {log_start}, end {end_offset})")
-                report(DecodeError(
-                    "io", f"log start moved to {log_start} during the read; offsets {offset}.."
-                    f"{log_start - 1} were deleted by the broker", f"{self.topic}-{partition}",
-                    partition, None, offset))
+                        f"(log start {log_start}, end {end_offset})"
+                    )
+                report(
+                    DecodeError(
+                        "io",
+                        f"log start moved to {log_start} during the read; offsets {offset}.."
+                        f"{log_start - 1} were deleted by the broker",
+                        f"{self.topic}-{partition}",
+                        partition,
+                        None,
+                        offset,
+                    )
+                )
                 offset = log_start
                 continue
             if pd.error_code != 0:
                 raise LiveSourceError(
                     f"Fetch {self.topic}-{partition} at {offset} on {self._where()} failed with error "
-                    f"{pd.error_code}")
+                    f"{pd.error_code}"
+                )
             retries = 0
             records = pd.records or b""
             if not records:
@@ -596,14 +636,22 @@ class LiveSource:
                 # change truncated the log). Read to the new end, not forever.
                 high_watermark = pd.high_watermark
                 if high_watermark <= offset:
-                    report(DecodeError(
-                        "truncated", f"high watermark fell to {high_watermark} below the end "
-                        f"{end_offset} seen at the start of the read", f"{self.topic}-{partition}",
-                        partition, None, offset))
+                    report(
+                        DecodeError(
+                            "truncated",
+                            f"high watermark fell to {high_watermark} below the end "
+                            f"{end_offset} seen at the start of the read",
+                            f"{self.topic}-{partition}",
+                            partition,
+                            None,
+                            offset,
+                        )
+                    )
                     return
                 raise LiveSourceError(
                     f"Fetch {self.topic}-{partition} at {offset} on {self._where()} returned no data "
-                    f"below the high watermark {high_watermark}")
+                    f"below the high watermark {high_watermark}"
+                )
             length, next_offset, framed = complete_prefix(records)
             if length == 0:
                 # One batch bigger than max_bytes and a broker that does not return it whole
@@ -611,12 +659,18 @@ class LiveSource:
                 if max_bytes >= _MAX_PARTITION_FETCH_BYTES:
                     raise LiveSourceError(
                         f"{self.topic}-{partition} at {offset}: a batch exceeds "
-                        f"{_MAX_PARTITION_FETCH_BYTES} bytes")
+                        f"{_MAX_PARTITION_FETCH_BYTES} bytes"
+                    )
                 max_bytes = min(max_bytes * 2, _MAX_PARTITION_FETCH_BYTES)
                 continue
             label = f"{self.topic}-{partition} fetch@{offset}"
-            for batch in read_batches(memoryview(records)[:length], file=label, partition=partition,
-                                      errors=errors, verify_crc=verify_crc):
+            for batch in read_batches(
+                memoryview(records)[:length],
+                file=label,
+                partition=partition,
+                errors=errors,
+                verify_crc=verify_crc,
+            ):
                 # Fetch answers with the whole batch holding `offset`; its earlier records were
                 # already yielded with the previous batch-aligned read, or precede start_offset.
                 if batch.last_offset < offset:
@@ -628,5 +682,6 @@ class LiveSource:
                 return  # read_batches reported the broken length; nothing after it can be framed
             if next_offset is None or next_offset <= offset:
                 raise LiveSourceError(
-                    f"{self.topic}-{partition}: fetch at {offset} on {self._where()} made no progress")
+                    f"{self.topic}-{partition}: fetch at {offset} on {self._where()} made no progress"
+                )
             offset = next_offset

@@ -73,22 +73,23 @@ def _files(path: Path, partitions: list[int] | None) -> Iterator[tuple[Path, int
             yield seg.path, pdir.partition
 
 
-def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
-    """The key and payload columns: JSON objects, or Kafka's words for what it could not decode."""
+def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any, tuple[str, str] | None]:
+    """The key and payload columns (JSON objects, or Kafka's words for what it could not decode), and
+    the ``(kind, reason)`` of a decode error, if any."""
     if key is None:
-        return "Error: record has no key", None
+        return "Error: record has no key", None, ("missing_key", "record has no key")
     try:
         k = decode_key(key)
     except SchemaError as exc:
-        return f"Error: {exc}", None
+        return f"Error: {exc}", None, (exc.kind, f"record key: {exc}")
     if isinstance(k, UnknownKey):
-        return f"Unknown record type {k.record_type}", None
+        return f"Unknown record type {k.record_type}", None, None
     if value is None:
-        return key_json(k), "<DELETE>"
+        return key_json(k), "<DELETE>", None
     try:
-        return key_json(k), value_json(k.record_type, decode_value(k.record_type, value))
+        return key_json(k), value_json(k.record_type, decode_value(k.record_type, value)), None
     except SchemaError as exc:
-        return key_json(k), f"Error: {exc}"
+        return key_json(k), f"Error: {exc}", (exc.kind, f"record type {k.record_type} value: {exc}")
 
 
 def _batch_line(b: RecordBatch) -> str:
@@ -137,17 +138,24 @@ def _batch_json(b: RecordBatch, file: Path) -> dict[str, Any]:
     }
 
 
-def _control(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
+def _control(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any], str | None]:
     try:
         ctype = decode_control_key(key or b"").type
+    except SchemaError as exc:
+        return f" control: Error: {exc}", {"control_error": str(exc)}, f"control record key: {exc}"
+    if ctype not in CONTROL_TYPES:
+        # LEADER_CHANGE and KRaft markers carry other values; only transaction markers are decoded.
+        return f" control: type {ctype}", {"control_type": ctype}, None
+    try:
         epoch = decode_end_txn_marker(value or b"").coordinator_epoch
     except SchemaError as exc:
-        return f" control: Error: {exc}", {"control_error": str(exc)}
+        return f" control: Error: {exc}", {"control_error": str(exc)}, f"end transaction marker: {exc}"
     name = CONTROL_TYPES.get(ctype, f"type {ctype}")
-    return f" endTxnMarker: {name} coordinatorEpoch: {epoch}", {
-        "end_txn_marker": name,
-        "coordinator_epoch": epoch,
-    }
+    return (
+        f" endTxnMarker: {name} coordinatorEpoch: {epoch}",
+        {"end_txn_marker": name, "coordinator_epoch": epoch},
+        None,
+    )
 
 
 def _show_errors(out, errors: list[DecodeError], shown: int, as_json: bool) -> int:
@@ -190,11 +198,16 @@ def run(args: argparse.Namespace) -> int:
                         -1 if batch.base_sequence < 0 else batch.base_sequence + (offset - batch.base_offset)
                     )
                     if batch.is_control:
-                        text, extra = _control(key, value)
+                        text, extra, problem = _control(key, value)
                         k = p = None
+                        failed = None if problem is None else ("corrupt_record", problem)
                     else:
-                        k, p = _decode(key, value)
+                        k, p, failed = _decode(key, value)
                         text, extra = "", {}
+                    if failed is not None:
+                        # Counted (--strict fails on it) and listed at the end; shown inline on the record.
+                        errors.append(DecodeError(*failed, str(file), part, batch.position, offset))
+                        shown = len(errors) if not args.json else shown
                     if args.json:
                         rec = {
                             "type": "record",

@@ -54,8 +54,11 @@ def _topic(prefix: str) -> str:
 
 
 def _key_values(batches: list) -> list[tuple[bytes | None, bytes | None]]:
-    return [(k if k is None else bytes(k), v if v is None else bytes(v))
-            for b in batches for (_o, _t, k, v) in b.iter_records()]
+    return [
+        (k if k is None else bytes(k), v if v is None else bytes(v))
+        for b in batches
+        for (_o, _t, k, v) in b.iter_records()
+    ]
 
 
 @pytest.mark.broker
@@ -90,15 +93,36 @@ def test_open_transactions_and_control_batches_are_kept(kafka_broker: TansuBroke
         bc.create_topic(topic, partitions=2)
         pid, epoch = bc.init_producer_id()
         bc.produce_raw(topic, 1, kafka_python_batch([(b"plain", b"1")]))
-        bc.produce_raw(topic, 1, kafka_python_batch(
-            [(b"t1", b"a"), (b"t2", b"b")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
-            transactional=True))
-        bc.produce_raw(topic, 1, kafka_python_batch(
-            [end_txn_marker(commit=False, coordinator_epoch=7)], producer_id=pid, producer_epoch=epoch,
-            transactional=True, control=True))
+        bc.produce_raw(
+            topic,
+            1,
+            kafka_python_batch(
+                [(b"t1", b"a"), (b"t2", b"b")],
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=0,
+                transactional=True,
+            ),
+        )
+        bc.produce_raw(
+            topic,
+            1,
+            kafka_python_batch(
+                [end_txn_marker(commit=False, coordinator_epoch=7)],
+                producer_id=pid,
+                producer_epoch=epoch,
+                transactional=True,
+                control=True,
+            ),
+        )
         # Left open on purpose: READ_UNCOMMITTED must still return it.
-        bc.produce_raw(topic, 1, kafka_python_batch(
-            [(b"t3", b"c")], producer_id=pid, producer_epoch=epoch, base_sequence=2, transactional=True))
+        bc.produce_raw(
+            topic,
+            1,
+            kafka_python_batch(
+                [(b"t3", b"c")], producer_id=pid, producer_epoch=epoch, base_sequence=2, transactional=True
+            ),
+        )
     errors: list[DecodeError] = []
     with LiveSource(LiveConfig(bootstrap_servers=kafka_broker.bootstrap), topic=topic) as source:
         assert source.partitions() == [0, 1]
@@ -106,8 +130,7 @@ def test_open_transactions_and_control_batches_are_kept(kafka_broker: TansuBroke
         assert list(source.iter_batches(0, errors)) == []
         batches = list(source.iter_batches(1, errors))
     assert errors == []
-    shape = [(b.base_offset, b.last_offset, b.producer_id, b.is_transactional, b.is_control)
-             for b in batches]
+    shape = [(b.base_offset, b.last_offset, b.producer_id, b.is_transactional, b.is_control) for b in batches]
     assert shape == [
         (0, 0, -1, False, False),
         (1, 2, pid, True, False),
@@ -133,8 +156,10 @@ def test_start_offset_inside_a_batch_and_end_offset_bound(kafka_broker: TansuBro
 
 @pytest.mark.broker
 def test_missing_topic_is_a_clear_error(kafka_broker: TansuBroker) -> None:
-    with (LiveSource(LiveConfig(bootstrap_servers=kafka_broker.bootstrap), topic=_topic("nope")) as source,
-          pytest.raises(LiveSourceError, match="does not exist")):
+    with (
+        LiveSource(LiveConfig(bootstrap_servers=kafka_broker.bootstrap), topic=_topic("nope")) as source,
+        pytest.raises(LiveSourceError, match="does not exist"),
+    ):
         source.partitions()
 
 
@@ -146,8 +171,9 @@ def _closed_port() -> int:
 
 def test_unreachable_broker_fails_fast_naming_the_address() -> None:
     address = f"127.0.0.1:{_closed_port()}"
-    config = LiveConfig(bootstrap_servers=address, sasl_plain_password="hunter2-secret",
-                        connect_timeout_ms=2000)
+    config = LiveConfig(
+        bootstrap_servers=address, sasl_plain_password="hunter2-secret", connect_timeout_ms=2000
+    )
     started = time.monotonic()
     with pytest.raises(LiveSourceError) as info:
         LiveSource(config).partitions()
@@ -169,9 +195,21 @@ def test_rejected_sasl_login_fails_within_the_timeout() -> None:
     # A dedicated broker: the shared one runs without --authentication.
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([str(tansu), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/", "--authentication"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(tansu),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+            "--authentication",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -180,9 +218,14 @@ def test_rejected_sasl_login_fails_within_the_timeout() -> None:
                 break
             except OSError:
                 time.sleep(0.05)
-        config = LiveConfig(bootstrap_servers=f"127.0.0.1:{port}", security_protocol="SASL_PLAINTEXT",
-                            sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="mallory",
-                            sasl_plain_password="wrong-password-123", connect_timeout_ms=3000)
+        config = LiveConfig(
+            bootstrap_servers=f"127.0.0.1:{port}",
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-256",
+            sasl_plain_username="mallory",
+            sasl_plain_password="wrong-password-123",
+            connect_timeout_ms=3000,
+        )
         started = time.monotonic()
         with pytest.raises(LiveSourceError) as info:
             LiveSource(config).partitions()
@@ -195,8 +238,13 @@ def test_rejected_sasl_login_fails_within_the_timeout() -> None:
 
 
 def test_repr_hides_the_password() -> None:
-    config = LiveConfig(bootstrap_servers="b1:9093,b2:9093", security_protocol="sasl_ssl",
-                        sasl_mechanism="PLAIN", sasl_plain_username="svc", sasl_plain_password="p@ss-w0rd")
+    config = LiveConfig(
+        bootstrap_servers="b1:9093,b2:9093",
+        security_protocol="sasl_ssl",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="svc",
+        sasl_plain_password="p@ss-w0rd",
+    )
     for text in (repr(config), str(config), repr(LiveSource(config)), f"{config}"):
         assert "p@ss-w0rd" not in text
         assert "'***'" in text
@@ -206,18 +254,23 @@ def test_repr_hides_the_password() -> None:
 
 
 def test_from_env() -> None:
-    config = LiveConfig.from_env({
-        "OFFSETOPS_BOOTSTRAP_SERVERS": "k1:9092,k2:9092",
-        "OFFSETOPS_SECURITY_PROTOCOL": "SASL_SSL",
-        "OFFSETOPS_SASL_MECHANISM": "scram-sha-512",
-        "OFFSETOPS_SASL_USERNAME": "ops",
-        "OFFSETOPS_SASL_PASSWORD": "s3cr3t",
-        "OFFSETOPS_SSL_CAFILE": "/etc/ca.pem",
-        "OFFSETOPS_REQUEST_TIMEOUT_MS": "5000",
-    })
+    config = LiveConfig.from_env(
+        {
+            "OFFSETOPS_BOOTSTRAP_SERVERS": "k1:9092,k2:9092",
+            "OFFSETOPS_SECURITY_PROTOCOL": "SASL_SSL",
+            "OFFSETOPS_SASL_MECHANISM": "scram-sha-512",
+            "OFFSETOPS_SASL_USERNAME": "ops",
+            "OFFSETOPS_SASL_PASSWORD": "s3cr3t",
+            "OFFSETOPS_SSL_CAFILE": "/etc/ca.pem",
+            "OFFSETOPS_REQUEST_TIMEOUT_MS": "5000",
+        }
+    )
     assert config.servers == ["k1:9092", "k2:9092"]
     assert (config.sasl_mechanism, config.sasl_plain_username, config.sasl_plain_password) == (
-        "SCRAM-SHA-512", "ops", "s3cr3t")
+        "SCRAM-SHA-512",
+        "ops",
+        "s3cr3t",
+    )
     assert config.ssl_cafile == "/etc/ca.pem"
     assert config.request_timeout_ms == 5000
     with pytest.raises(LiveSourceError, match="OFFSETOPS_BOOTSTRAP_SERVERS"):
@@ -263,7 +316,11 @@ def test_from_file_refuses_jks_and_missing_bootstrap(tmp_path: Path) -> None:
 
 def test_parse_properties_syntax() -> None:
     assert parse_properties("a=1\n! note\nb : 2\nc 3\n  d=x \\\n   y\n") == {
-        "a": "1", "b": "2", "c": "3", "d": "x y"}
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d": "x y",
+    }
 
 
 def test_complete_prefix_cuts_a_partial_tail() -> None:
