@@ -60,17 +60,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _files(path: Path, partitions: list[int] | None) -> Iterator[tuple[Path, int | None]]:
+def _files(
+    path: Path, partitions: list[int] | None
+) -> Iterator[tuple[Path | None, int | None, tuple[DecodeError, ...]]]:
+    """``(segment, partition, listing anomalies)``; the anomalies come with a partition's first entry,
+    and a partition with anomalies but no segment is one entry without a segment."""
     if path.is_file():
         part = None
         with contextlib.suppress(IndexError, ValueError):
             part = int(path.parent.name.rsplit("-", 1)[1])
-        yield path, part
+        yield path, part, ()
         return
     logdir = open_log_dir(path, partitions=partitions)
     for pdir in logdir.partitions:
-        for seg in pdir.segments:
-            yield seg.path, pdir.partition
+        if not pdir.segments:
+            yield None, pdir.partition, pdir.anomalies
+        for i, seg in enumerate(pdir.segments):
+            yield seg.path, pdir.partition, pdir.anomalies if i == 0 else ()
 
 
 def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any, tuple[str, str] | None]:
@@ -179,7 +185,11 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     if not path.exists():
         return die(f"{path}: no such file or directory")
-    for file, part in files:
+    for file, part, anomalies in files:
+        errors.extend(anomalies)
+        shown = _show_errors(out, errors, shown, args.json)
+        if file is None:
+            continue
         if not args.json:
             out.write(f"Dumping {escape(file)}\n")
             with contextlib.suppress(ValueError):
