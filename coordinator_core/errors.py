@@ -13,7 +13,8 @@ class DecodeError:
     ``kind`` is a stable machine-readable category; ``reason`` is for people.
     Kinds: truncated, crc_mismatch, bad_length, unknown_magic, decompression, corrupt_batch,
     corrupt_record, missing_key, unknown_value_version, corrupt_key, corrupt_value,
-    corrupt_embedded (consumer-protocol bytes inside a group value), io, and the log-dir anomalies
+    corrupt_embedded (consumer-protocol bytes inside a group value), offset_order (a batch whose base
+    offset is not after the previous batch's last offset), io, and the log-dir anomalies
     (see :data:`LOG_DIR_KINDS`). ``zero_tail`` is a notice (see :data:`NOTICE_KINDS`).
     ``skipped_bytes`` says how many bytes of the file were not read because of this problem.
     """

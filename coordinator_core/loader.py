@@ -172,6 +172,20 @@ class PartitionFold:
         self.stats.records += n
         self.stats.tombstones += tombs
 
+    def _offset_order(self, file: str | None, position: int, base_offset: int, prev_last: int) -> None:
+        """Offsets in a segment only increase (``LogSegment``'s offset index rejects anything else); the
+        base offset is outside the batch CRC, so a corrupt one is only seen here."""
+        self.stats.errors.append(
+            DecodeError(
+                "offset_order",
+                f"batch base offset {base_offset} is not after the previous batch's last offset {prev_last}",
+                file,
+                self.partition,
+                position,
+                base_offset,
+            )
+        )
+
     def _check_value(self, rtype: int, value: bytes, off: int, file: str | None, pos: int) -> None:
         """The validation pass (``value_check``): report a value the broker could not have decoded."""
         if rtype < 0:
@@ -330,6 +344,7 @@ class PartitionFold:
         fold_v2 = self._fold_v2
         n_batches = n_bytes = n_records = 0
         last = None
+        prev_last = -1  # the last offset of the previous batch of this buffer: offsets only increase
         legacy = False
         report = stats.errors.append
         while pos < end:
@@ -376,6 +391,9 @@ class PartitionFold:
                             file,
                         )
                     if folded:
+                        if base_offset <= prev_last:
+                            self._offset_order(file, start_position + pos, base_offset, prev_last)
+                        prev_last = base_offset + lod
                         n_records += count
                         n_batches += 1
                         n_bytes += total
@@ -406,6 +424,9 @@ class PartitionFold:
                 legacy=legacy,
             )
             if batch is not None:
+                if batch.base_offset <= prev_last:
+                    self._offset_order(file, batch.position, batch.base_offset, prev_last)
+                prev_last = max(prev_last, batch.last_offset)
                 legacy = legacy or batch.magic < 2
                 saved = stats.segments
                 self.add_batch(batch)

@@ -22,7 +22,9 @@ and size 0 *and every byte from there to the end is zero*, that is the end of th
 broker after recovery. It is reported as a ``zero_tail`` notice with the number of bytes skipped (not an
 error: ``--strict`` ignores it). The zeros are checked without reading them into memory: holes of a
 sparse file are skipped with ``SEEK_DATA``, other pages are scanned a chunk at a time and released.
-A zero region followed by data is a ``bad_length`` error, after which the reader resyncs.
+A zero region followed by data is a ``bad_length`` error, after which the reader resyncs. Fewer than 12
+trailing zero bytes are a ``truncated`` error instead: they could be the start of a batch at offset 0
+that was cut before its size field, and no real batch header starts with 12 zero bytes.
 
 Memory is bounded whatever the bytes say: a batch bigger than ``max_batch_bytes`` (``message.max.bytes``
 style, default :data:`~coordinator_core.records.compression.DEFAULT_MAX_BATCH_BYTES`) is a
@@ -289,7 +291,7 @@ def read_entry(
     """
     rem = end - pos
     if rem < _MAGIC_AT + 1:
-        if not any(data[pos:end]):
+        if rem >= LOG_OVERHEAD and not any(data[pos:end]):
             report(_zero_tail(rem, file, partition, base + pos))
             return None, end
         off = _HEAD.unpack_from(data, pos)[0] if rem >= 12 else None

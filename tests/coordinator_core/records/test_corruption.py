@@ -285,8 +285,10 @@ def test_trailing_zero_padding_is_the_end_of_the_log(tmp_path: Path, chunk_size:
     parts = _batches(2)
     path = _write(tmp_path, b"".join(parts) + bytes(padding))
     batches, errors = _read_file(path, chunk_size)
+    # Fewer than 12 zero bytes could be a batch at offset 0 cut before its size field: an error.
+    kind, notice = ("zero_tail", True) if padding >= 12 else ("truncated", False)
     assert [(e.kind, e.position, e.skipped_bytes, e.is_notice) for e in errors] == [
-        ("zero_tail", len(parts[0]) + len(parts[1]), padding, True)
+        (kind, len(parts[0]) + len(parts[1]), padding, notice)
     ]
     assert [b.base_offset for b in batches] == [0, 2]
 
