@@ -65,6 +65,19 @@ LOG_DIR_KINDS = frozenset(
 )
 
 
+def printable(text: object) -> str:
+    """``text`` with every non-printable character escaped (newlines, ANSI escapes, invalid UTF-8).
+
+    Strings from the data (group ids, topics, member ids, error reasons that quote them) must never
+    reach a terminal raw: a newline would forge a line of output and an escape sequence could rewrite
+    the screen. Printable non-ASCII stays readable.
+    """
+    s = str(text)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+
+
 def count_errors(errors: list[DecodeError]) -> int:
     """How many of ``errors`` are errors (notices left out), for ``--strict`` exit codes."""
     return sum(1 for e in errors if not e.is_notice)

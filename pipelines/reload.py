@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from coordinator_core.cache import CoordinatorCache
-from coordinator_core.errors import DecodeError, count_errors
+from coordinator_core.errors import DecodeError, count_errors, printable
 from coordinator_core.loader import PartitionFold
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
@@ -512,7 +512,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"reload: {result.summary()}")
     errors = read_decode_errors(spark, args.output)
     for err in errors[:20]:
-        print(f"  {'notice' if err.is_notice else 'error'}: {_escape(err)}", file=sys.stderr)
+        print(f"  {'notice' if err.is_notice else 'error'}: {printable(err)}", file=sys.stderr)
     if len(errors) > 20:
         print(f"  ... and {len(errors) - 20} more (see the decode_errors table)", file=sys.stderr)
     return 1 if getattr(args, "strict", False) and count_errors(errors) else 0
@@ -527,11 +527,6 @@ def read_decode_errors(spark: SparkSession, output: str) -> list[DecodeError]:
     ]
     errors.sort(key=lambda e: e.partition if e.partition is not None else -1)  # stable: log order kept
     return errors
-
-
-def _escape(err: DecodeError) -> str:
-    text = str(err)
-    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def main(argv: list[str] | None = None) -> int:

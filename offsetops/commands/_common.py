@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from coordinator_core.errors import DecodeError, count_errors
+from coordinator_core.errors import printable as escape
 
 EXIT_OK = 0
 EXIT_ERRORS = 1  # the run finished but found errors and --strict was given (or the command failed)
@@ -24,19 +25,6 @@ def die(message: str, code: int = EXIT_USAGE) -> int:
 def print_json(doc: Any) -> None:
     json.dump(doc, sys.stdout, separators=(",", ":"), sort_keys=False)
     sys.stdout.write("\n")
-
-
-def escape(text: object) -> str:
-    """``text`` with every non-printable character escaped (newlines, ANSI escapes, invalid UTF-8).
-
-    Strings from the data (group ids, topics, member ids, error reasons that quote bytes) must never
-    reach a terminal raw: a newline would forge a line of output and an escape sequence could rewrite
-    the screen. Printable non-ASCII stays readable.
-    """
-    s = str(text)
-    if s.isprintable():
-        return s
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
 
 
 def quote(text: object) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator_core.records import build_control_batch, build_record_batch
+from coordinator_core.records import build_record_batch
 from coordinator_core.schema import GroupMetadataKey, GroupMetadataValue, encode_key, encode_value
 from offsetops.cli import main
 from tests.support.mutation import copy_partition, real_partition
@@ -91,24 +91,19 @@ def _write(pdir: Path, batches: list[bytes]) -> None:
     (pdir / "00000000000000000000.log").write_bytes(b"".join(batches))
 
 
-def test_dump_strict_fails_on_key_value_and_control_errors(tmp_path: Path, capsys) -> None:
+def test_dump_strict_fails_on_key_and_value_errors(tmp_path: Path, capsys) -> None:
     good_key = encode_key(GroupMetadataKey(group="g"))
     batches = [
         build_record_batch([(b"\x00\x01\x00\x30ab", b"\x00\x03", 0)], base_offset=0),  # corrupt key
         build_record_batch([(good_key, b"\x00\x09zz", 0)], base_offset=1),  # unknown value version
-        build_control_batch(
-            True, base_offset=2, producer_id=7, producer_epoch=0, coordinator_epoch=1, timestamp=0
-        ),
     ]
-    ctrl = bytearray(batches[2])
-    _write(tmp_path / "__consumer_offsets-0", [batches[0], batches[1]])
+    _write(tmp_path / "__consumer_offsets-0", batches)
     code, out, err = run(capsys, "dump", str(tmp_path), "--strict")
     assert code == 1
     assert "corrupt_key" in err and "unknown_value_version" in err
     assert "key: Error:" in out
     code, _out, _err = run(capsys, "dump", str(tmp_path))
     assert code == 0  # without --strict the errors are listed, not fatal
-    assert len(ctrl) > 0
 
 
 def test_dump_control_key_error_is_shown_and_counted(tmp_path: Path, capsys) -> None:
