@@ -76,6 +76,16 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def epoch_time(text: str) -> int:
+    """An argparse type: a time (epoch ms, ISO-8601, or relative like -2h) that is not before 1970."""
+    from coordinator_core.timefmt import time_arg
+
+    value = time_arg(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is before 1970 (epoch ms must not be negative)")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)

@@ -24,7 +24,8 @@ from coordinator_core.cleaner_audit import (
     format_duration,
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.commands._common import die, escape, non_negative_int, parse_partitions, print_json
+from offsetops.commands._common import die, epoch_time, escape, non_negative_int, parse_partitions, print_json
+from offsetops.commands.failover import failover_json
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -57,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state-dir", metavar="DIR", help="keep audit history (audits.jsonl) here")
     p.add_argument("--no-record", action="store_true", help="read history but do not append this audit")
     p.add_argument(
-        "--now", type=non_negative_int, metavar="MS", help="audit as of this epoch-millisecond time"
+        "--now", type=epoch_time, metavar="TIME", help="audit as of this time (epoch ms, ISO-8601, --now=-2h)"
     )
     p.add_argument(
         "--config",
@@ -136,7 +137,10 @@ def run(args: argparse.Namespace) -> int:
         return die(f"cannot write audit history: {exc}")
 
     if args.json:
-        print_json(audit.to_json())
+        doc = audit.to_json()
+        # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`).
+        doc["failover"] = failover_json(audit.partitions, args.broker_log)
+        print_json(doc)
     else:
         print_table(audit)
     return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0

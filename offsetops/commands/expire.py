@@ -22,6 +22,7 @@ from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.commands._common import (
     die,
+    epoch_time,
     escape,
     non_negative_float,
     non_negative_int,
@@ -48,7 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
     )
     p.add_argument(
-        "--now", type=non_negative_int, metavar="MS", help="the time to expire at, epoch ms (default: now)"
+        "--now",
+        type=epoch_time,
+        metavar="TIME",
+        help="the time to expire at: epoch ms, ISO-8601 or --now=-2h (default: now)",
     )
     p.add_argument(
         "--retention-ms",
