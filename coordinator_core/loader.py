@@ -200,8 +200,10 @@ class PartitionFold:
 
     def _check_value(self, rtype: int, value: bytes, off: int, file: str | None, pos: int) -> None:
         """The validation pass (``value_check``): report a value the broker could not have decoded."""
-        if rtype < 0:
-            return  # a key too short for a type: reported with the key
+        if rtype < 0 or (rtype > 2 and self.semantics == "scala"):
+            # A key too short for a type is reported with the key; the Scala coordinator (up to 3.x)
+            # knows record types 0-2 only and skips the others unread.
+            return
         problem = value_error(rtype, value)
         if problem is not None:
             self.invalid_values.add(off)
