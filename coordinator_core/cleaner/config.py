@@ -147,18 +147,38 @@ class CleanerConfig:
         return out
 
 
+#: Valid ranges, as Kafka's ConfigDef validators state them (``TopicConfig``/``CleanerConfig``).
+_RANGES: dict[str, tuple[float, float]] = {
+    "min_cleanable_dirty_ratio": (0.0, 1.0),
+    "min_compaction_lag_ms": (0, LONG_MAX),
+    "max_compaction_lag_ms": (1, LONG_MAX),
+    "delete_retention_ms": (0, LONG_MAX),
+    "segment_bytes": (14, 2**31 - 1),  # LegacyRecord.RECORD_OVERHEAD_V0
+    "segment_ms": (1, LONG_MAX),
+    "cleaner_threads": (0, 2**31 - 1),
+    "dedupe_buffer_size": (0, LONG_MAX),
+    "dedupe_load_factor": (0.0, 1.0),
+    "cleaner_backoff_ms": (0, LONG_MAX),
+}
+
+
 def _convert(name: str, raw: str, key: str) -> Any:
     kind = type(CleanerConfig.__dataclass_fields__[name].default)
     try:
         if kind is bool:
             return _parse_bool(raw)
         if kind is int:
-            return int(raw.strip())
-        if kind is float:
-            return float(raw.strip())
-        return raw.strip()
+            value: Any = int(raw.strip())
+        elif kind is float:
+            value = float(raw.strip())
+        else:
+            return raw.strip()
     except ValueError as exc:
         raise ValueError(f"config {key}={raw!r}: {exc}") from exc
+    low, high = _RANGES.get(name, (-LONG_MAX, LONG_MAX))
+    if not low <= value <= high:  # also rejects NaN
+        raise ValueError(f"config {key}={raw!r}: value must be in [{low:g}, {high:g}]")
+    return value
 
 
 def known_config_keys() -> list[str]:

@@ -82,8 +82,10 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
         print(f"offsetops: group {gid!r} not found in the loaded partitions", file=sys.stderr)
     errors = sum(len(c.stats.errors) for c in caches)
     if errors:
-        print(f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
-              file=sys.stderr)
+        print(
+            f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
+            file=sys.stderr,
+        )
     return views, where
 
 

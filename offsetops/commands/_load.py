@@ -10,22 +10,31 @@ from coordinator_core.asof import Cut, load_as_of
 from coordinator_core.cache import CoordinatorCache
 from coordinator_core.loader import load_partition_dir, load_partition_from
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from coordinator_core.sources.logdir import open_log_dir
 from coordinator_core.timefmt import parse_time
-from offsetops.commands._common import CLIENT_CONFIG_HELP, kafka_client_config, parse_partitions
+from offsetops.commands._common import (
+    CLIENT_CONFIG_HELP,
+    kafka_client_config,
+    non_negative_int,
+    parse_partitions,
+    positive_int,
+)
 from offsetops.progress import Progress
 
 
 def add_source_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
     if path:
         p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument(
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
     p.add_argument("--client-config", metavar="FILE", help=f"read from a live cluster: {CLIENT_CONFIG_HELP}")
     p.add_argument("--topic-name", dest="offsets_topic", default="__consumer_offsets", help=argparse.SUPPRESS)
     p.add_argument(
         "--num-partitions",
-        type=int,
+        type=positive_int,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions, for partition_for checks (default 50)",
     )
@@ -59,9 +68,7 @@ def parse_until(text: str) -> Cut:
     try:
         return Cut(until_ms=parse_time(body))
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"--until takes a log offset (e.g. 1200) or a time: {exc}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"--until takes a log offset (e.g. 1200) or a time: {exc}") from None
 
 
 def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[CoordinatorCache]:
@@ -82,6 +89,7 @@ def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[Coordi
                     if whole:
                         out.append(load_partition_from(source, part, **kw))
                     else:
+
                         def batches(errors, p=part):
                             return source.iter_batches(p, errors)
 
@@ -93,7 +101,8 @@ def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[Coordi
     with Progress("reading", total=len(logdir.partitions), unit="partitions") as progress:
         for pdir in logdir.partitions:
             if whole:
-                out.append(load_partition_dir(pdir, **kw))
+                limit = getattr(args, "max_batch_bytes", DEFAULT_MAX_BATCH_BYTES)
+                out.append(load_partition_dir(pdir, max_batch_bytes=limit, **kw))
             else:
                 out.append(load_as_of(pdir.iter_batches, partition=pdir.partition, cut=cut, **kw))
             progress.advance(1, pdir.size_bytes, what=f"__consumer_offsets-{pdir.partition}")

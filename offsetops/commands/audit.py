@@ -23,11 +23,13 @@ from coordinator_core.cleaner_audit import (
     format_duration,
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import time_arg
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     die,
+    epoch_time,
+    escape,
     kafka_client_config,
+    non_negative_int,
     parse_partitions,
     print_json,
 )
@@ -47,7 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "verdict with reasons and remedies. See docs/cleaner-audit.md.",
     )
     p.add_argument("path", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument(
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read topic and broker config from this cluster")
     p.add_argument("--client-config", metavar="FILE", help=f"live config: {CLIENT_CONFIG_HELP}")
     p.add_argument(
@@ -65,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state-dir", metavar="DIR", help="keep audit history (audits.jsonl) here")
     p.add_argument("--no-record", action="store_true", help="read history but do not append this audit")
     p.add_argument(
-        "--now", type=time_arg, metavar="TIME", help="audit as of this time (epoch ms, ISO-8601, --now=-2h)"
+        "--now", type=epoch_time, metavar="TIME", help="audit as of this time (epoch ms, ISO-8601, --now=-2h)"
     )
     p.add_argument(
         "--config",
@@ -230,7 +234,7 @@ def print_table(audit: CleanerAudit) -> None:
             f"max-clean-time-secs={_num(m.max_clean_time_secs)}\n"
         )
     for note in audit.notes:
-        out.write(f"note: {note}\n")
+        out.write(f"note: {escape(note)}\n")
     out.write(f"\nverdict: {audit.verdict}\n")
     for r in audit.reasons:
         out.write(f"  [{r.severity}] {r.message}\n      remedy: {r.remedy}\n")

@@ -20,13 +20,18 @@ from coordinator_core.expiration import (
 )
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import time_arg
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     die,
+    epoch_time,
+    escape,
     kafka_client_config,
+    non_negative_float,
+    non_negative_int,
     parse_partitions,
+    positive_int,
     print_json,
+    quote,
     report_errors,
 )
 
@@ -42,14 +47,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "within --forecast-hours. Nothing is written unless --execute is given.",
     )
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
     p.add_argument(
-        "--now", type=time_arg, metavar="TIME",
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
+    p.add_argument(
+        "--now",
+        type=epoch_time,
+        metavar="TIME",
         help="the time to expire at: epoch ms, ISO-8601 or --now=-2h (default: now)",
     )
     p.add_argument(
         "--retention-ms",
-        type=int,
+        type=positive_int,
         metavar="MS",
         help=f"offsets.retention.minutes in ms (default {DEFAULT_RETENTION_MS}, 7 days)",
     )
@@ -60,25 +69,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--broker-version",
+        type=broker_version,
         metavar="X.Y",
         help="the brokers' Kafka version; picks --coordinator (< 4.0: legacy; default kip848)",
     )
     p.add_argument(
         "--forecast-hours",
-        type=float,
+        type=non_negative_float,
         default=24.0,
         metavar="H",
         help="forecast offsets that expire within H hours (default 24)",
     )
     p.add_argument(
         "--what-if-retention-ms",
-        type=int,
+        type=positive_int,
         metavar="MS",
         help="also plan and forecast at this retention (reported under what_if)",
     )
     p.add_argument(
         "--num-partitions",
-        type=int,
+        type=positive_int,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions (default 50)",
     )
@@ -115,6 +125,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ex.add_argument("--output-dir", metavar="DIR", help="segment: where the copy of the log dir is made")
     p.set_defaults(func=run)
+
+
+#: The newest Kafka major version this tool knows the coordinator of.
+NEWEST_MAJOR = 4
+
+
+def broker_version(text: str) -> str:
+    """An argparse type: a released Kafka version like ``3.9`` or ``4.0.0`` (0.8 up to 4.x)."""
+    parts = text.strip().lstrip("v").split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Kafka version like 3.9 or 4.0.0")
+    if not 0 <= int(parts[0]) <= NEWEST_MAJOR or (int(parts[0]) == 0 and int(parts[1]) < 8):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Kafka version this tool knows (0.8 to {NEWEST_MAJOR}.x)"
+        )
+    return text.strip()
 
 
 def _coordinator(args: argparse.Namespace) -> str:
@@ -307,11 +333,11 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
         f"{len(plan.tombstones)} tombstones, {len(plan.dead_groups)} dead groups\n"
     )
     for t in plan.tombstones:
-        what = f"{t.topic}-{t.partition}" if t.kind == "offset_commit" else t.kind
-        out.write(f"  [{t.offsets_partition}] {t.group_id!r} {what}: {t.reason}, age {_age(t.age_ms)}\n")
+        what = escape(f"{t.topic}-{t.partition}" if t.kind == "offset_commit" else t.kind)
+        out.write(f"  [{t.offsets_partition}] {quote(t.group_id)} {what}: {t.reason}, age {_age(t.age_ms)}\n")
     for d in plan.dead_groups:
         out.write(
-            f"  dead: [{d.offsets_partition}] {d.group_id!r} generation {d.generation}, "
+            f"  dead: [{d.offsets_partition}] {quote(d.group_id)} generation {d.generation}, "
             f"{d.tombstones} group tombstone(s) ({d.reason})\n"
         )
     _print_forecast(plan.forecast, args.forecast_hours, out)
@@ -333,8 +359,8 @@ def _print_forecast(forecast: list, hours: float, out: Any) -> None:
     for (part, gid), entries in sorted(by_group.items(), key=lambda kv: kv[1][0].expires_at):
         first = entries[0]
         out.write(
-            f"  [{part}] {gid!r} loses {len(entries)} offset(s), the first in "
-            f"{_age(first.expires_in_ms)} ({first.topic}-{first.partition}, {first.reason})\n"
+            f"  [{part}] {quote(gid)} loses {len(entries)} offset(s), the first in "
+            f"{_age(first.expires_in_ms)} ({escape(first.topic)}-{first.partition}, {first.reason})\n"
         )
 
 
@@ -348,9 +374,12 @@ def _print_execution(ex: dict[str, Any]) -> None:
     for item in ex["items"]:
         if item["status"] not in ("applied", "already_gone", "applied_via_delete_groups"):
             where = f"{item['topic']}-{item['partition']}" if item["topic"] is not None else item["kind"]
-            out.write(f"  {item['group_id']!r} {where}: {item['status']} {item['detail'] or ''}\n")
+            detail = escape(item["detail"] or "")
+            out.write(f"  {quote(item['group_id'])} {escape(where)}: {item['status']} {detail}\n")
     v = ex["verification"]
     out.write(f"verification: {v['checked']} keys checked, {len(v['not_gone'])} not gone\n")
     for r in v["not_gone"]:
         where = f"{r['topic']}-{r['partition']}" if r["topic"] is not None else "group"
-        out.write(f"  NOT GONE: {r['group_id']!r} {where}: {r['state']} {r['detail'] or ''}\n")
+        out.write(
+            f"  NOT GONE: {quote(r['group_id'])} {escape(where)}: {r['state']} {escape(r['detail'] or '')}\n"
+        )

@@ -83,8 +83,11 @@ def run(args: argparse.Namespace) -> int:
         server, _thread = start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
         return die(f"cannot listen on {host}:{port}: {exc}")
-    print(f"serving http://{host}:{server.server_port}/metrics (refresh every {args.interval:g} s)",
-          file=sys.stderr, flush=True)
+    print(
+        f"serving http://{host}:{server.server_port}/metrics (refresh every {args.interval:g} s)",
+        file=sys.stderr,
+        flush=True,
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -94,4 +97,3 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.shutdown()
     return 0
-

@@ -73,8 +73,13 @@ def print_forecast(fc: FailoverForecast, out: Any = None) -> None:
     out.write(f"rate: {fc.calibration.note}\n")
     rows = [
         (
-            p.load.partition, format_bytes(p.load.bytes), p.load.batches, p.load.records, p.load.live_keys,
-            f"{p.estimated_ms} ms", None if p.observed_ms is None else f"{p.observed_ms} ms",
+            p.load.partition,
+            format_bytes(p.load.bytes),
+            p.load.batches,
+            p.load.records,
+            p.load.live_keys,
+            f"{p.estimated_ms} ms",
+            None if p.observed_ms is None else f"{p.observed_ms} ms",
             "SLOW" if p.slow else "",
         )
         for p in fc.partitions

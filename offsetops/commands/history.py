@@ -28,9 +28,25 @@ from offsetops.progress import Progress
 
 HEADERS = ("LOG-OFFSET", "TIME", "TOPIC", "PARTITION", "OFFSET", "DELTA", "EPOCH", "TXN", "OWNER", "FLAGS")
 CSV_HEADERS = (
-    "record_offset", "timestamp_ms", "time", "topic", "partition", "offset", "previous_offset",
-    "leader_epoch", "metadata", "transactional", "producer_id", "outcome", "generation", "group_state",
-    "members", "member_id", "client_id", "host", "flags",
+    "record_offset",
+    "timestamp_ms",
+    "time",
+    "topic",
+    "partition",
+    "offset",
+    "previous_offset",
+    "leader_epoch",
+    "metadata",
+    "transactional",
+    "producer_id",
+    "outcome",
+    "generation",
+    "group_state",
+    "members",
+    "member_id",
+    "client_id",
+    "host",
+    "flags",
 )
 
 
@@ -117,6 +133,7 @@ def _history(args: argparse.Namespace) -> CommitHistory:
     errors = []
     label = f"replaying __consumer_offsets-{partition}"
     with Progress(label, total=len(pdir.segments), unit="segments") as pr:
+
         def batches():
             for seg in pdir.segments:
                 yield from iter_segment_batches(seg.path, partition=partition, errors=errors)
@@ -179,13 +196,33 @@ def run(args: argparse.Namespace) -> int:
             "errors": [e.to_dict() for e in hist.errors],
         })
     elif args.format == "csv":
-        write_csv(CSV_HEADERS, [
-            (c.record_offset, c.timestamp, iso_utc(c.timestamp), c.topic, c.partition, c.offset,
-             c.previous_offset, c.leader_epoch, c.metadata, c.transactional, c.producer_id, c.outcome,
-             c.generation, c.group_state, c.members, c.owner.member_id if c.owner else None,
-             c.owner.client_id if c.owner else None, c.owner.host if c.owner else None, " ".join(c.flags))
-            for c in commits
-        ])
+        write_csv(
+            CSV_HEADERS,
+            [
+                (
+                    c.record_offset,
+                    c.timestamp,
+                    iso_utc(c.timestamp),
+                    c.topic,
+                    c.partition,
+                    c.offset,
+                    c.previous_offset,
+                    c.leader_epoch,
+                    c.metadata,
+                    c.transactional,
+                    c.producer_id,
+                    c.outcome,
+                    c.generation,
+                    c.group_state,
+                    c.members,
+                    c.owner.member_id if c.owner else None,
+                    c.owner.client_id if c.owner else None,
+                    c.owner.host if c.owner else None,
+                    " ".join(c.flags),
+                )
+                for c in commits
+            ],
+        )
     else:
         _print_text(hist, commits, now)
     if hist.errors:
@@ -227,13 +264,36 @@ def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> No
     for c in commits:
         while pending is not None and pending.record_offset < c.record_offset:
             what = f"generation {pending.generation}, {pending.state}, {len(pending.members)} members"
-            rows.append((pending.record_offset, iso_utc(pending.timestamp), "(group)", None, None, None, None,
-                         None, what, None))
+            rows.append(
+                (
+                    pending.record_offset,
+                    iso_utc(pending.timestamp),
+                    "(group)",
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    what,
+                    None,
+                )
+            )
             pending = next(changes, None)
         known = c.offset is not None and c.previous_offset is not None
         delta = f"{c.offset - c.previous_offset:+d}" if known else None
-        rows.append((c.record_offset, iso_utc(c.timestamp), c.topic, c.partition,
-                     "tombstone" if c.offset is None else c.offset, delta, c.leader_epoch, _txn(c), _owner(c),
-                     " ".join(c.flags) or "-"))
+        rows.append(
+            (
+                c.record_offset,
+                iso_utc(c.timestamp),
+                c.topic,
+                c.partition,
+                "tombstone" if c.offset is None else c.offset,
+                delta,
+                c.leader_epoch,
+                _txn(c),
+                _owner(c),
+                " ".join(c.flags) or "-",
+            )
+        )
     if rows:
         print_table(HEADERS, rows)

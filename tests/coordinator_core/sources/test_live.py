@@ -49,8 +49,11 @@ def _topic(prefix: str) -> str:
 
 
 def _key_values(batches: list) -> list[tuple[bytes | None, bytes | None]]:
-    return [(k if k is None else bytes(k), v if v is None else bytes(v))
-            for b in batches for (_o, _t, k, v) in b.iter_records()]
+    return [
+        (k if k is None else bytes(k), v if v is None else bytes(v))
+        for b in batches
+        for (_o, _t, k, v) in b.iter_records()
+    ]
 
 
 @pytest.mark.broker
@@ -85,15 +88,36 @@ def test_open_transactions_and_control_batches_are_kept(kafka_broker: TansuBroke
         bc.create_topic(topic, partitions=2)
         pid, epoch = bc.init_producer_id()
         bc.produce_raw(topic, 1, kafka_python_batch([(b"plain", b"1")]))
-        bc.produce_raw(topic, 1, kafka_python_batch(
-            [(b"t1", b"a"), (b"t2", b"b")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
-            transactional=True))
-        bc.produce_raw(topic, 1, kafka_python_batch(
-            [end_txn_marker(commit=False, coordinator_epoch=7)], producer_id=pid, producer_epoch=epoch,
-            transactional=True, control=True))
+        bc.produce_raw(
+            topic,
+            1,
+            kafka_python_batch(
+                [(b"t1", b"a"), (b"t2", b"b")],
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=0,
+                transactional=True,
+            ),
+        )
+        bc.produce_raw(
+            topic,
+            1,
+            kafka_python_batch(
+                [end_txn_marker(commit=False, coordinator_epoch=7)],
+                producer_id=pid,
+                producer_epoch=epoch,
+                transactional=True,
+                control=True,
+            ),
+        )
         # Left open on purpose: READ_UNCOMMITTED must still return it.
-        bc.produce_raw(topic, 1, kafka_python_batch(
-            [(b"t3", b"c")], producer_id=pid, producer_epoch=epoch, base_sequence=2, transactional=True))
+        bc.produce_raw(
+            topic,
+            1,
+            kafka_python_batch(
+                [(b"t3", b"c")], producer_id=pid, producer_epoch=epoch, base_sequence=2, transactional=True
+            ),
+        )
     errors: list[DecodeError] = []
     with LiveSource(KafkaClientConfig(bootstrap_servers=kafka_broker.bootstrap), topic=topic) as source:
         assert source.partitions() == [0, 1]
@@ -101,8 +125,7 @@ def test_open_transactions_and_control_batches_are_kept(kafka_broker: TansuBroke
         assert list(source.iter_batches(0, errors)) == []
         batches = list(source.iter_batches(1, errors))
     assert errors == []
-    shape = [(b.base_offset, b.last_offset, b.producer_id, b.is_transactional, b.is_control)
-             for b in batches]
+    shape = [(b.base_offset, b.last_offset, b.producer_id, b.is_transactional, b.is_control) for b in batches]
     assert shape == [
         (0, 0, -1, False, False),
         (1, 2, pid, True, False),
@@ -160,9 +183,21 @@ def test_rejected_sasl_login_fails_within_the_timeout() -> None:
     # A dedicated broker: the shared one runs without --authentication.
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([str(tansu), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/", "--authentication"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(tansu),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+            "--authentication",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
