@@ -21,7 +21,7 @@ from benchmarks.reload import parse_size
 from coordinator_core.asof import Cut, load_as_of
 from coordinator_core.data_offsets import offline_offsets
 from coordinator_core.describe import GroupFilter, describe_groups, wanted_partitions
-from coordinator_core.history import flag_commits, replay_history
+from coordinator_core.history import replay_history
 from coordinator_core.loader import load_log_dir
 from coordinator_core.partitioner import partition_for
 from coordinator_core.records.builder import build_record_batch
@@ -84,8 +84,8 @@ def main() -> None:
 
     def history() -> None:
         errors: list = []
-        hist = replay_history(pdir.iter_batches(errors), gid, offsets_partition=part, errors=errors)
-        flag_commits(hist, {})
+        replay_history(pdir.iter_batches(errors), gid, offsets_partition=part, errors=errors,
+                       log_offsets=lambda tp: offline_offsets([logdir], [tp]).get(tp))
 
     _measure(f"history of one group (p{part})", history, pdir.size_bytes, part_records)
     last = next(c.stats.last_offset for c in caches if c.partition == part) or 2

@@ -8,7 +8,8 @@ is the assignment's owner, and a commit for a partition that no member held was 
 the group's assignment: ``kafka-consumer-groups --reset-offsets``, an AdminClient
 ``alterConsumerGroupOffsets``, or a consumer using ``assign()`` with the same group id.
 
-Flags, per commit that took effect (aborted transactional commits never did):
+Flags, per commit, judged when it took effect (a transactional commit at its COMMIT marker; aborted
+and still-open ones never did and carry none):
 
 - ``rewind``: the offset is below the previous commit of the same partition (an offset reset);
 - ``past_log_end``: the offset jumps above the data partition's current log end (the first commit
@@ -19,7 +20,8 @@ Flags, per commit that took effect (aborted transactional commits never did):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,8 +137,10 @@ class GroupChange:
 class CommitHistory:
     group_id: str
     offsets_partition: int | None
-    commits: list[CommitEvent] = field(default_factory=list)
+    commits: deque[CommitEvent] = field(default_factory=deque)
     changes: list[GroupChange] = field(default_factory=list)
+    total_commits: int = 0  # every commit of the group, kept or not
+    dropped_commits: int = 0  # selected, but older than the newest ``max_commits``
     records_read: int = 0
     first_offset: int | None = None
     last_offset: int | None = None
@@ -171,7 +175,7 @@ class _Membership:
             self.members.append(owner)
             if (v.protocol_type or "") == "consumer":
                 asg = decode_assignment(m.assignment)
-                for topic, parts in (asg.partitions.items() if asg is not None else ()):
+                for topic, parts in asg.partitions.items() if asg is not None else ():
                     for p in parts:
                         self.owners[(topic, p)] = owner
         self.state = "Stable" if self.members else "Empty"
@@ -208,15 +212,63 @@ class _Membership:
                     self.owners[(topic, p)] = owner
 
 
+LogOffsetsLookup = Callable[[tuple[str, int]], PartitionOffsets | None]
+
+
+class _Flagger:
+    """Judges each commit when it takes effect: a plain commit at once, a transactional one at its
+    COMMIT marker. Keeps one previous offset per partition, so memory is bounded by partitions."""
+
+    def __init__(self, lookup: LogOffsetsLookup | None):
+        self._lookup = lookup
+        self._ends: dict[tuple[str, int], int | None] = {}
+        self.previous: dict[tuple[str, int], int | None] = {}
+
+    def _log_end(self, tp: tuple[str, int]) -> int | None:
+        if tp not in self._ends:
+            lo = self._lookup(tp) if self._lookup is not None else None
+            self._ends[tp] = lo.log_end_offset if lo is not None else None
+        return self._ends[tp]
+
+    def apply(self, ev: CommitEvent) -> None:
+        tp = (ev.topic, ev.partition)
+        ev.previous_offset = self.previous.get(tp)
+        ev.flags = []
+        if ev.offset is None:
+            ev.flags.append(TOMBSTONE)
+        else:
+            if ev.previous_offset is not None and ev.offset < ev.previous_offset:
+                ev.flags.append(REWIND)
+            end = self._log_end(tp)
+            # Only the commit that crosses the log end is flagged, not every later one above it.
+            crossed = ev.previous_offset is None or (end is not None and ev.previous_offset <= end)
+            if end is not None and ev.offset > end and crossed:
+                ev.flags.append(PAST_LOG_END)
+            if ev.members and ev.owner is None:
+                ev.flags.append(NOT_ASSIGNED)
+        self.previous[tp] = ev.offset
+
+
 def replay_history(
     batches: Iterable[RecordBatch],
     group_id: str,
     *,
     offsets_partition: int | None,
     errors: list[DecodeError] | None = None,
+    log_offsets: LogOffsetsLookup | None = None,
+    keep: Callable[[CommitEvent], bool] | None = None,
+    max_commits: int | None = None,
 ) -> CommitHistory:
-    """Every commit of ``group_id`` in log order, with its owner then and its transaction outcome."""
+    """Every commit of ``group_id`` in log order, with its owner then, its transaction outcome and
+    its flags (``log_offsets`` gives a data partition's log end for ``past_log_end``).
+
+    Only commits ``keep`` accepts are stored, and at most the newest ``max_commits`` of them, so
+    memory stays bounded on a log the cleaner never compacted; the counts say what was left out.
+    """
     hist = CommitHistory(group_id, offsets_partition, errors=errors if errors is not None else [])
+    if max_commits is not None:
+        hist.commits = deque(maxlen=max_commits)
+    flagger = _Flagger(log_offsets)
     needle = group_id.encode("utf-8")
     members = _Membership(group_id)
     open_txn: dict[int, list[CommitEvent]] = {}
@@ -241,6 +293,8 @@ def replay_history(
                 if ctype in (_CONTROL_ABORT, _CONTROL_COMMIT):
                     for ev in open_txn.pop(batch.producer_id, []):
                         ev.outcome = "committed" if ctype == _CONTROL_COMMIT else "aborted"
+                        if ctype == _CONTROL_COMMIT:
+                            flagger.apply(ev)
             continue
         for off, ts, key, value in records:
             # Cheap filter first: the group id's bytes must appear in the key.
@@ -253,9 +307,15 @@ def replay_history(
                 if isinstance(k, OffsetCommitKey):
                     members.refresh()
                     ev = _commit_event(k, off, ts, value, batch, members)
-                    hist.commits.append(ev)
+                    hist.total_commits += 1
                     if batch.is_transactional:
                         open_txn.setdefault(batch.producer_id, []).append(ev)
+                    else:
+                        flagger.apply(ev)
+                    if keep is None or keep(ev):
+                        if hist.commits.maxlen is not None and len(hist.commits) == hist.commits.maxlen:
+                            hist.dropped_commits += 1
+                        hist.commits.append(ev)
                     continue
                 if isinstance(k, GroupMetadataKey):
                     members.classic(value)
@@ -268,10 +328,16 @@ def replay_history(
                 else:
                     continue
             except (SchemaError, ValueError) as exc:
-                hist.errors.append(DecodeError(
-                    getattr(exc, "kind", "corrupt_record"), str(exc), getattr(batch, "file", None),
-                    offsets_partition, batch.position, off,
-                ))
+                hist.errors.append(
+                    DecodeError(
+                        getattr(exc, "kind", "corrupt_record"),
+                        str(exc),
+                        getattr(batch, "file", None),
+                        offsets_partition,
+                        batch.position,
+                        off,
+                    )
+                )
                 continue
             last_change = _note_change(hist, members, last_change, off, ts)
         if kip848_at is not None:
@@ -312,29 +378,3 @@ def _commit_event(
         members=len(members.members),
         owner=members.owners.get((k.topic, k.partition)),
     )
-
-
-def flag_commits(hist: CommitHistory, log_offsets: dict[tuple[str, int], PartitionOffsets]) -> None:
-    """Set ``previous_offset`` and the flags, judging each commit against the last one that took effect."""
-    previous: dict[tuple[str, int], int | None] = {}
-    for ev in hist.commits:
-        tp = (ev.topic, ev.partition)
-        ev.previous_offset = previous.get(tp)
-        ev.flags = []
-        if ev.outcome != "committed":
-            continue  # an aborted or still-open transactional commit moved nothing
-        if ev.offset is None:
-            ev.flags.append(TOMBSTONE)
-        else:
-            if ev.previous_offset is not None and ev.offset < ev.previous_offset:
-                ev.flags.append(REWIND)
-            lo = log_offsets.get(tp)
-            end = lo.log_end_offset if lo is not None else None
-            # Only the commit that crosses the log end is flagged, not every later one above it.
-            crossed = ev.previous_offset is None or (end is not None and ev.previous_offset <= end)
-            if end is not None and ev.offset > end and crossed:
-                ev.flags.append(PAST_LOG_END)
-            if ev.members and ev.owner is None:
-                ev.flags.append(NOT_ASSIGNED)
-        if ev.outcome == "committed":  # aborted and still-open transactional commits never took effect
-            previous[tp] = ev.offset

@@ -2,6 +2,7 @@
 # Make sure the system packages offsetops' tests need are present:
 #   - Java 17+ (PySpark's local SparkSession)
 #   - Debian's chromium + chromium-driver (browser checks of Data Docs / the Dagster UI)
+#   - Debian's stunnel4 (the TLS listener in front of the test broker, for the SSL tests)
 # Idempotent: when everything is already there it only runs a few version checks.
 # Installs with apt-get (as root, or through sudo when available); `apt-get update` runs at most once.
 set -euo pipefail
@@ -44,6 +45,13 @@ if command -v chromedriver >/dev/null 2>&1; then
 else
     log "chromedriver missing"
     missing+=(chromium-driver)
+fi
+
+if command -v stunnel4 >/dev/null 2>&1 || command -v stunnel >/dev/null 2>&1; then
+    log "stunnel present"
+else
+    log "stunnel4 missing"
+    missing+=(stunnel4)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -6,31 +6,47 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator_core.data_offsets import live_offsets, offline_offsets
+from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from coordinator_core.history import (
     NOT_ASSIGNED,
     PAST_LOG_END,
     REWIND,
     CommitEvent,
     CommitHistory,
-    flag_commits,
     replay_history,
 )
+from coordinator_core.kafka_client import KafkaClientError
 from coordinator_core.partitioner import partition_for
 from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from coordinator_core.timefmt import ago, iso_utc, now_ms, time_arg, time_json
-from offsetops.commands._common import die, print_json, report_errors
-from offsetops.commands._groupview import FORMATS, _logdir_root
-from offsetops.commands._load import add_source_args
+from offsetops.commands._common import die, kafka_client_config, print_json, report_errors
+from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
+from offsetops.commands._load import add_source_args, check_source, is_live
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.progress import Progress
 
 HEADERS = ("LOG-OFFSET", "TIME", "TOPIC", "PARTITION", "OFFSET", "DELTA", "EPOCH", "TXN", "OWNER", "FLAGS")
 CSV_HEADERS = (
-    "record_offset", "timestamp_ms", "time", "topic", "partition", "offset", "previous_offset",
-    "leader_epoch", "metadata", "transactional", "producer_id", "outcome", "generation", "group_state",
-    "members", "member_id", "client_id", "host", "flags",
+    "record_offset",
+    "timestamp_ms",
+    "time",
+    "topic",
+    "partition",
+    "offset",
+    "previous_offset",
+    "leader_epoch",
+    "metadata",
+    "transactional",
+    "producer_id",
+    "outcome",
+    "generation",
+    "group_state",
+    "members",
+    "member_id",
+    "client_id",
+    "host",
+    "flags",
 )
 
 
@@ -51,6 +67,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--since", type=time_arg, metavar="TIME", help="only commits at or after TIME")
     p.add_argument("--until", type=time_arg, metavar="TIME", help="only commits at or before TIME")
     p.add_argument("--flagged", action="store_true", help="only commits with a flag")
+    p.add_argument(
+        "--max-commits",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="keep at most the newest N selected commits in memory (default 1000000)",
+    )
     p.add_argument("--log-dir", action="append", default=[], metavar="DIR", help="more log dirs for log ends")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or csv")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
@@ -58,47 +81,70 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _window(args: argparse.Namespace):
+    """Which commits to keep while replaying: --topic, --since, --until (--flagged is applied at the
+    end, since a transactional commit is judged only when its marker arrives)."""
+
+    def keep(c: CommitEvent) -> bool:
+        if args.topic and c.topic not in args.topic:
+            return False
+        if args.since is not None and c.timestamp < args.since:
+            return False
+        return args.until is None or c.timestamp <= args.until
+
+    return keep
+
+
+class _LiveEnds:
+    """Log ends over ListOffsets, fetched once per topic (every partition of it) on first use."""
+
+    def __init__(self, config) -> None:
+        self._config = config
+        self._found: dict[tuple[str, int], PartitionOffsets] = {}
+        self._topics: set[str] = set()
+
+    def __call__(self, tp: tuple[str, int]) -> PartitionOffsets | None:
+        if tp[0] not in self._topics:
+            from coordinator_core.sources.live import LiveSource
+
+            self._topics.add(tp[0])
+            try:
+                with LiveSource(self._config, topic=tp[0]) as source:
+                    parts = source.partitions()
+            except KafkaClientError:
+                parts = [tp[1]]  # live_offsets then names the error per partition
+            self._found.update(live_offsets(self._config, {(tp[0], p) for p in parts}))
+        return self._found.get(tp)
+
+
 def _history(args: argparse.Namespace) -> CommitHistory:
     partition = partition_for(args.group, args.num_partitions)
-    if args.bootstrap:
-        from coordinator_core.sources.live import LiveConfig, LiveSource
+    kw = {"offsets_partition": partition, "keep": _window(args), "max_commits": args.max_commits}
+    if is_live(args):
+        from coordinator_core.sources.live import LiveSource
 
-        config = LiveConfig.resolve(args.bootstrap, args.client_config)
+        config = kafka_client_config(args)
         errors: list = []
         with LiveSource(config, topic=args.offsets_topic) as source:
-            hist = replay_history(source.iter_batches(partition, errors), args.group,
-                                  offsets_partition=partition, errors=errors)
-        wanted = {(c.topic, c.partition) for c in hist.commits}
-        flag_commits(hist, live_offsets(config, wanted))
-        return hist
+            return replay_history(source.iter_batches(partition, errors), args.group, errors=errors,
+                                  log_offsets=_LiveEnds(config), **kw)
     pdir = open_log_dir(args.path, partitions=[partition]).partitions[0]
+    dirs = [logdir_root(args.path), *args.log_dir]
     errors = []
     label = f"replaying __consumer_offsets-{partition}"
     with Progress(label, total=len(pdir.segments), unit="segments") as pr:
+
         def batches():
             for seg in pdir.segments:
                 yield from iter_segment_batches(seg.path, partition=partition, errors=errors)
                 pr.advance(1, seg.size)
 
-        hist = replay_history(batches(), args.group, offsets_partition=partition, errors=errors)
-    wanted = {(c.topic, c.partition) for c in hist.commits}
-    flag_commits(hist, offline_offsets([_logdir_root(args.path), *args.log_dir], wanted))
-    return hist
+        return replay_history(batches(), args.group, errors=errors,
+                              log_offsets=lambda tp: offline_offsets(dirs, [tp]).get(tp), **kw)
 
 
 def _selected(hist: CommitHistory, args: argparse.Namespace) -> list[CommitEvent]:
-    out = []
-    for c in hist.commits:
-        if args.topic and c.topic not in args.topic:
-            continue
-        if args.since is not None and c.timestamp < args.since:
-            continue
-        if args.until is not None and c.timestamp > args.until:
-            continue
-        if args.flagged and not c.flags:
-            continue
-        out.append(c)
-    return out
+    return [c for c in hist.commits if c.flags or not args.flagged]
 
 
 def _owner(c: CommitEvent) -> str:
@@ -112,27 +158,37 @@ def _txn(c: CommitEvent) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.path and not args.bootstrap:
-        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    problem = check_source(args)
+    if problem:
+        return die(problem)
     if args.num_partitions <= 0:
         return die(f"--num-partitions must be positive, got {args.num_partitions}")
+    if args.max_commits <= 0:
+        return die(f"--max-commits must be positive, got {args.max_commits}")
+    bad = check_log_dirs(args)
+    if bad is not None:
+        return bad
     try:
         hist = _history(args)
     except LogDirError as exc:
         return die(f"{exc} (group {args.group!r} lives in partition "
                    f"{partition_for(args.group, args.num_partitions)} with --num-partitions "
                    f"{args.num_partitions})")
-    except Exception as exc:
-        if type(exc).__name__ == "LiveSourceError":
-            return die(str(exc))
-        raise
+    except KafkaClientError as exc:
+        return die(str(exc))
     now = args.now if args.now is not None else now_ms()
     commits = _selected(hist, args)
+    if hist.dropped_commits:
+        selected = len(hist.commits) + hist.dropped_commits
+        print(f"offsetops: showing the newest {len(hist.commits)} of {selected} selected commits; narrow "
+              "with --since/--until/--topic or raise --max-commits", file=sys.stderr)
     if args.format == "json":
         print_json({
             "group_id": hist.group_id,
             "offsets_partition": hist.offsets_partition,
             "records_read": hist.records_read,
+            "total_commits": hist.total_commits,
+            "dropped_commits": hist.dropped_commits,
             "log_range": [hist.first_offset, hist.last_offset],
             "summary": _summary(commits),
             "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
@@ -140,13 +196,33 @@ def run(args: argparse.Namespace) -> int:
             "errors": [e.to_dict() for e in hist.errors],
         })
     elif args.format == "csv":
-        write_csv(CSV_HEADERS, [
-            (c.record_offset, c.timestamp, iso_utc(c.timestamp), c.topic, c.partition, c.offset,
-             c.previous_offset, c.leader_epoch, c.metadata, c.transactional, c.producer_id, c.outcome,
-             c.generation, c.group_state, c.members, c.owner.member_id if c.owner else None,
-             c.owner.client_id if c.owner else None, c.owner.host if c.owner else None, " ".join(c.flags))
-            for c in commits
-        ])
+        write_csv(
+            CSV_HEADERS,
+            [
+                (
+                    c.record_offset,
+                    c.timestamp,
+                    iso_utc(c.timestamp),
+                    c.topic,
+                    c.partition,
+                    c.offset,
+                    c.previous_offset,
+                    c.leader_epoch,
+                    c.metadata,
+                    c.transactional,
+                    c.producer_id,
+                    c.outcome,
+                    c.generation,
+                    c.group_state,
+                    c.members,
+                    c.owner.member_id if c.owner else None,
+                    c.owner.client_id if c.owner else None,
+                    c.owner.host if c.owner else None,
+                    " ".join(c.flags),
+                )
+                for c in commits
+            ],
+        )
     else:
         _print_text(hist, commits, now)
     if hist.errors:
@@ -188,13 +264,36 @@ def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> No
     for c in commits:
         while pending is not None and pending.record_offset < c.record_offset:
             what = f"generation {pending.generation}, {pending.state}, {len(pending.members)} members"
-            rows.append((pending.record_offset, iso_utc(pending.timestamp), "(group)", None, None, None, None,
-                         None, what, None))
+            rows.append(
+                (
+                    pending.record_offset,
+                    iso_utc(pending.timestamp),
+                    "(group)",
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    what,
+                    None,
+                )
+            )
             pending = next(changes, None)
         known = c.offset is not None and c.previous_offset is not None
         delta = f"{c.offset - c.previous_offset:+d}" if known else None
-        rows.append((c.record_offset, iso_utc(c.timestamp), c.topic, c.partition,
-                     "tombstone" if c.offset is None else c.offset, delta, c.leader_epoch, _txn(c), _owner(c),
-                     " ".join(c.flags) or "-"))
+        rows.append(
+            (
+                c.record_offset,
+                iso_utc(c.timestamp),
+                c.topic,
+                c.partition,
+                "tombstone" if c.offset is None else c.offset,
+                delta,
+                c.leader_epoch,
+                _txn(c),
+                _owner(c),
+                " ".join(c.flags) or "-",
+            )
+        )
     if rows:
         print_table(HEADERS, rows)

@@ -10,7 +10,6 @@ from coordinator_core.history import (
     PAST_LOG_END,
     REWIND,
     TOMBSTONE,
-    flag_commits,
     replay_history,
 )
 from coordinator_core.loader import load_log_dir
@@ -26,8 +25,8 @@ from tests.support.simdirs import truth_data, truth_offsets
 def _history(root, group, partition):
     pdir = open_log_dir(root, partitions=[partition]).partitions[0]
     errors: list = []
-    hist = replay_history(pdir.iter_batches(errors), group, offsets_partition=partition, errors=errors)
-    flag_commits(hist, offline_offsets([root], {(c.topic, c.partition) for c in hist.commits}))
+    hist = replay_history(pdir.iter_batches(errors), group, offsets_partition=partition, errors=errors,
+                          log_offsets=lambda tp: offline_offsets([root], [tp]).get(tp))
     return hist
 
 
@@ -123,3 +122,12 @@ def test_kip848_owner_at_commit_time_is_the_current_assignment_owner(sim_kip848)
                     assert last[tp] == mid, (g["group_id"], tp)
                     checked += 1
     assert checked > 5
+
+
+def test_memory_bound_keeps_the_newest_and_counts_the_rest(tmp_path):
+    root = write_forensics_log(tmp_path)
+    pdir = open_log_dir(root, partitions=[PARTITION]).partitions[0]
+    hist = replay_history(pdir.iter_batches([]), GROUP, offsets_partition=PARTITION, max_commits=3,
+                          keep=lambda c: c.partition == 0)
+    assert [c.offset for c in hist.commits] == [5000, 6000, None]
+    assert hist.total_commits == 9 and hist.dropped_commits == 5  # 8 on t-0, 3 kept

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from coordinator_core.records.builder import build_record_batch
 from offsetops.cli import main
 from tests.support.forensics_log import GROUP, T0, _commit, write_forensics_log
-from tests.support.shared import REAL_KAFKA_DIR
+from tests.support.shared import REAL_KAFKA_DIR, real_kafka_logdirs
 from tests.support.simdirs import sim_with_data as sim_with_data
 from tests.support.simdirs import truth_data, truth_offsets
 
@@ -122,6 +122,15 @@ def test_history_cli(tmp_path, capsys):
     code, out, _ = run(capsys, "history", str(root), "--group", GROUP, "--flagged", "--format", "csv")
     flags = [r["flags"] for r in csv.DictReader(io.StringIO(out))]
     assert flags == ["not_assigned", "rewind", "past_log_end", "tombstone"]
+
+
+def test_history_max_commits_says_what_it_left_out(tmp_path, capsys):
+    root = write_forensics_log(tmp_path)
+    code, out, err = run(capsys, "history", str(root), "--group", GROUP, "--max-commits", "2", "--json")
+    assert code == 0 and "showing the newest 2 of 9 selected commits" in err
+    doc = json.loads(out)
+    assert [c["offset"] for c in doc["commits"]] == [6000, None]
+    assert (doc["total_commits"], doc["dropped_commits"]) == (9, 7)
 
 
 def test_history_names_the_partition_when_it_is_missing(tmp_path, capsys):
@@ -249,3 +258,19 @@ def test_existing_commands_take_human_times(tmp_path, capsys):
     code, out, _ = run(capsys, "expire", str(root), "--json", "--now=-1d")
     assert code == 0
     assert abs(json.loads(out)["now_ms"] - (time.time() * 1000 - 86_400_000)) < 600_000
+
+
+@pytest.mark.parametrize("logdir", real_kafka_logdirs(), ids=lambda p: p.name)
+def test_real_fixtures_groups_and_describe_cover_every_offset(logdir, capsys):
+    code, out, _ = run(capsys, "reload", str(logdir), "--json")
+    assert code == 0
+    offsets = {(g["group_id"], o["topic"], o["partition"]): o["offset"]
+               for p in json.loads(out)["partitions"] for g in p["groups"] for o in g["offsets"]}
+    code, out, _ = run(capsys, "describe", str(logdir), "--format", "csv")
+    assert code == 0
+    rows = {(r["group_id"], r["topic"], int(r["partition"])): int(r["committed_offset"])
+            for r in csv.DictReader(io.StringIO(out)) if r["committed_offset"]}
+    assert rows == offsets
+    code, out, _ = run(capsys, "groups", str(logdir), "--json")
+    assert code == 0
+    assert {g["group_id"] for g in json.loads(out)["groups"]} >= {g for g, _t, _p in offsets}
