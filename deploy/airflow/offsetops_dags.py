@@ -97,84 +97,39 @@ def spark_task(job: str, *args: str, retries: int = 1) -> BashOperator:
     return BashOperator(task_id=job, bash_command=spark_submit(job, *args), append_env=True, retries=retries)
 
 
-# -- alert callables: run inside OFFSETOPS_PYTHON, so each imports what it uses ------------------------
+# -- the alert callable: runs inside OFFSETOPS_PYTHON (ExternalPythonOperator ships only its source) ------
 
 
-def alert_cleaner(
-    audit_dir: str, state_dir: str, channel: str, base_url: str, run_id: str, run_url: str
+def send_alerts(
+    rule: str,
+    state_dir: str,
+    channel: str,
+    base_url: str,
+    run_id: str,
+    run_url: str,
+    table_dir: str = "",
+    hours: float = 0.0,
+    dag_id: str = "",
+    failed: str = "",
 ) -> str:
-    """The Dagster alert sensor's audit rule (``audit_alerts``) over the audit job's table."""
+    """One of the Dagster sensors' rules over a job's table, through ``SlackNotifier``.
+
+    ``audit``: ``audit_alerts`` on ``cleaner_audit``; ``forecast``: ``forecast_alerts`` on
+    ``expiration_forecast``; ``failure``: ``failure_alert`` for the failed tasks of the DAG run.
+    """
     import json
     import os
 
     import pyarrow.parquet as pq
 
     from assets.alerting import SlackNotifier
-    from assets.alerting.sensors import audit_alerts
-
-    class Links:
-        def run_url(self, _run_id: str) -> str:
-            return run_url
-
-    latest = {}
-    for row in pq.read_table(f"{audit_dir}/cleaner_audit").to_pylist():
-        audit = json.loads(row["audit_json"])
-        partition = row["offsets_partition"]
-        findings = [{**r, "partition": partition} for r in audit.get("reasons", [])]
-        meta = {
-            "partition_verdicts": {str(partition): row["verdict"]},
-            "findings": findings,
-            "max_dirty_ratio": row["dirty_ratio"],
-        }
-        latest[partition] = (meta, run_id)
-    notifier = SlackNotifier(
-        os.environ.get("SLACK_BOT_TOKEN"),
-        channel,
-        base_url=base_url or None,
-        state_path=f"{state_dir}/alerts/state.json",
-        outbox_path=f"{state_dir}/alerts/outbox.jsonl",
-    )
-    results = notifier.reconcile(audit_alerts(latest, Links()), scope="audit:")
-    return ", ".join(f"{r.kind} {r.status.value}" for r in results) or "nothing firing"
-
-
-def alert_forecast(
-    expire_dir: str, state_dir: str, channel: str, base_url: str, run_id: str, run_url: str, hours: float
-) -> str:
-    """The Dagster alert sensor's forecast rule (``forecast_alerts``) over the expire job's table."""
-    import os
-
-    import pyarrow.parquet as pq
-
-    from assets.alerting import SlackNotifier
-    from assets.alerting.sensors import forecast_alerts
+    from assets.alerting.sensors import audit_alerts, failure_alert, forecast_alerts
     from assets.expiration import _duration, _iso
 
-    class Links:
+    class Links:  # what the builders need of SlackResource: a link to the run
         def run_url(self, _run_id: str) -> str:
             return run_url
 
-    at_risk: dict[int, dict[str, dict]] = {}
-    rows = sorted(
-        pq.read_table(f"{expire_dir}/expiration_forecast").to_pylist(), key=lambda r: r["expires_at"]
-    )
-    for row in rows:  # soonest first, as the asset lists them
-        groups = at_risk.setdefault(row["offsets_partition"], {})
-        entry = groups.setdefault(
-            row["group_id"],
-            {
-                "group_id": row["group_id"],
-                "partition": row["offsets_partition"],
-                "offsets": 0,
-                "first_expiry_in": _duration(row["expires_in_ms"]),
-                "first_expiry_at": _iso(row["expires_at"]),
-            },
-        )
-        entry["offsets"] += 1
-    latest = {
-        p: ({"groups_at_risk": list(g.values()), "forecast_horizon_hours": hours}, run_id)
-        for p, g in at_risk.items()
-    }
     notifier = SlackNotifier(
         os.environ.get("SLACK_BOT_TOKEN"),
         channel,
@@ -182,35 +137,52 @@ def alert_forecast(
         state_path=f"{state_dir}/alerts/state.json",
         outbox_path=f"{state_dir}/alerts/outbox.jsonl",
     )
-    results = notifier.reconcile(forecast_alerts(latest, Links()), scope="expiration:")
+    if rule == "failure":
+        steps = [s for s in failed.split(",") if s]
+        reason = f"failed task(s): {', '.join(steps)}; see the task logs"
+        return notifier.send(failure_alert(dag_id, run_id, {}, reason, steps, run_url)).status.value
+    latest: dict[int, tuple[dict, str]] = {}
+    if rule == "audit":
+        # The per-partition metadata the cleaner_audit asset records, from the audit job's rows.
+        for row in pq.read_table(f"{table_dir}/cleaner_audit").to_pylist():
+            partition = row["offsets_partition"]
+            reasons = json.loads(row["audit_json"]).get("reasons", [])
+            meta = {
+                "partition_verdicts": {str(partition): row["verdict"]},
+                "findings": [{**r, "partition": partition} for r in reasons],
+                "max_dirty_ratio": row["dirty_ratio"],
+            }
+            latest[partition] = (meta, run_id)
+        alerts, scope = audit_alerts(latest, Links()), "audit:"
+    elif rule == "forecast":
+        # The groups_at_risk metadata the expiration_plan asset records, soonest expiry first.
+        at_risk: dict[int, dict[str, dict]] = {}
+        rows = pq.read_table(f"{table_dir}/expiration_forecast").to_pylist()
+        for row in sorted(rows, key=lambda r: r["expires_at"]):
+            entry = at_risk.setdefault(row["offsets_partition"], {}).setdefault(
+                row["group_id"],
+                {
+                    "group_id": row["group_id"],
+                    "partition": row["offsets_partition"],
+                    "offsets": 0,
+                    "first_expiry_in": _duration(row["expires_in_ms"]),
+                    "first_expiry_at": _iso(row["expires_at"]),
+                },
+            )
+            entry["offsets"] += 1
+        for p, groups in at_risk.items():
+            latest[p] = ({"groups_at_risk": list(groups.values()), "forecast_horizon_hours": hours}, run_id)
+        alerts, scope = forecast_alerts(latest, Links()), "expiration:"
+    else:
+        raise ValueError(f"unknown alert rule {rule!r}")
+    results = notifier.reconcile(alerts, scope=scope)
     return ", ".join(f"{r.kind} {r.status.value}" for r in results) or "nothing firing"
 
 
-def page_failures(
-    dag_id: str, run_id: str, failed: str, state_dir: str, channel: str, base_url: str, run_url: str
-) -> str:
-    """The Dagster run-failure sensor's page (``failure_alert``) for a DAG run with failed tasks."""
-    import os
-
-    from assets.alerting import SlackNotifier
-    from assets.alerting.sensors import failure_alert
-
-    steps = [s for s in failed.split(",") if s]
-    alert = failure_alert(
-        dag_id, run_id, {}, f"failed task(s): {', '.join(steps)}; see the task logs", steps, run_url
-    )
-    notifier = SlackNotifier(
-        os.environ.get("SLACK_BOT_TOKEN"),
-        channel,
-        base_url=base_url or None,
-        state_path=f"{state_dir}/alerts/state.json",
-        outbox_path=f"{state_dir}/alerts/outbox.jsonl",
-    )
-    return notifier.send(alert).status.value
-
-
-def external(task_id: str, fn, trigger_rule: str = "all_success", **kwargs: object) -> ExternalPythonOperator:
+def external(task_id: str, rule: str, trigger_rule: str = "all_success", **kwargs: object):
+    """An ``ExternalPythonOperator`` running :func:`send_alerts` with ``rule`` in the offsetops venv."""
     common = {
+        "run_id": "{{ run_id }}",
         "state_dir": STATE_DIR,
         "channel": SLACK_CHANNEL,
         "base_url": SLACK_BASE_URL,
@@ -219,8 +191,8 @@ def external(task_id: str, fn, trigger_rule: str = "all_success", **kwargs: obje
     return ExternalPythonOperator(
         task_id=task_id,
         python=PYTHON,
-        python_callable=fn,
-        op_kwargs={**common, **kwargs},
+        python_callable=send_alerts,
+        op_kwargs={**common, "rule": rule, **kwargs},
         expect_airflow=False,  # offsetops' venv does not have Airflow, and must not need it
         trigger_rule=trigger_rule,
         retries=0,
@@ -228,14 +200,10 @@ def external(task_id: str, fn, trigger_rule: str = "all_success", **kwargs: obje
 
 
 def failure_pager() -> ExternalPythonOperator:
+    """``page_failures``: runs when any task of the DAG run failed."""
     failed = "{{ dag_run.get_task_instances(state='failed') | map(attribute='task_id') | join(',') }}"
     return external(
-        "page_failures",
-        page_failures,
-        trigger_rule="one_failed",
-        dag_id="{{ dag.dag_id }}",
-        run_id="{{ run_id }}",
-        failed=failed,
+        "page_failures", "failure", trigger_rule="one_failed", dag_id="{{ dag.dag_id }}", failed=failed
     )
 
 
@@ -256,7 +224,7 @@ with _dag(
     "offsetops_cleaner_audit", "15 * * * *", "Hourly at :15: the Log Cleaner audit of every partition."
 ) as cleaner_audit:
     audit = spark_task("audit", "--input", LOG_DIR, "--output", job_dir("audit"), "--now-ms", NOW_MS)
-    alert = external("alert_cleaner", alert_cleaner, audit_dir=job_dir("audit"), run_id="{{ run_id }}")
+    alert = external("alert_cleaner", "audit", table_dir=job_dir("audit"))
     audit >> alert
     [audit, alert] >> failure_pager()
 
@@ -299,9 +267,8 @@ with _dag(
     )
     alert = external(
         "alert_forecast",
-        alert_forecast,
-        expire_dir=job_dir("expire"),
-        run_id="{{ run_id }}",
+        "forecast",
+        table_dir=job_dir("expire"),
         hours=FORECAST_HOURS,
     )
     expire >> alert

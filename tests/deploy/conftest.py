@@ -77,6 +77,13 @@ def wait_http(url: str, service: Service, timeout: float) -> None:
     pytest.fail(f"{service.name} did not answer {url} within {timeout:.0f} s:\n{service.tail()}")
 
 
+def build_py_files(dest: Path) -> Path:
+    """The ``--py-files`` zip, built exactly as docs/pipelines.md says (in a fresh interpreter)."""
+    code = f"from pipelines.session import package_zip; package_zip({str(dest)!r})"
+    subprocess.run([str(VENV_BIN / "python"), "-c", code], cwd=REPO, check=True, timeout=60)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresServer]:
     """A throwaway PostgreSQL server on 127.0.0.1 (Debian's postgresql; scripts/ensure_system_deps.sh)."""

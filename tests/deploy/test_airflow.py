@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
-from tests.deploy.conftest import REPO, VENV_BIN, java_available
+from tests.deploy.conftest import REPO, VENV_BIN, build_py_files, java_available
 from tests.deploy.spark_cluster import spark_home
 from tests.support.slack_server import SlackTestServer
 
@@ -138,17 +138,7 @@ def test_dags_test_runs_the_expire_job_and_pages_the_forecast(
     slot = end.replace(hour=5, minute=30, second=0, microsecond=0)
     if slot < end:
         slot += timedelta(days=1)
-    zip_path = tmp_path / "offsetops.zip"
-    subprocess.run(
-        [
-            str(VENV_BIN / "python"),
-            "-c",
-            f"from pipelines.session import package_zip; package_zip({str(zip_path)!r})",
-        ],
-        cwd=REPO,
-        check=True,
-        timeout=60,
-    )
+    zip_path = build_py_files(tmp_path / "offsetops.zip")
     out = tmp_path / "out"
     with SlackTestServer(valid_tokens={TOKEN}) as slack:
         env = {

@@ -20,12 +20,13 @@ from coordinator_core.cleaner_audit import audit_log_dir
 from coordinator_core.expiration import DEFAULT_RETENTION_MS, KIP848, plan_expiration
 from coordinator_core.loader import load_log_dir
 from coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
-from tests.deploy.conftest import REPO, VENV_BIN, java_available
+from tests.deploy.conftest import REPO, VENV_BIN, build_py_files, java_available
 from tests.deploy.spark_cluster import SparkCluster, run_cluster, spark_home
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 DAY_MS = 86_400_000
+PARTITIONS = 3
 SUBMIT_TIMEOUT_S = 420
 
 
@@ -43,7 +44,7 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
         SimulationConfig(
             out_dir=tmp_path_factory.mktemp("sim") / "logdir",
             groups=24,
-            partitions=3,
+            partitions=PARTITIONS,
             days=0.15,
             seed=1,
             segment_bytes=8 * 1024,
@@ -56,18 +57,7 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
 @pytest.fixture(scope="module")
 def py_files(cluster: SparkCluster) -> Path:
     """The zip, built exactly as docs/pipelines.md says."""
-    zip_path = cluster.root / "offsetops.zip"
-    subprocess.run(
-        [
-            str(VENV_BIN / "python"),
-            "-c",
-            f"from pipelines.session import package_zip; package_zip({str(zip_path)!r})",
-        ],
-        cwd=REPO,
-        check=True,
-        timeout=60,
-    )
-    return zip_path
+    return build_py_files(cluster.root / "offsetops.zip")
 
 
 def submit(cluster: SparkCluster, py_files: Path, job: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -95,6 +85,7 @@ def submit(cluster: SparkCluster, py_files: Path, job: str, *args: str) -> subpr
         "--conf",
         "spark.ui.enabled=false",
         f"pipelines/{job}.py",
+        "--num-partitions", str(PARTITIONS),  # offsets.topic.num.partitions of the simulated cluster
         *args,
     ]
     # A pip-installed pyspark: SPARK_HOME is the package dir (docs/pipelines.md says to export it).
@@ -169,7 +160,7 @@ def test_reload_tables_equal_the_single_process_reload(
     from pipelines.schemas import TABLE_SCHEMAS
     from pipelines.tables import all_cache_rows, comparable
 
-    ref = all_cache_rows(load_log_dir(log_dir.out_dir))
+    ref = all_cache_rows(load_log_dir(log_dir.out_dir, num_partitions=PARTITIONS))
     tables = read_tables(reader, str(outputs["reload"]))
     for name, schema in TABLE_SCHEMAS.items():
         drop = ["elapsed_ms"] if name == "load_stats" else []
@@ -187,7 +178,7 @@ def test_expire_tables_equal_the_single_process_plan(
 
     now = log_dir.simulated_until_ms + 8 * DAY_MS
     plan = plan_expiration(
-        load_log_dir(log_dir.out_dir),
+        load_log_dir(log_dir.out_dir, num_partitions=PARTITIONS),
         now_ms=now,
         retention_ms=DEFAULT_RETENTION_MS,
         coordinator=KIP848,
