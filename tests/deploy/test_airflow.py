@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from coordinator_core.expiration import plan_expiration
+from coordinator_core.loader import load_log_dir
 from coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
 from tests.deploy.conftest import REPO, VENV_BIN, build_py_files, java_available
 from tests.deploy.spark_cluster import spark_home
@@ -163,7 +165,7 @@ def test_dags_test_runs_the_expire_job_and_pages_the_forecast(
             text=True,
             timeout=900,
         )
-        messages = slack.messages()
+        messages = slack.messages
     log = done.stdout[-4000:] + done.stderr[-4000:]
     assert done.returncode == 0, log
     assert "state=failed" not in done.stdout and "page_failures" not in " ".join(
@@ -173,4 +175,13 @@ def test_dags_test_runs_the_expire_job_and_pages_the_forecast(
     assert len(forecast) == 1 and any(forecast[0].glob("*.parquet")), log
     [page] = messages
     assert page["channel"] == "#offsetops-alerts"
-    assert "12 consumer group(s) will lose committed offsets within 48.0h" in page["text"], page["text"]
+    # The same groups the single-process planner forecasts as of the run's data interval end.
+    plan = plan_expiration(
+        load_log_dir(sim.out_dir, num_partitions=3),
+        now_ms=int(slot.timestamp() * 1000),
+        forecast_horizon_ms=48 * 3_600_000,
+    )
+    groups = sorted({f.group_id for f in plan.forecast})
+    assert groups, "the chosen slot must put simulated groups inside the forecast window"
+    assert f"{len(groups)} consumer group(s) will lose committed offsets within 48.0h" in page["text"]
+    assert all(g in page["text"] for g in groups[:10]), page["text"]

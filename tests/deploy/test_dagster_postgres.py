@@ -229,7 +229,7 @@ def test_alert_sensor_ticks_in_the_daemon_and_pages_slack(stack: Stack, main_run
     assert main_run["status"] == "SUCCESS"
     deadline = time.monotonic() + SENSOR_TIMEOUT_S
     reconciled: list[dict[str, Any]] = []
-    while time.monotonic() < deadline and not stack.slack.messages():
+    while time.monotonic() < deadline and not stack.slack.messages:
         sensor = stack.graphql(SENSOR_TICKS, {"s": {**LOCATION, "sensorName": "offsetops_alerts"}})
         state = sensor["sensorOrError"]["sensorState"]
         assert state["status"] == "RUNNING"
@@ -237,7 +237,7 @@ def test_alert_sensor_ticks_in_the_daemon_and_pages_slack(stack: Stack, main_run
         assert not errors, errors
         reconciled = [t for t in state["ticks"] if "alerts reconciled" in (t["skipReason"] or "")]
         time.sleep(5)
-    messages = stack.slack.messages()
+    messages = stack.slack.messages
     assert messages, (
         f"no Slack message within {SENSOR_TIMEOUT_S} s; ticks: {reconciled}\n{stack.daemon.tail()}"
     )
