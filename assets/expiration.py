@@ -41,6 +41,7 @@ from assets.resources import (
     write_json,
 )
 from checks.dagster_checks import EXPIRATION_CHECKS
+from coordinator_core.cache import CoordinatorCache
 from coordinator_core.expiration import (
     DEFAULT_RETENTION_MS,
     ExpirationPlan,
@@ -79,6 +80,28 @@ def _iso(ms: int | None) -> str | None:
 def _duration(ms: int) -> str:
     hours, rest = divmod(max(ms, 0) // 60_000, 60)
     return f"{hours}h{rest:02d}m"
+
+
+def partition_plan_doc(plan: ExpirationPlan, cache: CoordinatorCache, *, run_id: str) -> dict[str, Any]:
+    """One partition's share of ``plan``: what the tombstone execution replays and the alerts read.
+
+    ``groups`` lists every group present with its committed offsets: the alert sensor tells a group
+    that committed again (healthy) from one that vanished (its offsets were deleted) by it.
+    """
+    p = cache.partition
+    return {
+        "partition": p,
+        "run_id": run_id,
+        "now_ms": plan.now_ms,
+        "retention_ms": plan.retention_ms,
+        "coordinator": plan.coordinator,
+        "forecast_horizon_ms": plan.forecast_horizon_ms,
+        "errors": len(cache.stats.errors),
+        "groups": {g.group_id: len(g.offsets) for g in cache.groups.values()},
+        "tombstones": [t.to_journal() for t in plan.tombstones if t.offsets_partition == p],
+        "dead_groups": [d.to_json() for d in plan.dead_groups if d.offsets_partition == p],
+        "forecast": [f.to_json() for f in plan.forecast if f.offsets_partition == p],
+    }
 
 
 def _rebuild_report(state: StateResource) -> dict[str, Any]:
@@ -167,22 +190,13 @@ def expiration_plan(
         coordinator=config.coordinator,
         forecast_horizon_ms=horizon_ms,
     )
+    for cache in caches:
+        if cache.partition in partitions:
+            write_json(
+                _partition_plan_path(state, cache.partition),
+                partition_plan_doc(plan, cache, run_id=context.run_id),
+            )
     errors = {c.partition: len(c.stats.errors) for c in caches}
-    for p in partitions:
-        write_json(
-            _partition_plan_path(state, p),
-            {
-                "partition": p,
-                "now_ms": now_ms,
-                "retention_ms": retention_ms,
-                "coordinator": config.coordinator,
-                "forecast_horizon_ms": horizon_ms,
-                "errors": errors.get(p, 0),
-                "tombstones": [t.to_journal() for t in plan.tombstones if t.offsets_partition == p],
-                "dead_groups": [d.to_json() for d in plan.dead_groups if d.offsets_partition == p],
-                "forecast": [f.to_json() for f in plan.forecast if f.offsets_partition == p],
-            },
-        )
     _rebuild_report(state)
     report_path = write_json(
         state.reports_path / "expiration" / f"plan-{partitions_label(partitions)}.json",

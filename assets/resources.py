@@ -28,6 +28,7 @@ from dagster import (
 )
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from checks.operator_report import ENV_REPORTS_BASE_URL, REPORT_FILE
 from coordinator_core.cache import CoordinatorCache, LoadStats
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from assets.alerting import SlackNotifier
+    from assets.alerting.blocks import AlertLinks
     from coordinator_core.sources.live import LiveConfig
     from coordinator_core.sources.logdir import LogDir
 
@@ -63,6 +65,7 @@ ENV_SLACK_CHANNEL = "OFFSETOPS_SLACK_CHANNEL"
 ENV_SLACK_BASE_URL = "OFFSETOPS_SLACK_BASE_URL"
 ENV_SLACK_DEDUPE = "OFFSETOPS_SLACK_DEDUPE_WINDOW_S"
 ENV_DAGSTER_URL = "OFFSETOPS_DAGSTER_URL"
+ENV_SLACK_BUDGET = "OFFSETOPS_SLACK_BUDGET_S"
 ENV_SCHEDULES = "OFFSETOPS_SCHEDULES"
 
 _MASTER_RE = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://.+|k8s://.+|yarn|mesos://.+)$")
@@ -322,10 +325,25 @@ class SlackResource(ConfigurableResource):
     dedupe_window_s: int = Field(default=3600, ge=0)
     max_retries: int = Field(default=3, ge=0, le=10)
     dagster_url: str = Field(default=DEFAULT_DAGSTER_URL, description="Base URL of the Dagster UI.")
+    reports_url: str | None = Field(
+        default=None,
+        description="Base URL where the output dir's reports/ folder is served (web server, object "
+        "store); alerts link the operator report there. No link when unset.",
+    )
+    report_path: str = Field(
+        default=REPORT_FILE, min_length=1, description="The operator report, under reports_url."
+    )
+    budget_s: float = Field(
+        default=20, gt=0, le=300, description="Total seconds one evaluation may spend on Slack."
+    )
+    timeout_s: float = Field(default=10, gt=0, le=120, description="Seconds for one request to Slack.")
+    max_retry_after_s: float = Field(
+        default=5, ge=0, le=120, description="Longest Retry-After honoured; longer waits outbox instead."
+    )
 
     _notifier: Any = PrivateAttr(default=None)
 
-    @field_validator("base_url", "dagster_url")
+    @field_validator("base_url", "dagster_url", "reports_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
@@ -342,7 +360,17 @@ class SlackResource(ConfigurableResource):
         return value
 
     def run_url(self, run_id: str) -> str:
-        return f"{(self.dagster_url or DEFAULT_DAGSTER_URL).rstrip('/')}/runs/{run_id}"
+        return self.links().run(run_id)
+
+    def links(self) -> AlertLinks:
+        """Where alerts link: the Dagster UI (asset partitions, runs) and the operator report."""
+        from assets.alerting.blocks import AlertLinks
+
+        return AlertLinks(
+            dagster_url=self.dagster_url or DEFAULT_DAGSTER_URL,
+            reports_url=self.reports_url,
+            report_path=self.report_path,
+        )
 
     def notifier(self, state: StateResource) -> SlackNotifier:
         """A :class:`SlackNotifier` whose dedupe state and outbox live in ``state``'s state dir."""
@@ -359,6 +387,9 @@ class SlackResource(ConfigurableResource):
             outbox_path=state.outbox_file,
             dedupe_window_s=self.dedupe_window_s,
             max_retries=self.max_retries,
+            budget_s=self.budget_s,
+            timeout_s=self.timeout_s,
+            max_retry_after_s=self.max_retry_after_s,
         )
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
@@ -398,6 +429,16 @@ def _int_env(env: Mapping[str, str], name: str) -> int | None:
         return int(raw)
     except ValueError as exc:
         raise DeploymentConfigError(f"{name}={raw!r} is not an integer") from exc
+
+
+def _float_env(env: Mapping[str, str], name: str) -> float | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise DeploymentConfigError(f"{name}={raw!r} is not a number") from exc
 
 
 def _spark_conf_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -489,12 +530,16 @@ def build_resources(
             "base_url": ENV_SLACK_BASE_URL,
             "dedupe_window_s": ENV_SLACK_DEDUPE,
             "dagster_url": ENV_DAGSTER_URL,
+            "reports_url": ENV_REPORTS_BASE_URL,
+            "budget_s": ENV_SLACK_BUDGET,
         },
         token=token,
         channel=env.get(ENV_SLACK_CHANNEL) or None,
         base_url=env.get(ENV_SLACK_BASE_URL) or None,
         dedupe_window_s=_int_env(env, ENV_SLACK_DEDUPE),
         dagster_url=env.get(ENV_DAGSTER_URL) or None,
+        reports_url=env.get(ENV_REPORTS_BASE_URL) or None,
+        budget_s=_float_env(env, ENV_SLACK_BUDGET),
     )
     return {"offsets_source": source, "spark": spark, "state": state, "slack": slack}
 

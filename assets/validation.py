@@ -66,15 +66,24 @@ def cache_validation(
     state: StateResource,
 ) -> MaterializeResult:
     """Validate this run's partitions of the canonical tables; failures are reported, not raised."""
-    from checks.suite import validate_cache
+    from checks.operator_report import report_url, write_operator_report
+    from checks.suite import operator_check_tables, validate_cache
 
     partitions = run_partitions(context)
     state.ensure()
     session = spark.get_session()
     tables = read_cache_tables(session, state, partitions)
-    report = validate_cache(
+    # Live cross-check and data-partition bounds, from whatever source is configured.
+    extra = operator_check_tables(
         session,
         tables,
+        log_dir=offsets_source.log_dir,
+        live=offsets_source.live_config() if offsets_source.is_live else None,
+        topic=offsets_source.topic,
+    )
+    report = validate_cache(
+        session,
+        {**tables, **extra},
         output_dir=state.output_path,
         now_ms=offsets_source.now_ms(),
         num_partitions=offsets_source.num_partitions,
@@ -82,6 +91,7 @@ def cache_validation(
     )
     doc = {**report.to_dict(), "partitions": partitions}
     path = write_json(state.reports_path / VALIDATION_REPORT, doc)
+    operator = write_operator_report(state.reports_path, run_id=context.run.run_id)
     tally = report.by_severity
     failed = report.failed
     rows = "\n".join(
@@ -116,7 +126,9 @@ def cache_validation(
             ),
             "rows": MetadataValue.json(report.counts),
             "data_docs": MetadataValue.path(str(report.data_docs_index)),
-            "data_docs_url": MetadataValue.url(report.data_docs_index.absolute().as_uri()),
+            "data_docs_url": MetadataValue.url(report_url(state.reports_path, "data_docs/index.html")),
+            "operator_report_url": MetadataValue.url(operator.url),
+            "operator_verdict": operator.verdict,
             "summary_page": MetadataValue.path(str(report.summary_path)),
             "report": MetadataValue.path(str(path)),
             "elapsed_s": round(report.elapsed_ms / 1000, 2),

@@ -14,13 +14,14 @@ from typing import Literal
 import great_expectations.expectations as gxe
 from great_expectations.expectations.expectation import Expectation
 from great_expectations.expectations.metadata_types import FailureSeverity
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from checks.kafka_expectations import (
     ExpectColumnPairValuesToMatchKafkaPartitionFor,
     UnexpectedRowsWithSampleExpectation,
 )
 from coordinator_core.cache import GROUP_STATES as CACHE_GROUP_STATES
-from pipelines.schemas import TABLE_SCHEMAS
+from pipelines.schemas import TABLE_SCHEMAS as RELOAD_SCHEMAS
 
 Severity = Literal["error", "warning"]
 
@@ -34,9 +35,56 @@ DEFAULT_SKEW_MS = 3_600_000
 # (Assigning, Reconciling) and streams groups (NotReady): every state a reload can produce.
 GROUP_STATES = tuple(sorted(CACHE_GROUP_STATES))
 
+DEFAULT_MAX_METADATA_BYTES = 4096
+"""``offset.metadata.max.bytes`` (OffsetConfig.DefaultMaxMetadataSize)."""
+
 REQUIRED_TABLES = ("offsets", "groups", "members", "decode_errors")
-OPTIONAL_TABLES = ("pending_offsets", "load_stats")
-TABLE_ORDER = ("offsets", "pending_offsets", "groups", "members", "decode_errors", "load_stats")
+OPTIONAL_TABLES = ("pending_offsets", "load_stats", "offset_log_ranges", "live_crosscheck")
+TABLE_ORDER = (
+    "offsets",
+    "pending_offsets",
+    "groups",
+    "members",
+    "decode_errors",
+    "load_stats",
+    "offset_log_ranges",
+    "live_crosscheck",
+)
+
+OFFSET_LOG_RANGES_SCHEMA = StructType(
+    [
+        StructField("offsets_partition", IntegerType(), False),
+        StructField("group_id", StringType(), False),
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("offset", LongType(), False),
+        StructField("log_start_offset", LongType(), False),
+        StructField("log_end_offset", LongType(), False),
+        StructField("source", StringType(), False),
+    ]
+)
+"""Each committed offset beside its data partition's [log start, log end] (ListOffsets or the log dir)."""
+
+LIVE_CROSSCHECK_SCHEMA = StructType(
+    [
+        StructField("kind", StringType(), False),
+        StructField("offsets_partition", IntegerType(), True),
+        StructField("group_id", StringType(), False),
+        StructField("topic", StringType(), True),
+        StructField("partition", IntegerType(), True),
+        StructField("cache_value", StringType(), True),
+        StructField("live_value", StringType(), True),
+        StructField("status", StringType(), False),
+        StructField("detail", StringType(), False),
+    ]
+)
+"""The cache against OffsetFetch / DescribeGroups of the live coordinator (checks.live_crosscheck)."""
+
+TABLE_SCHEMAS = {
+    **RELOAD_SCHEMAS,
+    "offset_log_ranges": OFFSET_LOG_RANGES_SCHEMA,
+    "live_crosscheck": LIVE_CROSSCHECK_SCHEMA,
+}
 
 _GX_SEVERITY: dict[Severity, FailureSeverity] = {
     "error": FailureSeverity.CRITICAL,
@@ -105,6 +153,16 @@ class _Builder:
             ),
         )
 
+    def rows(self, table: str, rule: str, severity: Severity, description: str, query: str) -> None:
+        """A rule written as the SQL of the rows that break it (``{batch}`` is the table)."""
+        self.add(
+            table,
+            rule,
+            severity,
+            description,
+            UnexpectedRowsWithSampleExpectation(unexpected_rows_query=query),
+        )
+
     def group_in_partition_for(self, table: str, num_partitions: int) -> None:
         self.add(
             table,
@@ -118,8 +176,19 @@ class _Builder:
         )
 
 
-def build_checks(*, now_ms: int, num_partitions: int = 50, skew_ms: int = DEFAULT_SKEW_MS) -> list[CheckSpec]:
-    """Every check, in report order. ``now_ms`` + ``skew_ms`` bounds timestamps from above."""
+def build_checks(
+    *,
+    now_ms: int,
+    num_partitions: int = 50,
+    skew_ms: int = DEFAULT_SKEW_MS,
+    max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
+) -> list[CheckSpec]:
+    """Every check, in report order. ``now_ms`` + ``skew_ms`` bounds timestamps from above.
+
+    Severities follow what on-call wants paged: ``error`` when the cache cannot be what the
+    coordinator holds (it would mislead every plan built on it) or a consumer reads corrupt
+    positions; ``warning`` for what a healthy cluster can show but an owner should look at.
+    """
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions}")
     max_ts = now_ms + skew_ms
@@ -178,6 +247,25 @@ def build_checks(*, now_ms: int, num_partitions: int = 50, skew_ms: int = DEFAUL
         gxe.ExpectColumnValuesToBeBetween(column="leader_epoch", min_value=0),
     )
     b.group_in_partition_for("offsets", num_partitions)
+    b.rows(
+        "offsets",
+        "commit_timestamp_not_after_as_of",
+        "warning",
+        f"`commit_timestamp` is not after the as-of clock ({now_ms}): a later commit means broker clock "
+        "skew or an as-of set before the log's end, and expiration is computed from the wrong base.",
+        "SELECT offsets_partition, group_id, topic, partition, commit_timestamp FROM {batch} "
+        f"WHERE commit_timestamp > {int(now_ms)}",
+    )
+    b.rows(
+        "offsets",
+        "metadata_within_max_bytes",
+        "warning",
+        f"`metadata` is at most offset.metadata.max.bytes ({max_metadata_bytes}) characters "
+        "(GroupMetadataManager.validateOffsetMetadataLength): a broker rejects longer commits with "
+        "OFFSET_METADATA_TOO_LARGE, so a longer one was written under another limit or by another writer.",
+        "SELECT offsets_partition, group_id, topic, partition, length(metadata) AS metadata_length "
+        f"FROM {{batch}} WHERE length(metadata) > {int(max_metadata_bytes)}",
+    )
 
     b.columns_match_schema("pending_offsets")
     b.not_null("pending_offsets", "offsets_partition", "group_id", "producer_id", "topic", "partition")
@@ -188,6 +276,7 @@ def build_checks(*, now_ms: int, num_partitions: int = 50, skew_ms: int = DEFAUL
         "`offset` >= -1.",
         gxe.ExpectColumnValuesToBeBetween(column="offset", min_value=-1),
     )
+    b.group_in_partition_for("pending_offsets", num_partitions)
 
     b.columns_match_schema("groups")
     b.not_null("groups", "offsets_partition", "group_id", "state")
@@ -229,6 +318,17 @@ def build_checks(*, now_ms: int, num_partitions: int = 50, skew_ms: int = DEFAUL
         gxe.ExpectColumnValuesToBeBetween(
             column="current_state_timestamp", min_value=MIN_COMMIT_TIMESTAMP_MS, max_value=max_ts
         ),
+    )
+
+    b.rows(
+        "groups",
+        "stable_has_members_and_protocol",
+        "error",
+        "A classic group in state Stable has members, a protocol and a leader (GroupMetadata: Stable is "
+        "only reached after SyncGroup); one without is a cache the coordinator could not hold.",
+        "SELECT offsets_partition, group_id, member_count, protocol, leader FROM {batch} "
+        "WHERE state = 'Stable' AND coalesce(group_type, 'classic') = 'classic' "
+        "AND (member_count = 0 OR protocol IS NULL OR leader IS NULL)",
     )
 
     b.columns_match_schema("members")
@@ -273,5 +373,45 @@ def build_checks(*, now_ms: int, num_partitions: int = 50, skew_ms: int = DEFAUL
         gxe.ExpectColumnValuesToBeUnique(column="offsets_partition"),
     )
     b.in_offsets_partition_range("load_stats", num_partitions)
+
+    b.columns_match_schema("offset_log_ranges")
+    b.rows(
+        "offset_log_ranges",
+        "not_below_log_start",
+        "warning",
+        "Each committed offset is at or above its data partition's log start: below it, the consumer's "
+        "next fetch is OFFSET_OUT_OF_RANGE and auto.offset.reset skips or replays data.",
+        "SELECT offsets_partition, group_id, topic, partition, offset, log_start_offset, source FROM {batch} "
+        "WHERE offset < log_start_offset",
+    )
+    b.rows(
+        "offset_log_ranges",
+        "not_above_log_end",
+        "error",
+        "Each committed offset is at or below its data partition's log end: a position past the end of the "
+        "log is corruption (or a truncated log after an unclean leader election).",
+        "SELECT offsets_partition, group_id, topic, partition, offset, log_end_offset, source FROM {batch} "
+        "WHERE offset > log_end_offset",
+    )
+
+    b.columns_match_schema("live_crosscheck")
+    b.rows(
+        "live_crosscheck",
+        "offsets_agree",
+        "error",
+        "Every committed offset of the cache is what the live coordinator serves (OffsetFetch), except "
+        "commits made after the cache was read (status newer_than_read).",
+        "SELECT offsets_partition, group_id, topic, partition, cache_value, live_value, status, detail "
+        "FROM {batch} WHERE kind <> 'group' AND status NOT IN ('match', 'newer_than_read')",
+    )
+    b.rows(
+        "live_crosscheck",
+        "groups_agree",
+        "warning",
+        "Each group's state and protocol type in the cache is what DescribeGroups reports (a rebalance "
+        "between the read and the describe can differ briefly).",
+        "SELECT offsets_partition, group_id, cache_value, live_value, status, detail FROM {batch} "
+        "WHERE kind = 'group' AND status <> 'match'",
+    )
 
     return b.specs

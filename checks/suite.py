@@ -30,15 +30,29 @@ from great_expectations.data_context import AbstractDataContext
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from pyspark.sql import DataFrame, SparkSession
 
+from checks.data_docs import localize_site, site_config
 from checks.expectations import (
+    DEFAULT_MAX_METADATA_BYTES,
     DEFAULT_SKEW_MS,
+    LIVE_CROSSCHECK_SCHEMA,
+    OFFSET_LOG_RANGES_SCHEMA,
     OPTIONAL_TABLES,
     REQUIRED_TABLES,
     TABLE_ORDER,
     CheckSpec,
     build_checks,
 )
+from checks.live_crosscheck import (
+    UNREACHABLE,
+    CachedOffset,
+    CrossCheckRow,
+    LogRange,
+    cross_check,
+    live_log_ranges,
+    log_dir_log_ranges,
+)
 from checks.report import ExpectationOutcome, ValidationReport, write_summary
+from coordinator_core.sources.live import CONSUMER_OFFSETS, LiveConfig, LiveSourceError
 
 logger = logging.getLogger(__name__)
 
@@ -61,22 +75,12 @@ def suite_name(table: str) -> str:
 
 
 def _context(data_docs_dir: Path) -> AbstractDataContext:
-    """An ephemeral context whose only Data Docs site is a local directory."""
+    """An ephemeral context whose only Data Docs site is a local directory, built with the offline views."""
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     for name in list(context.get_site_names()):
         context.delete_data_docs_site(name)
-    context.add_data_docs_site(
-        site_name=DATA_DOCS_SITE,
-        site_config={
-            "class_name": "SiteBuilder",
-            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-            "store_backend": {
-                "class_name": "TupleFilesystemStoreBackend",
-                "base_directory": str(data_docs_dir),
-            },
-        },
-    )
+    context.add_data_docs_site(site_name=DATA_DOCS_SITE, site_config=site_config(data_docs_dir))
     return context
 
 
@@ -141,12 +145,14 @@ def validate_cache(
     now_ms: int,
     num_partitions: int = 50,
     skew_ms: int = DEFAULT_SKEW_MS,
+    max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
     cache: bool = True,
 ) -> ValidationReport:
     """Run every check against the reload tables, build Data Docs and the summary page.
 
     ``tables`` must hold ``offsets``, ``groups``, ``members`` and ``decode_errors``;
-    ``pending_offsets`` and ``load_stats`` are validated when present. The DataFrames are not
+    ``pending_offsets``, ``load_stats`` and the tables of :func:`operator_check_tables`
+    (``offset_log_ranges``, ``live_crosscheck``) are validated when present. The DataFrames are not
     mutated (no persist, no new columns). ``cache`` caches an alias of each table for the run.
     """
     started = time.perf_counter()
@@ -164,7 +170,12 @@ def validate_cache(
 
     specs = [
         s
-        for s in build_checks(now_ms=now_ms, num_partitions=num_partitions, skew_ms=skew_ms)
+        for s in build_checks(
+            now_ms=now_ms,
+            num_partitions=num_partitions,
+            skew_ms=skew_ms,
+            max_metadata_bytes=max_metadata_bytes,
+        )
         if s.table in tables
     ]
     run_time = dt.datetime.now(dt.UTC)
@@ -223,6 +234,10 @@ def validate_cache(
         if not temp_view_existed:
             spark.catalog.dropTempView(_GX_TEMP_VIEW)
 
+    # Every page is rewritten to the vendored CSS/JS; anything left pointing off the machine is a bug.
+    leftover = localize_site(data_docs_dir)
+    if leftover:
+        logger.warning("Data Docs still reference %d remote resource(s): %s", len(leftover), leftover[:5])
     outcomes = [_outcome(spec, results.get(spec.check_id)) for spec in specs]
     report = ValidationReport(
         success_error_level=all(o.success for o in outcomes if o.severity == "error"),
@@ -245,3 +260,87 @@ def validate_cache(
         len(report.failed),
     )
     return report
+
+
+def offset_log_ranges_table(spark: SparkSession, offsets: DataFrame, ranges: list[LogRange]) -> DataFrame:
+    """Committed offsets (not -1) joined with their data partition's bounds; partitions of unknown bounds
+    are left out."""
+    from pyspark.sql import functions as F
+
+    bounds = spark.createDataFrame(
+        [(r.topic, r.partition, r.log_start_offset, r.log_end_offset, r.source) for r in ranges],
+        "topic string, partition int, log_start_offset bigint, log_end_offset bigint, source string",
+    )
+    joined = offsets.where(F.col("offset") >= 0).join(bounds, ["topic", "partition"])
+    return joined.select(*OFFSET_LOG_RANGES_SCHEMA.fieldNames())
+
+
+def live_crosscheck_table(
+    spark: SparkSession,
+    tables: Mapping[str, DataFrame],
+    config: LiveConfig,
+    *,
+    topic: str = CONSUMER_OFFSETS,
+) -> DataFrame:
+    """:func:`checks.live_crosscheck.cross_check` of the cache's offsets and groups as a table.
+
+    An unreachable cluster is one ``unreachable`` row (failing ``live_crosscheck.offsets_agree``
+    with the reason), not an exception: the other checks still report.
+    """
+    cached = [
+        CachedOffset(r.offsets_partition, r.group_id, r.topic, r.partition, r.offset, r.record_offset)
+        for r in tables["offsets"]
+        .select("offsets_partition", "group_id", "topic", "partition", "offset", "record_offset")
+        .toLocalIterator()
+    ]
+    groups = {
+        r.group_id: {
+            "offsets_partition": r.offsets_partition,
+            "state": r.state,
+            "protocol_type": r.protocol_type,
+        }
+        for r in tables["groups"]
+        .select("offsets_partition", "group_id", "state", "protocol_type")
+        .toLocalIterator()
+    }
+    try:
+        rows = [r.to_row() for r in cross_check(config, cached, groups, topic=topic)]
+    except LiveSourceError as exc:
+        logger.warning("live cross-check: %s", exc)
+        rows = [CrossCheckRow("cluster", None, "", None, None, None, None, UNREACHABLE, str(exc)).to_row()]
+    names = LIVE_CROSSCHECK_SCHEMA.fieldNames()
+    return spark.createDataFrame([tuple(r[n] for n in names) for r in rows], LIVE_CROSSCHECK_SCHEMA)
+
+
+def operator_check_tables(
+    spark: SparkSession,
+    tables: Mapping[str, DataFrame],
+    *,
+    log_dir: str | None = None,
+    live: LiveConfig | None = None,
+    topic: str = CONSUMER_OFFSETS,
+) -> dict[str, DataFrame]:
+    """The extra tables the operator checks need, from whatever is configured.
+
+    ``offset_log_ranges`` from ListOffsets when a cluster is configured, else from the data topics'
+    partition dirs of a local ``log_dir``; ``live_crosscheck`` only with a cluster.
+    """
+    out: dict[str, DataFrame] = {}
+    ranges: list[LogRange] = []
+    if live is None and not (log_dir and Path(log_dir).is_dir()):
+        return out
+    keys = [
+        (r.topic, r.partition)
+        for r in tables["offsets"].select("topic", "partition").distinct().toLocalIterator()
+    ]
+    if live is not None:
+        try:
+            ranges = live_log_ranges(live, keys)
+        except LiveSourceError as exc:
+            logger.warning("ListOffsets of the data partitions: %s", exc)
+        out["live_crosscheck"] = live_crosscheck_table(spark, tables, live, topic=topic)
+    else:
+        ranges = log_dir_log_ranges(log_dir, keys)
+    if ranges:
+        out["offset_log_ranges"] = offset_log_ranges_table(spark, tables["offsets"], ranges)
+    return out

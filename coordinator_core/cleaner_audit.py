@@ -38,6 +38,7 @@ from coordinator_core.sources.logdir import (
     open_log_dir,
     read_offset_checkpoint,
 )
+from coordinator_core.timefmt import format_duration
 
 __all__ = [
     "CRITICAL",
@@ -47,16 +48,19 @@ __all__ = [
     "OffsetsToClean",
     "OpenTransaction",
     "PartitionAudit",
+    "PartitionFailure",
     "Reason",
     "SegmentInfo",
     "Thresholds",
     "audit_log_dir",
     "audit_partition",
+    "audit_partition_isolated",
     "calculate_cleanable_bytes",
     "cleanable_offsets",
     "format_duration",
     "log_to_clean",
     "max_compaction_delay",
+    "max_dirty_ratio",
 ]
 
 HEALTHY, DEGRADED, CRITICAL = "HEALTHY", "DEGRADED", "CRITICAL"
@@ -82,6 +86,9 @@ class Thresholds:
     time_since_last_run_ms: int = 3_600_000
     #: JMX max-clean-time-secs above this = DEGRADED
     max_clean_time_secs: float = 3600.0
+    #: bytes compaction would drop from an active segment that no append has rolled in time; from this
+    #: many on it is a finding (8 MiB: a coordinator replays them on every load of the partition)
+    dirty_active_segment_bytes: int = 8 * 1024 * 1024
 
     def with_overrides(self, values: Mapping[str, str]) -> Thresholds:
         """A copy with ``name=value`` overrides (names are the field names)."""
@@ -298,6 +305,10 @@ class OpenTransaction:
 
 # key-table entry slots (a list per key keeps the scan to one dict lookup per record)
 _LAST, _SHARE, _EXPIRED, _FIRST_DIRTY, _FIRST = range(5)
+# _EXPIRED states of the latest record of a key: a value (or a tombstone the next pass keeps), a tombstone
+# the next pass removes, and a v2 tombstone whose batch has no delete horizon yet (KIP-534: the next
+# pass keeps it and stamps the horizon, a pass after that horizon removes it).
+_KEEP, _REMOVABLE, _NO_HORIZON = 0, 1, 2
 
 
 @dataclass
@@ -311,11 +322,20 @@ class _Scan:
     aborted_records: int = 0
     superseded_records: int = 0
     reclaimable_bytes: float = 0.0
+    #: base offset of the active segment, and the reclaimable bytes that sit in it (never cleaned)
+    active_base: int = 2**63 - 1
+    active_reclaimable_bytes: float = 0.0
     open_txns: dict[int, list[Any]] = field(default_factory=dict)
     keys: dict[int, list[Any]] = field(default_factory=dict)
     errors: list[DecodeError] = field(default_factory=list)
 
-    def apply(self, h: int, offset: int, share: float, expired: bool, dirty_from: int) -> None:
+    def reclaim(self, offset: int, share: float) -> None:
+        """A record a full clean drops (superseded, aborted or keyless)."""
+        self.reclaimable_bytes += share
+        if offset >= self.active_base:
+            self.active_reclaimable_bytes += share
+
+    def apply(self, h: int, offset: int, share: float, expired: int, dirty_from: int) -> None:
         """Last writer wins by offset: whichever of the old and new record is older is superseded."""
         entry = self.keys.get(h)
         if entry is None:
@@ -323,10 +343,10 @@ class _Scan:
             return
         self.superseded_records += 1
         if offset > entry[_LAST]:
-            self.reclaimable_bytes += entry[_SHARE]
+            self.reclaim(entry[_LAST], entry[_SHARE])
             entry[_LAST], entry[_SHARE], entry[_EXPIRED] = offset, share, expired
         else:
-            self.reclaimable_bytes += share
+            self.reclaim(offset, share)
         if offset >= dirty_from and (entry[_FIRST_DIRTY] < 0 or offset < entry[_FIRST_DIRTY]):
             entry[_FIRST_DIRTY] = offset
         entry[_FIRST] = min(entry[_FIRST], offset)
@@ -337,6 +357,8 @@ def _scan_partition(
 ) -> _Scan:
     """One pass over every batch: segment timestamps, transactions, and the key table."""
     scan = _Scan()
+    if pdir.segments:
+        scan.active_base = pdir.segments[-1].base_offset
     errors = scan.errors
     for seg in pdir.segments:
         first_ts, largest, next_offset, n = -1, -1, None, 0
@@ -363,7 +385,7 @@ def _scan_partition(
                 continue
             share = batch.size / max(len(records), 1)
             horizon = batch.delete_horizon_ms
-            pending: list[tuple[int, int, float, bool]] | None = None
+            pending: list[tuple[int, int, float, int]] | None = None
             if batch.is_transactional and pid >= 0:
                 txn = scan.open_txns.get(pid)
                 if txn is None:
@@ -376,16 +398,22 @@ def _scan_partition(
                 if key is None:
                     # the cleaner drops records without a key (counted as invalid messages)
                     scan.keyless_records += 1
-                    scan.reclaimable_bytes += share
+                    scan.reclaim(offset, share)
                     continue
-                expired = False
+                expired = _KEEP
                 if value is None:
                     scan.tombstones += 1
                     if horizon is not None:
-                        expired = now_ms >= horizon
+                        # LogCleaner.shouldRetainRecord: kept while currentTime < deleteHorizonMs
+                        expired = _REMOVABLE if now_ms >= horizon else _KEEP
+                    elif batch.magic >= 2 and offset >= dirty_from:
+                        expired = _NO_HORIZON
                     else:
+                        # Magic 0/1, or a v2 tombstone in the clean section that a pass left without a
+                        # horizon (so the broker that cleaned it predates KIP-534, 3.1): the pre-KIP-534
+                        # rule keys on the last clean segment's mtime; the record timestamp stands in.
                         stamp = ts if ts >= 0 else seg.mtime_ms
-                        expired = now_ms - stamp > delete_retention_ms
+                        expired = _REMOVABLE if now_ms - stamp > delete_retention_ms else _KEEP
                 if pending is not None:
                     pending.append((hash(key), offset, share, expired))
                 else:
@@ -427,9 +455,9 @@ def _end_transaction(
             continue
         if ctl.is_abort:
             # aborted transactional data is removed by the cleaner whatever its key
-            for _h, _off, share, _exp in txn[3]:
+            for _h, off, share, _exp in txn[3]:
                 scan.aborted_records += 1
-                scan.reclaimable_bytes += share
+                scan.reclaim(off, share)
         else:
             for h, off, share, expired in txn[3]:
                 scan.apply(h, off, share, expired, dirty_from)
@@ -475,6 +503,13 @@ class PartitionAudit:
     tombstones: int
     expired_tombstones: int
     expired_tombstones_cleanable: int
+    tombstones_without_horizon: int
+    tombstones_without_horizon_cleanable: int
+    active_segment_base_offset: int
+    #: now minus the active segment's first batch timestamp, the time LogSegment.shouldRoll measures
+    active_segment_age_ms: int | None
+    active_segment_reclaimable_bytes: int
+    max_segment_ms: int
     oldest_dirty_segment_age_ms: int | None
     newest_cleanable_segment_mtime_ms: int | None
     dirty_keys: int
@@ -482,10 +517,23 @@ class PartitionAudit:
     dedupe_capacity: int
     decode_errors: list[DecodeError]
     marked_uncleanable: CleanerEvent | None = None
+    #: the broker log shows a clean of this partition that has not finished
+    cleaning_in_progress: bool = False
     progress: Progress | None = None
     live_size_bytes: int | None = None
     verdict: str = HEALTHY
     reasons: list[Reason] = field(default_factory=list)
+
+    @property
+    def rolled_dirty_ratio(self) -> float:
+        """The dirty ratio once the active segment rolled (it would then be cleanable, unless held by
+        an open transaction or the checkpoint lies beyond it)."""
+        if self.first_dirty_offset > self.active_segment_base_offset or (
+            self.last_stable_offset < self.log_end_offset
+        ):
+            return self.dirty_ratio
+        active = self.size_bytes - self.clean_bytes - self.cleanable_bytes
+        return (self.cleanable_bytes + active) / self.size_bytes if self.size_bytes else 0.0
 
     @property
     def reclaimable_ratio(self) -> float:
@@ -550,6 +598,13 @@ class PartitionAudit:
             "tombstones": self.tombstones,
             "expired_tombstones": self.expired_tombstones,
             "expired_tombstones_cleanable": self.expired_tombstones_cleanable,
+            "tombstones_without_horizon": self.tombstones_without_horizon,
+            "tombstones_without_horizon_cleanable": self.tombstones_without_horizon_cleanable,
+            "active_segment_base_offset": self.active_segment_base_offset,
+            "active_segment_age_ms": self.active_segment_age_ms,
+            "active_segment_reclaimable_bytes": self.active_segment_reclaimable_bytes,
+            "max_segment_ms": self.max_segment_ms,
+            "cleaning_in_progress": self.cleaning_in_progress,
             "oldest_dirty_segment_age_ms": self.oldest_dirty_segment_age_ms,
             "distinct_keys": self.distinct_keys,
             "dirty_keys": self.dirty_keys,
@@ -640,24 +695,34 @@ def audit_partition(
     fu_seg = ltc.first_uncleanable_offset
     use_overall = otc.checkpoint_reset == "above_log_end"
     dirty_keys = 0
-    expired = expired_cleanable = 0
+    expired = expired_cleanable = no_horizon = no_horizon_cleanable = 0
     for entry in scan.keys.values():
         first = entry[_FIRST] if use_overall else entry[_FIRST_DIRTY]
         if first >= 0 and otc.first_dirty_offset <= first < fu_seg:
             dirty_keys += 1
-        if entry[_EXPIRED]:
+        state = entry[_EXPIRED]
+        if state == _REMOVABLE:
             expired += 1
             if entry[_LAST] < fu_seg:
                 expired_cleanable += 1
+        elif state == _NO_HORIZON:
+            no_horizon += 1
+            if entry[_LAST] < fu_seg:
+                no_horizon_cleanable += 1
 
     dirty_segments = (
         log_segments(segs, otc.first_dirty_offset, log_end + 1) if log_end > otc.first_dirty_offset else []
     )
     stamps = [s.first_batch_timestamp if s.first_batch_timestamp > 0 else s.mtime_ms for s in dirty_segments]
     oldest_dirty_age = max(now_ms - min(stamps), 0) if stamps else None
-    cleanable_segments = log_segments(segs, otc.first_dirty_offset, fu_seg)
+    # A first dirty offset above the active segment's base (unclean leader election, DeleteRecords, a
+    # checkpoint past the log start) leaves nothing cleanable: calculateCleanableBytes starts the range
+    # at min(first dirty, first uncleanable segment), and so does this.
+    cleanable_segments = log_segments(segs, min(otc.first_dirty_offset, fu_seg), fu_seg)
     newest_cleanable_mtime = max((s.mtime_ms for s in cleanable_segments), default=None)
 
+    active = segs[-1]
+    active_start = active.first_batch_timestamp if active.first_batch_timestamp >= 0 else active.mtime_ms
     total_ok = ltc.total_bytes > 0
     eligible = (
         config.is_compacted
@@ -698,6 +763,12 @@ def audit_partition(
         tombstones=scan.tombstones,
         expired_tombstones=expired,
         expired_tombstones_cleanable=expired_cleanable,
+        tombstones_without_horizon=no_horizon,
+        tombstones_without_horizon_cleanable=no_horizon_cleanable,
+        active_segment_base_offset=active.base_offset,
+        active_segment_age_ms=max(now_ms - active_start, 0) if active.size else None,
+        active_segment_reclaimable_bytes=round(scan.active_reclaimable_bytes),
+        max_segment_ms=config.max_segment_ms,
         oldest_dirty_segment_age_ms=oldest_dirty_age,
         newest_cleanable_segment_mtime_ms=newest_cleanable_mtime,
         dirty_keys=dirty_keys,
@@ -710,22 +781,6 @@ def audit_partition(
 # --------------------------------------------------------------------------------------------------
 # Verdicts
 # --------------------------------------------------------------------------------------------------
-
-
-def format_duration(ms: int | float) -> str:
-    """``3 d 4 h``, ``26 h``, ``5 h 12 min``, ``7 min``, ``12 s``: how an on-call engineer reads an age."""
-    s = int(ms // 1000)
-    if s < 60:
-        return f"{s} s"
-    m = s // 60
-    if m < 60:
-        return f"{m} min"
-    h = m // 60
-    if h < 10:
-        return f"{h} h {m % 60} min" if m % 60 else f"{h} h"
-    if h < 48:
-        return f"{h} h"
-    return f"{h // 24} d {h % 24} h" if h % 24 else f"{h // 24} d"
 
 
 def format_bytes(n: float) -> str:
@@ -858,6 +913,31 @@ def judge_partition(
                 "nothing if the next audit shows the checkpoint advancing; otherwise check the cleaner "
                 "threads "
                 "(DeadThreadCount, time-since-last-run-ms) and log-cleaner.log",
+            )
+        )
+    age = pa.active_segment_age_ms
+    if (
+        pa.active_segment_reclaimable_bytes >= max(thresholds.dirty_active_segment_bytes, 1)
+        and age is not None
+        and age > pa.max_segment_ms
+        and pa.rolled_dirty_ratio > min_ratio
+    ):
+        out.append(
+            Reason(
+                DEGRADED,
+                "dirty_active_segment",
+                f"the active segment (base offset {pa.active_segment_base_offset}) holds "
+                f"{format_bytes(pa.active_segment_reclaimable_bytes)} that compaction would drop, but the "
+                "cleaner never touches the active segment; it started "
+                f"{format_duration(age)} ago, past maxSegmentMs {format_duration(pa.max_segment_ms)} "
+                "(min of segment.ms and max.compaction.lag.ms), and Kafka rolls a segment only when a record "
+                "is appended, so on this quiet partition it stays dirty and every coordinator load "
+                "replays it",
+                "any append rolls it now, and the next cleaner pass can then clean it: commit an offset "
+                f"for a group stored in {topic}-{pa.partition} (offsetops reload --partition "
+                f"{pa.partition} lists them; offsetops partition-for GROUP checks a new id); "
+                "lowering segment.ms or max.compaction.lag.ms does not help a quiet partition, since "
+                "both only take effect when a record is appended",
             )
         )
     if pa.checkpoint_reset == "above_log_end":
@@ -1049,6 +1129,57 @@ def judge_topic(
 # --------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionFailure:
+    """A partition the audit could not compute; the other partitions are audited all the same."""
+
+    partition: int
+    path: str
+    error: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"partition": self.partition, "path": self.path, "error": self.error}
+
+
+def audit_partition_isolated(pdir: PartitionDir, **kwargs: Any) -> PartitionAudit | PartitionFailure | None:
+    """:func:`audit_partition`, with any failure returned as a :class:`PartitionFailure` instead of
+    raised, so that one odd partition never takes the audit of the others down."""
+    try:
+        return audit_partition(pdir, **kwargs)
+    except Exception as exc:  # reported per partition, never swallowed
+        return PartitionFailure(pdir.partition, str(pdir.path), f"{type(exc).__name__}: {exc}")
+
+
+def max_dirty_ratio(partitions: Sequence[PartitionAudit], config: CleanerConfig) -> float:
+    """The ``max-dirty-percent`` gauge / 100 for this topic: ``grabFilthiestCompactedLog`` takes the
+    largest cleanable ratio over compacted logs that are neither marked uncleanable nor being cleaned,
+    and have some bytes."""
+    if not config.is_compacted:
+        return 0.0
+    return max(
+        (
+            p.dirty_ratio
+            for p in partitions
+            if p.marked_uncleanable is None
+            and not p.cleaning_in_progress
+            and p.clean_bytes + p.cleanable_bytes > 0
+        ),
+        default=0.0,
+    )
+
+
+def _failure_reason(failures: Sequence[PartitionFailure], topic: str) -> Reason:
+    names = ", ".join(f"{topic}-{f.partition} ({f.error})" for f in failures[:5])
+    more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
+    return Reason(
+        DEGRADED,
+        "partition_audit_failed",
+        f"{len(failures)} partition(s) could not be audited, so their health is unknown: {names}{more}",
+        "inspect the partition with offsetops dump and its checkpoints; the other partitions were "
+        "audited as usual",
+    )
+
+
 @dataclass
 class CleanerAudit:
     """The audit of one log dir; :meth:`to_json` is the ``offsetops audit --json`` document."""
@@ -1065,9 +1196,11 @@ class CleanerAudit:
     live: LiveConfig | None = None
     history_file: str | None = None
     notes: list[str] = field(default_factory=list)
+    failures: list[PartitionFailure] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         total = sum(p.size_bytes for p in self.partitions)
+        ratio = max_dirty_ratio(self.partitions, self.config)
         reclaim = sum(p.reclaimable_bytes for p in self.partitions)
         return {
             "verdict": self.verdict,
@@ -1082,10 +1215,14 @@ class CleanerAudit:
                 "size_bytes": total,
                 "reclaimable_bytes": reclaim,
                 "reclaimable_ratio": round(reclaim / total, 6) if total else 0.0,
-                "max_dirty_ratio": round(max((p.dirty_ratio for p in self.partitions), default=0.0), 6),
+                "max_dirty_ratio": round(ratio, 6),
+                # LogCleanerManager's gauge, an int: (100 * dirtiestLogCleanableRatio).toInt
+                "max_dirty_percent": int(100 * ratio),
                 "open_transactions": sum(len(p.open_transactions) for p in self.partitions),
+                "failed": len(self.failures),
             },
             "partitions": [p.to_json() for p in self.partitions],
+            "failed_partitions": [f.to_json() for f in self.failures],
             "config": self.config.to_json(),
             "thresholds": self.thresholds.to_json(),
             "metrics": None if self.metrics is None else self.metrics.to_json(),
@@ -1109,7 +1246,7 @@ def audit_log_dir(
     state_dir: str | os.PathLike[str] | None = None,
     record_history: bool = True,
     verify_crc: bool = True,
-    partition_audits: Mapping[int, PartitionAudit | None] | None = None,
+    partition_audits: Mapping[int, PartitionAudit | PartitionFailure | None] | None = None,
 ) -> CleanerAudit:
     """Audit every ``__consumer_offsets`` partition of a log dir (or one partition dir).
 
@@ -1134,15 +1271,17 @@ def audit_log_dir(
     if history is not None and history.skipped_lines:
         notes.append(f"{history.path}: skipped {history.skipped_lines} unreadable line(s)")
     marks = broker_log.uncleanable_partitions() if broker_log is not None else {}
+    in_progress = broker_log.cleaning_in_progress() if broker_log is not None else set()
     log_dir_key = str(Path(logdir.path).resolve())
 
     audits: list[PartitionAudit] = []
+    failures: list[PartitionFailure] = []
     for pdir in logdir.partitions:
         tp = (pdir.topic, pdir.partition)
         if partition_audits is not None:
             pa = partition_audits.get(pdir.partition)
         else:
-            pa = audit_partition(
+            pa = audit_partition_isolated(
                 pdir,
                 config=cfg,
                 now_ms=now,
@@ -1154,6 +1293,10 @@ def audit_log_dir(
         if pa is None:
             notes.append(f"{pdir.path}: no segment files, skipped")
             continue
+        if isinstance(pa, PartitionFailure):
+            failures.append(pa)
+            continue
+        pa.cleaning_in_progress = pdir.partition in in_progress
         mark = marks.get(pdir.partition)
         if mark is not None:
             pa.marked_uncleanable = mark
@@ -1169,6 +1312,9 @@ def audit_log_dir(
     if metrics is not None and not metrics.found:
         notes.append(f"{metrics.source or 'metrics'}: no Log Cleaner metrics found in the exposition")
     topic_reasons = judge_topic(config=cfg, thresholds=th, metrics=metrics, broker_log=broker_log)
+    if failures:
+        topic_reasons.append(_failure_reason(failures, OFFSETS_TOPIC))
+        topic_reasons.sort(key=lambda r: -_RANK[r.severity])
     verdict = max([worst(topic_reasons), *(p.verdict for p in audits)], key=_RANK.__getitem__)
     audit = CleanerAudit(
         log_dir=log_dir_key,
@@ -1183,6 +1329,7 @@ def audit_log_dir(
         live=live,
         history_file=None if history is None else str(history.path),
         notes=notes,
+        failures=failures,
     )
     if history is not None and record_history:
         history.append(

@@ -10,10 +10,16 @@ Kafka up to 3.x) and the Java coordinator of Kafka 4.x (``OffsetMetadataManager.
   protocol type, the commit time for topics no member of a Stable ``consumer`` group subscribes to,
   the commit time for groups without a protocol type, and the commit time for unsubscribed topics of
   a KIP-848 consumer group (new coordinator only);
-* offsets with a pending transactional commit never expire;
-* a group that is Empty with no offsets left (and no open transaction) goes Dead and gets its
-  tombstone(s): never for generation 0 with the legacy coordinator; for KIP-848 groups in the order
-  ``ConsumerGroup.createGroupTombstoneRecords`` requires.
+* open transactions: the Java coordinator never expires an offset whose partition has a pending
+  transactional commit (``OffsetMetadataManager.cleanupExpiredOffsets``); the legacy one only skips
+  in-flight plain commits (``pendingOffsetCommits``, never part of a reloaded state), so it does expire
+  such an offset (``GroupMetadata.removeExpiredOffsets``);
+* a group that is Empty with no offsets left and no open transaction goes Dead and gets its
+  tombstone(s) (legacy: ``GroupMetadata.hasOffsets`` counts pending transactional commits; Java:
+  ``cleanupExpiredOffsets`` returns false while the group has an open transaction, also when it has no
+  committed offset at all, as in Kafka 4.0.1+ and 4.1, KAFKA-19163): never for generation 0 with the
+  legacy coordinator; for KIP-848 groups in the order ``ConsumerGroup.createGroupTombstoneRecords``
+  requires.
 
 The output is a plan (a list of :class:`Tombstone`) plus a forecast of what expires soon.
 """
@@ -235,7 +241,10 @@ def offset_expiration_condition(group: GroupMetadata, coordinator: str) -> Expir
     return None
 
 
-def _pending_partitions(group: GroupMetadata) -> set[tuple[str, int]]:
+def _pending_partitions(group: GroupMetadata, coordinator: str) -> set[tuple[str, int]]:
+    """Partitions cleanup leaves alone because of an open transaction (Java coordinator only)."""
+    if coordinator != KIP848:
+        return set()
     return {tp for offsets in group.pending_offsets.values() for tp in offsets}
 
 
@@ -250,7 +259,7 @@ def remove_expired_offsets(
     condition = offset_expiration_condition(group, coordinator)
     if condition is None:
         return []
-    pending = _pending_partitions(group)
+    pending = _pending_partitions(group, coordinator)
     expired = []
     for tp in sorted(group.offsets):
         if tp[0] in condition.subscribed_topics or tp in pending:
@@ -365,7 +374,7 @@ def forecast_expirations(
         condition = offset_expiration_condition(group, coordinator)
         if condition is None:
             continue
-        pending = _pending_partitions(group)
+        pending = _pending_partitions(group, coordinator)
         for tp in sorted(group.offsets):
             if tp[0] in condition.subscribed_topics or tp in pending:
                 continue

@@ -60,7 +60,11 @@ Entry = tuple[int, int, int, bytes | None]
 
 SEMANTICS = ("java", "scala")
 _OFFSET_PREFIX = b"\x00\x01"
-_MAX_KNOWN_TYPE = 24
+_GROUP_PREFIX = b"\x00\x02"
+# The highest record type each coordinator's loader knows; it skips the others as unknown.
+# Scala (3.x ``GroupMetadataManager.readMessageKey``): 0-1 offset commits, 2 group metadata.
+# Java (4.x ``CoordinatorLoaderImpl``/``GroupCoordinatorRecordSerde``): up to the streams group types.
+_MAX_KNOWN_TYPE = {"java": 24, "scala": 2}
 _CONTROL_ABORT, _CONTROL_COMMIT = 0, 1
 # Batches the fast path takes: magic 2, neither transactional nor control (any codec, timestamp type
 # and delete horizon).
@@ -80,6 +84,11 @@ class PartitionFold:
     drops that partition from every open transaction. ``semantics="scala"`` (the coordinator up to
     3.x): commits compare *batch base* offsets, and a plain tombstone leaves open transactions alone.
     Folds can only be merged with Java semantics.
+
+    Java semantics also remember, per group, the last offset-commit value that no longer survives
+    (overwritten by a tombstone, aborted, or losing to a later commit): replaying it created the group
+    (``OffsetMetadataManager.replay``), which stays, Empty and without offsets, until a GroupMetadata
+    tombstone removes it.
     """
 
     partition: int | None = None
@@ -92,6 +101,9 @@ class PartitionFold:
     # Hot-path tally of types 0..255 (keys starting with a zero byte); folded into type_counts.
     _small_types: list[int] = field(default_factory=lambda: [0] * 256, repr=False)
     files: list[tuple[int, str]] = field(default_factory=list)  # (first offset, file) in log order
+    # Java semantics: group part of an offset key (int16 length + name) -> offset of the last commit
+    # value replayed for it that did not survive.
+    created: dict[bytes, int] = field(default_factory=dict)
     stats: LoadStats = field(default_factory=LoadStats)
 
     def __post_init__(self) -> None:
@@ -175,9 +187,18 @@ class PartitionFold:
     def _tombstone(self, key: bytes, off: int, rtype: int) -> None:
         """Java semantics: remember the tombstone (for merges) and drop the key from open transactions."""
         self.tomb_max[key] = off
-        if self.open_txns and 0 <= rtype <= 1:
+        if 0 <= rtype <= 1:
+            self._created(key, self.latest.get(key))
             for pending in self.open_txns.values():
-                pending.pop(key, None)
+                self._created(key, pending.pop(key, None))
+
+    def _created(self, key: bytes, entry: Entry | None) -> None:
+        """Java semantics: an offset-commit value that will not survive still created its group."""
+        if entry is None or entry[3] is None:
+            return
+        group = _group_part(key)
+        if self.created.get(group, -1) < entry[0]:
+            self.created[group] = entry[0]
 
     def _fold_v2(
         self, data, p: int, end: int, count: int, base_offset: int, batch_pos: int, file: str | None
@@ -466,6 +487,9 @@ class PartitionFold:
             pending = self.open_txns.pop(pid, None)
             if commit and pending:
                 self._commit(pending)
+            elif pending and self.semantics == "java":
+                for key, entry in pending.items():
+                    self._created(key, entry)
             if self.semantics == "scala":
                 break  # the Scala loader reads only the first record of a control batch
 
@@ -478,6 +502,8 @@ class PartitionFold:
             cur = latest.get(key)
             if cur is None or (cur[3] is None and self.semantics == "scala") or cur[idx] < entry[idx]:
                 latest[key] = entry
+            elif self.semantics == "java":
+                self._created(key, entry)
 
     # -- merging (segment-parallel reload) ---------------------------------------------------------
 
@@ -490,6 +516,9 @@ class PartitionFold:
         # Open transactions of ours that ``later`` resolves with its first marker for that producer.
         for pid, pending in list(self.open_txns.items()):
             if later_tombs:
+                for k, e in pending.items():
+                    if later_tombs.get(k, -1) >= e[0]:
+                        self._created(k, e)
                 pending = {k: e for k, e in pending.items() if later_tombs.get(k, -1) < e[0]}
             marker = later.first_marker.get(pid)
             if marker is None:
@@ -501,9 +530,18 @@ class PartitionFold:
             if marker[1]:
                 # applied after later's own winners below, by the record-offset rule
                 deferred.append(pending)
+            else:
+                for k, e in pending.items():
+                    self._created(k, e)
         for pid, pending in later.open_txns.items():
             if pid not in self.open_txns:
                 self.open_txns[pid] = dict(pending)
+        for k in later_tombs:
+            if k[:2] == _OFFSET_PREFIX:
+                self._created(k, self.latest.get(k))
+        for group, off in later.created.items():
+            if self.created.get(group, -1) < off:
+                self.created[group] = off
         self.latest.update(later.latest)
         for committed in deferred:
             self._commit(committed)
@@ -557,6 +595,7 @@ class _Materializer:
         self.groups: dict[str, GroupMetadata] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         self.kip848: dict[str, dict[int, list[tuple[GroupKey, object]]]] = {}
+        self.java = fold.semantics == "java"
 
     def _error(self, kind: str, reason: str, entry: Entry) -> None:
         self.stats.errors.append(
@@ -565,7 +604,8 @@ class _Materializer:
 
     def _offset(self, entry: Entry) -> OffsetAndMetadata | None:
         try:
-            v = decode_offset_commit_value(entry[3])
+            # Kafka 3.x's OffsetCommitValue has no tagged field: every tag is unknown to it (KIP-915).
+            v = decode_offset_commit_value(entry[3], known_tags=self.java)
         except SchemaError as exc:
             self._error(exc.kind, f"offset commit value: {exc}", entry)
             return None
@@ -585,9 +625,10 @@ class _Materializer:
         fold = self.fold
         stats = self.stats
         unknown = 0
+        max_known = _MAX_KNOWN_TYPE[fold.semantics]
         for rtype, n in fold.type_counts.items():
             stats.records_by_type[rtype] = stats.records_by_type.get(rtype, 0) + n
-            if rtype < 0 or rtype > _MAX_KNOWN_TYPE:
+            if rtype < 0 or rtype > max_known:
                 unknown += n
         stats.unknown_record_types = unknown
 
@@ -606,6 +647,8 @@ class _Materializer:
             elif isinstance(key, GroupMetadataKey):
                 self._group(key.group, entry)
             elif isinstance(key, GroupKey):
+                if not self.java:
+                    continue  # an unknown key to the 3.x loader: counted above, never decoded
                 try:
                     value = decode_value(key.record_type, entry[3])
                 except SchemaError as exc:
@@ -652,6 +695,8 @@ class _Materializer:
                 self.groups[gid] = GroupMetadata(
                     group_id=gid, state="Empty", protocol_type=None, generation=0
                 )
+        if self.java:
+            self._groups_created_by_commits()
         for gid, offs in self.offsets.items():
             self.groups[gid].offsets = offs
         for gid, pend in pending_by_group.items():
@@ -668,6 +713,28 @@ class _Materializer:
             num_partitions=self.num_partitions,
             open_transactions=open_transactions,
         )
+
+    def _groups_created_by_commits(self) -> None:
+        """Groups an offset commit created on replay that neither kept an offset nor was removed since.
+
+        ``OffsetMetadataManager.replay`` creates the (simple, Empty) classic group for any offset-commit
+        value, transactional or not, and only a GroupMetadata tombstone removes it: after an aborted
+        transaction, or once every offset was deleted, the group is still there with no offsets (the
+        next cleanup deletes it with a GroupMetadata tombstone).
+        """
+        latest = self.fold.latest
+        for group_part, offset in self.fold.created.items():
+            removed = latest.get(_GROUP_PREFIX + group_part)
+            if removed is not None and removed[3] is None and removed[0] > offset:
+                continue
+            try:
+                gid = decode_key(_GROUP_PREFIX + group_part).group_id
+            except SchemaError:
+                continue  # the key itself was reported when its value was decoded
+            if gid not in self.groups:
+                self.groups[gid] = GroupMetadata(
+                    group_id=gid, state="Empty", protocol_type=None, generation=0
+                )
 
     def _group(self, group_id: str, entry: Entry) -> None:
         try:
@@ -686,8 +753,10 @@ class _Materializer:
                 asg = decode_assignment(m.assignment)
                 assignment = {t: sorted(p) for t, p in asg.partitions.items()} if asg is not None else None
             rebalance = m.rebalance_timeout
-            # v0 has no rebalance timeout; both loaders fall back to the session timeout.
-            if rebalance is None or rebalance < 0:
+            # v0 has no rebalance timeout, and both loaders use the session timeout. A stored -1 in v1+
+            # is kept by Scala (``readGroupMessageValue`` checks the version only) and replaced by the
+            # session timeout in Java (``GroupMetadataManager.replay``).
+            if v.version == 0 or (self.java and rebalance == -1):
                 rebalance = m.session_timeout
             members.append(
                 MemberMetadata(
@@ -724,6 +793,11 @@ class _Materializer:
                 self.groups[gid] = _member_group(gid, by_type, "share", 11, 10)
             elif any(t in by_type for t in range(17, 25)):
                 self.groups[gid] = _member_group(gid, by_type, "streams", 17, 19)
+
+
+def _group_part(key: bytes) -> bytes:
+    """The group of an offset-commit key as it is serialized (int16 length + UTF-8 name)."""
+    return key[2 : 4 + max(int.from_bytes(key[2:4], "big", signed=True), 0)]
 
 
 def _record_type(key: bytes) -> int:

@@ -41,8 +41,9 @@ from coordinator_core.cleaner.config import CleanerConfig
 from coordinator_core.cleaner_audit import (
     _RANK,
     PartitionAudit,
+    PartitionFailure,
     Thresholds,
-    audit_partition,
+    audit_partition_isolated,
     judge_partition,
     judge_topic,
     worst,
@@ -100,7 +101,7 @@ CLEANER_AUDIT_SCHEMA = StructType(
         _f("reclaimable_records", LongType(), False, "Records a full clean would drop."),
         _f("reclaimable_bytes", LongType(), False, "Bytes a full clean would drop."),
         _f("tombstones", LongType(), False, "Tombstones in the log."),
-        _f("expired_tombstones", LongType(), False, "Tombstones past delete.retention.ms."),
+        _f("expired_tombstones", LongType(), False, "Tombstones the next pass removes (KIP-534)."),
         _f("decode_errors", IntegerType(), False, "Decode errors while scanning."),
         _f("audit_json", StringType(), False, "The full partition document of `offsetops audit --json`."),
     ]
@@ -183,8 +184,11 @@ def _scan_partition(
     config: CleanerConfig,
     now_ms: int,
     verify_crc: bool,
-) -> PartitionAudit | None:
-    """``audit_partition`` over ``files`` (base offset, content, mtime ms, original path) in a scratch dir."""
+) -> PartitionAudit | PartitionFailure | None:
+    """``audit_partition`` over ``files`` (base offset, content, mtime ms, original path) in a scratch dir.
+
+    A partition the audit cannot compute comes back as a :class:`PartitionFailure` naming its original
+    dir, so one odd partition never fails the job for the others."""
     pdir_path = scratch / f"{OFFSETS_TOPIC}-{partition}"
     pdir_path.mkdir(parents=True, exist_ok=True)
     segments = []
@@ -196,7 +200,7 @@ def _scan_partition(
         originals[str(path)] = local_file(original)
         segments.append(Segment(path, base, len(content), mtime_ms))
     try:
-        audit = audit_partition(
+        audit = audit_partition_isolated(
             PartitionDir(pdir_path, OFFSETS_TOPIC, partition, tuple(segments)),
             config=config,
             now_ms=now_ms,
@@ -207,6 +211,9 @@ def _scan_partition(
         )
     finally:
         shutil.rmtree(pdir_path, ignore_errors=True)
+    if isinstance(audit, PartitionFailure):
+        original_dir = str(Path(next(iter(originals.values()), str(pdir_path))).parent)
+        return PartitionFailure(partition, original_dir, audit.error)
     if audit is not None:
         # Errors name the segment as the user knows it, not our scratch copy.
         audit.decode_errors = [
@@ -273,7 +280,7 @@ def _audit_arrow(
 
 
 def _audit_batch(
-    audit: PartitionAudit,
+    audit: PartitionAudit | PartitionFailure,
     partition: int,
     config: CleanerConfig,
     thresholds: Thresholds,
@@ -283,6 +290,9 @@ def _audit_batch(
     if not judged:
         blob = pickle.dumps(audit, protocol=pickle.HIGHEST_PROTOCOL)
         return rows_to_arrow([(partition, blob)], PARTITION_AUDIT_SCHEMA).to_batches()[0]
+    if isinstance(audit, PartitionFailure):
+        # The cleaner_audit table has a row only for audited partitions; say which one failed and why.
+        raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} ({audit.path}) could not be audited: {audit.error}")
     audit.reasons = judge_partition(audit, config=config, thresholds=thresholds, now_ms=now_ms)
     audit.verdict = worst(audit.reasons)
     return rows_to_arrow([_partition_row(audit.to_json(), partition)], CLEANER_AUDIT_SCHEMA).to_batches()[0]
@@ -317,7 +327,7 @@ def partition_audits(
     config: CleanerConfig | None = None,
     partitions_per_task: int | None = None,
     verify_crc: bool = True,
-) -> dict[int, PartitionAudit]:
+) -> dict[int, PartitionAudit | PartitionFailure]:
     """The expensive, per-partition part of the audit (scanning every record), run on the executors.
 
     The results are not yet judged: ``audit_log_dir(..., partition_audits=...)`` adds history,
@@ -326,7 +336,7 @@ def partition_audits(
     checkpoints, _notes = read_checkpoints(spark, listing)
     fn = _audit_arrow(checkpoints, config or CleanerConfig(), Thresholds(), now_ms, verify_crc, judged=False)
     rows = _scan(spark, listing, fn, PARTITION_AUDIT_SCHEMA, partitions_per_task).collect()
-    return {row.offsets_partition: pickle.loads(row.audit) for row in rows}
+    return {row.offsets_partition: pickle.loads(row.audit) for row in rows}  # audits or failures
 
 
 def audit_table(

@@ -33,12 +33,25 @@ def is_reload_output(spark: SparkSession, path: str) -> bool:
 
 
 def validate_tables(
-    spark: SparkSession, tables: dict[str, DataFrame], output: str, *, now_ms: int, num_partitions: int
+    spark: SparkSession,
+    tables: dict[str, DataFrame],
+    output: str,
+    *,
+    now_ms: int,
+    num_partitions: int,
+    log_dir: str | None = None,
 ):
-    """Call the GX suite of ``checks/`` on the tables; returns its ValidationReport."""
-    from checks.suite import validate_cache
+    """Call the GX suite of ``checks/`` on the tables; returns its ValidationReport.
 
-    return validate_cache(spark, tables, output_dir=output, now_ms=now_ms, num_partitions=num_partitions)
+    With a local broker ``log_dir``, committed offsets are also checked against the bounds of the data
+    partitions found in it.
+    """
+    from checks.suite import operator_check_tables, validate_cache
+
+    extra = operator_check_tables(spark, tables, log_dir=log_dir)
+    return validate_cache(
+        spark, {**tables, **extra}, output_dir=output, now_ms=now_ms, num_partitions=num_partitions
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,10 +59,12 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     now_ms = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
     blobs = None
+    log_dir = None
     try:
         if is_reload_output(spark, args.input):
             tables = read_tables(spark, args.input)
         else:
+            log_dir = args.input if os.path.isdir(args.input) else None  # local: data partitions too
             listing = list_log_dir(spark, args.input, partitions=args.partition)
             tables, blobs = reload_tables(spark, listing, options_from_args(args))
             blobs.persist(StorageLevel.MEMORY_AND_DISK)
@@ -63,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
             args.output,
             now_ms=now_ms,
             num_partitions=args.num_partitions,
+            log_dir=log_dir,
         )
     finally:
         if blobs is not None:

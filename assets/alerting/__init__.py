@@ -1,7 +1,9 @@
-"""Slack alerting for offsetops: alerts, deduplication, recovery messages and a local outbox.
+"""Slack alerting for offsetops.
 
-Pure library code (no Dagster here); the sensors in ``assets/`` build :class:`Alert`\\ s and call
-:meth:`SlackNotifier.send` / :meth:`SlackNotifier.reconcile`.
+``model`` (alerts, observations, transitions), ``lifecycle`` (the per-condition state machine),
+``evidence`` (the assets' results as observations), ``blocks`` (escaped Block Kit messages),
+``notifier`` / ``outbox`` / ``transport`` (time-bounded delivery through a durable outbox) and
+``state`` (what is firing, shared by sensor processes). ``sensors`` holds the Dagster sensors.
 """
 
 from assets.alerting.model import SEVERITIES, Alert, SendResult, SendStatus, Severity

@@ -106,3 +106,73 @@ class SendResult:
     @property
     def outboxed(self) -> bool:
         return self.status is SendStatus.OUTBOXED
+
+
+# -- conditions: what the alert sensor observes, and how each observation moves its alert ----------
+
+Level = Literal["ok", "warning", "critical"]
+
+#: ``ok`` is positive evidence of health; a subject the evaluation has no evidence about is not observed.
+LEVEL_RANK: dict[str, int] = {"ok": 0, "warning": 1, "critical": 2}
+
+
+class Transition(StrEnum):
+    """How one condition moved between two evaluations; each is its own message, never a recovery."""
+
+    OPENED = "opened"  # healthy -> warning or critical
+    ESCALATED = "escalated"  # warning -> critical
+    DOWNGRADED = "downgraded"  # critical -> warning: still firing, so neither RESOLVED nor silence
+    RESOLVED = "resolved"  # warning or critical -> healthy, on evidence of health
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one evaluation's evidence says about one subject (a partition, a group, the validation).
+
+    ``key`` names the subject across evaluations (``"offsets:3:payments"``); ``kind`` groups subjects
+    into one message (``cleaner``, ``cleaner-topic``, ``offsets``, ``validation``). ``state`` is the
+    evidence's own word (``CRITICAL``, ``lost``, ``at risk``); ``weight`` orders subjects of one level,
+    bigger is worse (offsets lost, dirty ratio).
+    """
+
+    key: str
+    kind: str
+    level: Level
+    state: str
+    reason: str
+    remedy: str = ""
+    partition: int | None = None
+    group: str | None = None
+    weight: float = 0.0
+    asset: str | None = None
+    run_id: str | None = None
+    as_of: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVEL_RANK:
+            raise ValueError(f"Observation.level must be one of {tuple(LEVEL_RANK)}, got {self.level!r}")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One condition's transition in one evaluation: the message material for it."""
+
+    transition: Transition
+    observation: Observation
+    previous_level: Level
+    previous_state: str
+    opened_at: float  # epoch seconds when the episode (first non-healthy evaluation) began
+
+    @property
+    def level(self) -> Level:
+        return self.observation.level
+
+
+def severity_order(observation: Observation) -> tuple[int, float, int, str]:
+    """Sort key that puts the worst subject first: level, then weight, then partition and group."""
+    return (
+        -LEVEL_RANK[observation.level],
+        -observation.weight,
+        observation.partition if observation.partition is not None else -1,
+        observation.group or "",
+    )

@@ -1,34 +1,43 @@
-"""Post offsetops alerts to Slack, deduplicated and with recovery messages, never failing the caller.
+"""Post offsetops messages to Slack, bounded in time, through an outbox, never failing the caller.
 
-Sensors run in fresh processes, so what has fired lives in a JSON state file (see
-:mod:`assets.alerting.state`). When Slack cannot be used (no token, a bad token, an unknown channel,
-the network after retries) the notification is appended as one JSON line to a local outbox file and
-one log line says why; no exception reaches the caller, whose run must not fail because of paging.
+Every message is first appended to the outbox (:mod:`assets.alerting.outbox`), then delivered in
+order; what Slack accepted is removed. One :class:`SlackNotifier` serves one evaluation (a sensor
+tick, the demo's alert pass) and spends at most ``budget_s`` seconds on Slack in total, across
+retries and messages: a rate limit whose ``Retry-After`` exceeds ``max_retry_after_s``, a server
+that never answers or one that trickles bytes stops delivery for this evaluation, and what is left
+stays in the outbox, which the next evaluation sends first. Nothing is lost, and a message is only
+sent again when Slack's answer to an earlier attempt never arrived (the delivered copy says so).
+
+Without a token (local runs, the demo) the outbox is where the messages stay: one warning each.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_handlers import (
-    ConnectionErrorRetryHandler,
-    RateLimitErrorRetryHandler,
-    ServerErrorRetryHandler,
-)
 
-from assets.alerting.blocks import alert_blocks, alert_text, recovery_blocks, recovery_text
+from assets.alerting.blocks import (
+    alert_blocks,
+    alert_text,
+    delayed_context,
+    duration,
+    recovery_blocks,
+    recovery_text,
+)
 from assets.alerting.model import SEVERITY_RANK, Alert, SendResult, SendStatus
+from assets.alerting.outbox import Outbox
 from assets.alerting.state import AlertStateStore, FiringEntry
+from assets.alerting.transport import DeadlineWebClient, SlackTransportError
 
 log = logging.getLogger(__name__)
 
@@ -45,21 +54,45 @@ _ERROR_HINTS: dict[str, str] = {
     "missing_token": "no Slack token is configured",
 }
 
+# Slack rejects the layout, not the message: the text alone is sent instead of dropping the page.
+_LAYOUT_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long"})
+
 _TOKEN_PATTERN = re.compile(r"xox[a-z]-[A-Za-z0-9-]+")
 
 
+@dataclass(frozen=True)
+class OutgoingMessage:
+    """One Slack message to deliver: fallback ``text``, Block Kit ``blocks``, and what it is about."""
+
+    kind: Literal["alert", "recovery"]
+    key: str
+    text: str
+    blocks: list[dict[str, Any]]
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class _Stop(Exception):
+    """Slack cannot be used for the rest of this evaluation (the reason is in the message)."""
+
+    def __init__(self, error: str, *, uncertain: bool = False) -> None:
+        super().__init__(error)
+        self.error = error
+        self.uncertain = uncertain
+
+
 class SlackNotifier:
-    """Send :class:`Alert`\\ s to one Slack channel via ``chat.postMessage``.
+    """Deliver messages to one Slack channel via ``chat.postMessage``, for one evaluation.
 
-    * ``send`` deduplicates by ``alert.key``: a key notified less than ``dedupe_window_s`` ago is not
-      posted again, unless its severity went up. A key whose last notification went to the outbox is
-      tried against Slack again on the next ``send`` (the page matters more than a duplicate line).
-    * ``resolve`` / ``reconcile`` post one ``RESOLVED: ...`` message when a firing key goes away.
-    * Rate limits (429 + ``Retry-After``), 500/503 and connection errors are retried by slack-sdk's
-      retry handlers, ``max_retries`` times each.
+    * ``queue`` then ``deliver``: prebuilt messages (the alert lifecycle's), durable before sending.
+    * ``send`` / ``resolve`` / ``reconcile`` are for event alerts (a failed run): deduplicated by
+      ``alert.key`` for ``dedupe_window_s`` unless the severity went up, one RESOLVED when resolved.
+    * ``flush`` delivers what is pending (earlier evaluations' leftovers first).
 
-    ``client`` replaces the ``WebClient`` built from ``token``/``base_url`` (its retry handlers are the
-    caller's business). ``clock`` returns epoch seconds; tests inject one to move through the window.
+    Retries: a 429 waits ``Retry-After`` when it is at most ``max_retry_after_s``; 5xx answers and
+    refused connections back off; each at most ``max_retries`` times, all inside ``budget_s``, with
+    every request also bounded by ``timeout_s``. ``client`` replaces the client built from
+    ``token``/``base_url``. ``clock`` is epoch seconds (message times), ``monotonic`` and ``sleep``
+    measure and spend the budget; tests inject them.
     """
 
     def __init__(
@@ -74,7 +107,11 @@ class SlackNotifier:
         max_retries: int = 3,
         client: WebClient | None = None,
         clock: Callable[[], float] = time.time,
-        timeout_s: int = 10,
+        timeout_s: float = 10,
+        budget_s: float = 20,
+        max_retry_after_s: float = 5,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         token = (token or "").strip() or None
         if token is None and client is not None:
@@ -84,24 +121,29 @@ class SlackNotifier:
         self.base_url = base_url
         self.dedupe_window_s = float(dedupe_window_s)
         self.max_retries = max_retries
+        self.timeout_s = float(timeout_s)
+        self.budget_s = float(budget_s)
+        self.max_retry_after_s = float(max_retry_after_s)
         self.outbox_path = Path(outbox_path)
         self.state_path = Path(state_path)
         self._store = AlertStateStore(self.state_path)
+        self._outbox = Outbox(self.outbox_path)
         self._clock = clock
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._deadline: float | None = None  # set by the first network attempt of this evaluation
+        self._stopped: str | None = None  # why Slack is not tried again in this evaluation
         self._client: WebClient | None
         if token is None:
             self._client = None
         elif client is not None:
             self._client = client
         else:
-            self._client = WebClient(
+            self._client = DeadlineWebClient(
                 token=token,
-                timeout=timeout_s,
-                retry_handlers=[
-                    RateLimitErrorRetryHandler(max_retry_count=max_retries),
-                    ConnectionErrorRetryHandler(max_retry_count=max_retries),
-                    ServerErrorRetryHandler(max_retry_count=max_retries),
-                ],
+                timeout=max(1, int(self.timeout_s)),
+                retry_handlers=[],  # one call is one attempt; the retries below share the budget
+                monotonic=monotonic,
                 **({"base_url": base_url} if base_url else {}),
             )
 
@@ -117,7 +159,51 @@ class SlackNotifier:
         """Whether a Slack token is configured (without saying what it is)."""
         return self.__token is not None
 
+    @property
+    def store(self) -> AlertStateStore:
+        """The alert state file (the lifecycle keeps its conditions there)."""
+        return self._store
+
     # -- public API --------------------------------------------------------------------------------
+
+    def queue(self, messages: Iterable[OutgoingMessage]) -> list[tuple[str | None, OutgoingMessage]]:
+        """Append ``messages`` to the outbox (no network); pass the result to :meth:`deliver`.
+
+        Callers that change alert state queue inside their state lock, so a state change is never
+        saved without its message being durable.
+        """
+        now = self._clock()
+        queued: list[tuple[str | None, OutgoingMessage]] = []
+        for message in messages:
+            try:
+                queued.append(self._enqueue(message, now))
+            except Exception as exc:
+                self._unqueued(message, exc)
+                queued.append((None, message))
+        return queued
+
+    def deliver(self, queued: list[tuple[str | None, OutgoingMessage]]) -> list[SendResult]:
+        """Deliver the outbox (older entries first); the outcome of each of ``queued``."""
+        delivered = dict(self._flush_entries())
+        out = []
+        for entry_id, message in queued:
+            if entry_id is None:
+                out.append(
+                    SendResult(
+                        SendStatus.FAILED,
+                        message.key,
+                        "the outbox is unwritable",
+                        kind=message.kind,
+                        error="outbox",
+                    )
+                )
+            else:
+                out.append(delivered.get(entry_id) or self._pending_result(message))
+        return out
+
+    def flush(self) -> list[SendResult]:
+        """Deliver what is pending in the outbox, oldest first, within this evaluation's budget."""
+        return [r for _, r in self._flush_entries()]
 
     def send(self, alert: Alert) -> SendResult:
         """Post ``alert`` unless its key was notified inside the window; never raises."""
@@ -134,12 +220,7 @@ class SlackNotifier:
             return self._last_resort("recovery", key, exc, None)
 
     def reconcile(self, active_alerts: Iterable[Alert], *, scope: str | None = None) -> list[SendResult]:
-        """Bring Slack in line with what is firing now: send each active alert, resolve the rest.
-
-        Keys in the state file that are not among ``active_alerts`` get one recovery message. When
-        several sensors share a state file, each passes ``scope`` (a key prefix such as ``"audit:"``)
-        so it only resolves its own keys.
-        """
+        """Send each active event alert and resolve the firing keys (within ``scope``) that are not."""
         active = list(active_alerts)
         results = [self.send(alert) for alert in active]
         active_keys = {a.key for a in active}
@@ -149,23 +230,28 @@ class SlackNotifier:
         return results
 
     def firing_keys(self) -> list[str]:
-        """The keys currently remembered as firing (sent or outboxed, not yet resolved)."""
+        """The event keys currently remembered as firing (not yet resolved)."""
         try:
             return sorted(self._store.load().firing)
         except Exception as exc:
             log.error("cannot read alert state %s: %s", self.state_path, self._redact(str(exc)))
             return []
 
-    # -- internals ---------------------------------------------------------------------------------
+    def pending(self) -> list[dict[str, Any]]:
+        """What waits in the outbox (for a person, or the next evaluation)."""
+        return self._outbox.pending()
+
+    # -- event alerts ------------------------------------------------------------------------------
 
     def _send(self, alert: Alert) -> SendResult:
+        self._flush_entries()  # what earlier evaluations left behind goes first
         now = self._clock()
         with self._store.locked() as state:
             entry = state.firing.get(alert.key)
             if entry is not None and now - entry.last_notified_at < self.dedupe_window_s:
                 escalated = SEVERITY_RANK[alert.severity] > SEVERITY_RANK.get(entry.severity, 0)
-                if not escalated and (entry.delivered or self._client is None):
-                    where = "Slack" if entry.delivered else "the outbox (no Slack token configured)"
+                if not escalated:
+                    where = "Slack" if entry.delivered else "the outbox"
                     return SendResult(
                         SendStatus.DEDUPLICATED,
                         alert.key,
@@ -173,22 +259,27 @@ class SlackNotifier:
                         f"window is {self.dedupe_window_s:g}s",
                         ts=entry.ts,
                     )
-
-            text, blocks = alert_text(alert), alert_blocks(alert)
-            result = self._deliver("alert", alert.key, alert.to_json(), text, blocks, now)
-            if result.status is not SendStatus.FAILED:
-                state.firing[alert.key] = FiringEntry(
-                    severity=alert.severity,
-                    title=alert.title,
-                    partitions=list(alert.partitions),
-                    run_url=alert.run_url,
-                    first_notified_at=entry.first_notified_at if entry is not None else now,
-                    last_notified_at=now,
-                    delivered=result.sent,
-                    ts=result.ts,
-                    channel=self.channel if result.sent else None,
-                )
-            return result
+            message = OutgoingMessage(
+                "alert", alert.key, alert_text(alert), alert_blocks(alert), {"alert": alert.to_json()}
+            )
+            entry_id, _ = self._enqueue(message, now)
+            state.firing[alert.key] = FiringEntry(
+                severity=alert.severity,
+                title=alert.title,
+                partitions=list(alert.partitions),
+                run_url=alert.run_url,
+                first_notified_at=entry.first_notified_at if entry is not None else now,
+                last_notified_at=now,
+                delivered=False,
+            )
+        result = dict(self._flush_entries()).get(entry_id) or self._pending_result(message)
+        if result.sent:
+            with self._store.locked() as state:
+                if alert.key in state.firing:
+                    state.firing[alert.key].delivered = True
+                    state.firing[alert.key].ts = result.ts
+                    state.firing[alert.key].channel = self.channel
+        return result
 
     def _resolve(self, key: str) -> SendResult:
         now = self._clock()
@@ -201,15 +292,6 @@ class SlackNotifier:
                     "never fired (or already resolved); no recovery sent",
                     kind="recovery",
                 )
-            text = recovery_text(key, entry.title)
-            blocks = recovery_blocks(
-                key,
-                entry.title,
-                entry.severity,
-                entry.partitions,
-                _duration(now - entry.first_notified_at),
-                entry.run_url,
-            )
             payload = {
                 "key": key,
                 "severity": entry.severity,
@@ -217,120 +299,212 @@ class SlackNotifier:
                 "partitions": entry.partitions,
                 "run_url": entry.run_url,
             }
-            if entry.delivered:
-                result = self._deliver("recovery", key, payload, text, blocks, now)
-            else:
-                # Slack never saw it fire, so a RESOLVED there would puzzle people; it joins the outbox.
-                result = self._to_outbox(
-                    "recovery",
+            message = OutgoingMessage(
+                "recovery",
+                key,
+                recovery_text(key, entry.title),
+                recovery_blocks(
                     key,
-                    payload,
-                    text,
-                    blocks,
-                    now,
-                    "the alert itself went to the outbox",
-                    log_level=logging.INFO,
-                )
-            if result.status is not SendStatus.FAILED:
-                del state.firing[key]
-            return result
-
-    def _deliver(
-        self,
-        kind: Literal["alert", "recovery"],
-        key: str,
-        payload: dict[str, Any],
-        text: str,
-        blocks: list[dict[str, Any]],
-        now: float,
-    ) -> SendResult:
-        if self._client is None:
-            # No token is a deployment choice (local runs, the demo), not a failure: a warning, not an error.
-            return self._to_outbox(
-                kind, key, payload, text, blocks, now, "missing_token", log_level=logging.WARNING
+                    entry.title,
+                    entry.severity,
+                    entry.partitions,
+                    duration(now - entry.first_notified_at),
+                    entry.run_url,
+                ),
+                {"recovery": payload},
             )
+            # Queued behind the alert it resolves, so Slack never shows a recovery before its alert.
+            entry_id, _ = self._enqueue(message, now)
+            del state.firing[key]
+        return dict(self._flush_entries()).get(entry_id) or self._pending_result(message)
+
+    # -- the outbox --------------------------------------------------------------------------------
+
+    def _enqueue(self, message: OutgoingMessage, now: float) -> tuple[str, OutgoingMessage]:
+        entry_id = Outbox.new_id()
+        self._outbox.append(
+            {
+                "id": entry_id,
+                "kind": message.kind,
+                "key": message.key,
+                "queued_at": _iso(now),
+                "channel": self.channel,
+                "error": None if self._client is not None else "missing_token",
+                "attempts": 0,
+                "uncertain": False,
+                "text": message.text,
+                "blocks": message.blocks,
+                **message.payload,
+            }
+        )
+        if self._client is None:
+            # No token is a deployment choice (local runs, the demo), not a failure: a warning.
+            log.warning(
+                "slack %s %r not posted to %s: %s; kept in outbox %s",
+                message.kind,
+                message.key,
+                self.channel,
+                _ERROR_HINTS["missing_token"],
+                self.outbox_path,
+            )
+        return entry_id, message
+
+    def _pending_result(self, message: OutgoingMessage) -> SendResult:
+        error = "missing_token" if self._client is None else (self._stopped or "not attempted")
+        why = _ERROR_HINTS.get(error, error)
+        return SendResult(
+            SendStatus.OUTBOXED,
+            message.key,
+            f"{why}; kept in {self.outbox_path}",
+            kind=message.kind,
+            error=error,
+        )
+
+    def _unqueued(self, message: OutgoingMessage, exc: Exception) -> SendResult:
+        error = f"{type(exc).__name__}: {self._redact(str(exc))}"
+        log.error(
+            "slack %s %r could not be queued in %s (%s): %s",
+            message.kind,
+            message.key,
+            self.outbox_path,
+            error,
+            message.text,
+        )
+        return SendResult(SendStatus.FAILED, message.key, error, kind=message.kind, error=error)
+
+    def _flush_entries(self) -> list[tuple[str, SendResult]]:
+        """Deliver pending entries in order until one fails; ``[(entry id, result)]`` of those tried."""
+        if self._client is None or self._stopped is not None:
+            return []
+        out: list[tuple[str, SendResult]] = []
         try:
-            response = self._client.chat_postMessage(channel=self.channel, text=text, blocks=blocks)
-        except SlackApiError as exc:
-            error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
-            return self._to_outbox(kind, key, payload, text, blocks, now, error)
-        except Exception as exc:  # network failure after retries, timeouts, bad base_url
-            error = f"{type(exc).__name__}: {exc}"
-            return self._to_outbox(kind, key, payload, text, blocks, now, error)
+            with self._outbox.delivering() as mine:
+                if not mine:
+                    log.info(
+                        "another process is delivering the outbox %s; leaving it to it", self.outbox_path
+                    )
+                    return []
+                for entry in self._outbox.pending():
+                    result = self._deliver_entry(entry)
+                    out.append((str(entry.get("id")), result))
+                    if not result.sent:
+                        break
+        except Exception as exc:  # the outbox itself is unusable: say so, never raise
+            log.error("cannot deliver the outbox %s: %s", self.outbox_path, self._redact(str(exc)))
+        return out
+
+    def _deliver_entry(self, entry: dict[str, Any]) -> SendResult:
+        kind = entry.get("kind", "alert")
+        key = str(entry.get("key", ""))
+        blocks = list(entry.get("blocks") or [])
+        if entry.get("attempts") or entry.get("error"):
+            blocks.append(delayed_context(entry))
+        try:
+            response = self._post(str(entry.get("text") or key), blocks)
+        except _Stop as stop:
+            self._stopped = stop.error
+            error = self._redact(stop.error)
+            self._outbox.update(
+                str(entry.get("id")),
+                {
+                    "error": error,
+                    "attempts": int(entry.get("attempts") or 0) + 1,
+                    "last_attempt_at": _iso(self._clock()),
+                    "uncertain": bool(entry.get("uncertain")) or stop.uncertain,
+                },
+            )
+            why = _ERROR_HINTS.get(error, error)
+            log.error(
+                "slack %s %r not posted to %s: %s; kept in outbox %s (sent first next time)",
+                kind,
+                key,
+                self.channel,
+                why,
+                self.outbox_path,
+            )
+            return SendResult(
+                SendStatus.OUTBOXED, key, f"{why}; kept in {self.outbox_path}", kind=kind, error=error
+            )
+        self._outbox.update(str(entry.get("id")), None)
         ts = response.get("ts")
         log.info("slack %s %r posted to %s (ts=%s)", kind, key, self.channel, ts)
         return SendResult(SendStatus.SENT, key, f"posted to {self.channel}", kind=kind, ts=ts)
 
-    def _to_outbox(
-        self,
-        kind: Literal["alert", "recovery"],
-        key: str,
-        payload: dict[str, Any],
-        text: str,
-        blocks: list[dict[str, Any]] | None,
-        now: float,
-        error: str,
-        *,
-        log_level: int = logging.ERROR,
-    ) -> SendResult:
-        error = self._redact(error)
-        why = _ERROR_HINTS.get(error, error)
-        line = {
-            "kind": kind,
-            "key": key,
-            "queued_at": _iso(now),
-            "channel": self.channel,
-            "error": error,
-            kind: payload,
-            "text": text,
-            "blocks": blocks,
-        }
-        try:
-            self._append_outbox(line)
-        except Exception as exc:
-            log.error(
-                "slack %s %r NOT delivered (%s) and the outbox %s is unwritable (%s): %s",
-                kind,
-                key,
-                why,
-                self.outbox_path,
-                self._redact(str(exc)),
-                json.dumps(line, default=str),
-            )
-            return SendResult(SendStatus.FAILED, key, f"{why}; outbox unwritable", kind=kind, error=error)
-        log.log(
-            log_level,
-            "slack %s %r not posted to %s: %s; appended to outbox %s",
-            kind,
-            key,
-            self.channel,
-            why,
-            self.outbox_path,
-        )
-        return SendResult(
-            SendStatus.OUTBOXED, key, f"{why}; appended to {self.outbox_path}", kind=kind, error=error
-        )
+    # -- one message, retried inside the budget ----------------------------------------------------
 
-    def _append_outbox(self, line: dict[str, Any]) -> None:
-        self.outbox_path.parent.mkdir(parents=True, exist_ok=True)
-        data = (json.dumps(line, sort_keys=True, default=str) + "\n").encode("utf-8")
-        # One write on an O_APPEND descriptor, so concurrent writers never interleave inside a line.
-        fd = os.open(self.outbox_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    def _remaining(self) -> float:
+        if self._deadline is None:
+            self._deadline = self._monotonic() + self.budget_s
+        return self._deadline - self._monotonic()
+
+    def _post(self, text: str, blocks: list[dict[str, Any]]) -> Any:
+        assert self._client is not None
+        attempt = 0
+        while True:
+            remaining = self._remaining()
+            if remaining <= 0:
+                raise _Stop(f"the Slack time budget of {self.budget_s:g}s for this evaluation is spent")
+            if isinstance(self._client, DeadlineWebClient):
+                self._client.deadline = self._monotonic() + min(remaining, self.timeout_s)
+            try:
+                kwargs: dict[str, Any] = {"channel": self.channel, "text": text}
+                if blocks:
+                    kwargs["blocks"] = blocks
+                return self._client.chat_postMessage(**kwargs)
+            except SlackApiError as exc:
+                status = exc.response.status_code
+                error = str(exc.response.get("error") or f"HTTP {status}")
+                if error in _LAYOUT_ERRORS and blocks:
+                    log.warning("slack rejected the message layout (%s); sending its text alone", error)
+                    blocks = []
+                    continue
+                if status == 429:
+                    wait = _retry_after(exc.response.headers)
+                    if attempt >= self.max_retries:
+                        raise _Stop("ratelimited") from None
+                    if wait > self.max_retry_after_s:
+                        raise _Stop(
+                            f"ratelimited: Retry-After {wait:g}s exceeds the cap of "
+                            f"{self.max_retry_after_s:g}s"
+                        ) from None
+                    self._pause(wait, "ratelimited")
+                elif status >= 500 and attempt < self.max_retries:
+                    self._pause(_backoff(attempt), error)
+                else:
+                    raise _Stop(error) from None
+            except SlackTransportError as exc:
+                if exc.sent:
+                    # Slack may have posted it: retrying now could post it twice. The outbox retries
+                    # next evaluation, and the copy it sends says it may be a duplicate.
+                    raise _Stop(f"no answer from Slack: {exc}", uncertain=True) from None
+                if exc.deadline or attempt >= self.max_retries:
+                    raise _Stop(f"cannot reach Slack: {exc}") from None
+                self._pause(_backoff(attempt), str(exc))
+            except Exception as exc:  # a client passed in by the caller, a bad base_url
+                raise _Stop(f"{type(exc).__name__}: {self._redact(str(exc))}") from None
+            attempt += 1
+
+    def _pause(self, seconds: float, why: str) -> None:
+        if seconds >= self._remaining():
+            raise _Stop(f"{why}: waiting {seconds:g}s more would exceed the Slack time budget")
+        self._sleep(max(seconds, 0.0))
+
+    # -- failures of our own -----------------------------------------------------------------------
 
     def _last_resort(
         self, kind: Literal["alert", "recovery"], key: str, exc: Exception, alert: Alert | None
     ) -> SendResult:
-        """An unexpected failure (state file, bug): outbox the alert all the same, and never raise."""
+        """An unexpected failure (state file, bug): queue the alert all the same, and never raise."""
         error = f"{type(exc).__name__}: {self._redact(str(exc))}"
         if alert is not None:
+            message = OutgoingMessage(
+                kind, key, alert_text(alert), alert_blocks(alert), {"alert": alert.to_json()}
+            )
             try:
-                return self._to_outbox(
-                    kind, key, alert.to_json(), alert_text(alert), alert_blocks(alert), self._clock(), error
+                entry_id, _ = self._enqueue(message, self._clock())
+                log.error("slack %s %r: alert state unusable (%s); queued in the outbox", kind, key, error)
+                return dict(self._flush_entries()).get(entry_id) or SendResult(
+                    SendStatus.OUTBOXED, key, f"{error}; kept in {self.outbox_path}", kind=kind, error=error
                 )
             except Exception:
                 pass
@@ -343,15 +517,21 @@ class SlackNotifier:
         return _TOKEN_PATTERN.sub("[REDACTED]", text)
 
 
+def _retry_after(headers: Any) -> float:
+    """``Retry-After`` in seconds (Slack sends an integer); 1 s when absent or unreadable."""
+    value = None
+    for name, v in (headers or {}).items():
+        if str(name).lower() == "retry-after":
+            value = v[0] if isinstance(v, list) else v
+    try:
+        return max(float(value), 0.0) if value is not None else 1.0
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def _backoff(attempt: int) -> float:
+    return min(0.25 * (2**attempt), 4.0)
+
+
 def _iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")
-
-
-def _duration(seconds: float) -> str | None:
-    if seconds < 0:
-        return None
-    minutes, _ = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    parts = [f"{days}d" if days else "", f"{hours}h" if hours else "", f"{minutes}m"]
-    return " ".join(p for p in parts if p) if seconds >= 60 else "under a minute"

@@ -1,15 +1,17 @@
 """The Dagster side of alerting: a run-failure sensor and the offsetops alert sensor.
 
 * ``slack_on_run_failure`` pages once per failed run (key ``run-failure:<job>:<run_id>``).
-* ``offsetops_alerts`` reads what the assets recorded and keeps Slack in line with it: a CRITICAL
-  cleaner verdict (per partition, or topic-wide), an error-level validation failure, and groups that
-  lose offsets within the forecast window. Conditions that clear get one RESOLVED message.
+* ``offsetops_alerts`` turns the latest evidence into observations (each audited partition's
+  verdict, topic-wide findings, the validation, each group in the expiration plans) and moves each
+  condition's state machine (:mod:`assets.alerting.lifecycle`); the changes become messages.
 
-Both go through :class:`~assets.alerting.SlackNotifier`, so a missing or invalid token never fails
-anything: the alert lands in the outbox of the state dir with one log line.
+Both go through :class:`~assets.alerting.SlackNotifier`: bounded in time, through the outbox, so a
+dead or slow Slack, or a missing token, never fails or stalls anything.
 """
 
 import json
+import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -29,12 +31,21 @@ from dagster._core.storage.tags import (
     PARTITION_NAME_TAG,
 )
 
-from assets.alerting.model import Alert, SendResult
+from assets.alerting.blocks import condition_blocks, condition_text
+from assets.alerting.evidence import (
+    AUDIT_ASSET,
+    EXPIRATION_ASSET,
+    VALIDATION_ASSET,
+    forget_long_lost,
+    observe,
+)
+from assets.alerting.lifecycle import advance, message_groups
+from assets.alerting.model import Alert, SendResult, Transition
+from assets.alerting.notifier import OutgoingMessage
 from assets.resources import NUM_PARTITIONS, SlackResource, StateResource
 
-AUDIT_ASSET = "cleaner_audit"
-VALIDATION_ASSET = "cache_validation"
-EXPIRATION_ASSET = "expiration_plan"
+log = logging.getLogger(__name__)
+
 WATCHED = (AUDIT_ASSET, VALIDATION_ASSET, EXPIRATION_ASSET)
 
 
@@ -98,128 +109,35 @@ def slack_on_run_failure(
     context.log.info(f"run failure of {run.job_name} ({run.run_id}): {result.status.value}: {result.reason}")
 
 
-# -- the alert sensor ------------------------------------------------------------------------------
+# -- the alert sensor: evidence -> observations -> lifecycle -> messages ---------------------------
 
 
-def _values(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: getattr(v, "value", v) for k, v in metadata.items()}
+def evaluate_alerts(
+    instance: Any, slack: SlackResource, state: StateResource, *, now: float | None = None
+) -> list[SendResult]:
+    """Move every condition by the latest evidence and deliver the messages (the outbox's first).
 
-
-def latest_by_partition(instance: Any, asset: str, limit: int) -> dict[int, tuple[dict[str, Any], str]]:
-    """For each offsets partition, the metadata and run id of ``asset``'s latest materialization of it."""
-    records = instance.fetch_materializations(AssetKey(asset), limit=limit).records
-    out: dict[int, tuple[dict[str, Any], str]] = {}
-    for record in records:  # newest first
-        mat = record.asset_materialization
-        if mat is None or mat.partition is None:
-            continue
-        try:
-            partition = int(mat.partition)
-        except ValueError:
-            continue
-        out.setdefault(partition, (_values(mat.metadata), record.run_id))
-    return out
-
-
-def audit_alerts(latest: Mapping[int, tuple[dict[str, Any], str]], slack: SlackResource) -> list[Alert]:
-    """One critical alert per CRITICAL partition, plus one for topic-wide CRITICAL findings."""
-    alerts = []
-    topic_findings: dict[str, tuple[dict[str, Any], str]] = {}
-    for partition, (meta, run_id) in sorted(latest.items()):
-        verdicts = meta.get("partition_verdicts") or {}
-        findings = [f for f in meta.get("findings") or [] if f.get("severity") == "CRITICAL"]
-        for f in findings:
-            if f.get("partition") is None:
-                topic_findings.setdefault(f["code"], (f, run_id))
-        if verdicts.get(str(partition)) != "CRITICAL":
-            continue
-        mine = [f for f in findings if f.get("partition") == partition]
-        alerts.append(
-            Alert(
-                key=f"audit:critical:partition-{partition}",
-                severity="critical",
-                title=f"Log Cleaner CRITICAL on __consumer_offsets-{partition}",
-                partitions=(partition,),
-                reason="; ".join(f"{f['code']}: {f['message']}" for f in mine)
-                or "the cleaner audit verdict is CRITICAL",
-                remedy="; ".join(dict.fromkeys(f["remedy"] for f in mine)) or "See the cleaner audit report.",
-                run_url=slack.run_url(run_id),
-                details={"max_dirty_ratio": meta.get("max_dirty_ratio")},
+    The state change and its messages are made durable together (messages queued inside the state
+    lock) before anything is sent.
+    """
+    now = time.time() if now is None else now
+    notifier = slack.notifier(state)
+    links = slack.links()
+    with notifier.store.locked() as alert_state:
+        observations = observe(instance, state, alert_state.conditions, NUM_PARTITIONS * 4)
+        changes = advance(alert_state.conditions, observations, now)
+        forget_long_lost(alert_state.conditions, now)  # after advance: what was seen now stays
+        queued = notifier.queue(
+            OutgoingMessage(
+                "recovery" if group[0].transition is Transition.RESOLVED else "alert",
+                ",".join(c.observation.key for c in group),
+                condition_text(group),
+                condition_blocks(group, links, now),
+                {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
             )
+            for group in message_groups(changes)
         )
-    for code, (f, run_id) in sorted(topic_findings.items()):
-        alerts.append(
-            Alert(
-                key=f"audit:critical:topic:{code}",
-                severity="critical",
-                title="Log Cleaner CRITICAL for __consumer_offsets",
-                partitions=(),
-                reason=f"{code}: {f['message']}",
-                remedy=f["remedy"],
-                run_url=slack.run_url(run_id),
-            )
-        )
-    return alerts
-
-
-def validation_alerts(instance: Any, slack: SlackResource) -> list[Alert]:
-    """A critical alert while the latest validation failed at error level."""
-    event = instance.get_latest_materialization_event(AssetKey(VALIDATION_ASSET))
-    if event is None or event.asset_materialization is None:
-        return []
-    meta = _values(event.asset_materialization.metadata)
-    if meta.get("success_error_level", True):
-        return []
-    failed = [f for f in meta.get("failed_checks") or [] if f.get("severity") == "error"]
-    run = instance.get_run_by_id(event.run_id)
-    return [
-        Alert(
-            key="validation:error-level",
-            severity="critical",
-            title="Coordinator cache validation failed at error level",
-            partitions=run_partitions_from_tags(run.tags) if run is not None else (),
-            reason=f"{len(failed)} error-level expectation(s) failed: "
-            + ", ".join(f"{f['check_id']} ({f.get('unexpected_count')})" for f in failed[:10]),
-            remedy="Open the Data Docs of the run, look at the failing rows, and check the reload's decode "
-            "errors before trusting the cache (or acting on an expiration plan).",
-            run_url=slack.run_url(event.run_id),
-            details={"data_docs": meta.get("data_docs")},
-        )
-    ]
-
-
-def forecast_alerts(latest: Mapping[int, tuple[dict[str, Any], str]], slack: SlackResource) -> list[Alert]:
-    """A warning while groups lose committed offsets within the forecast window."""
-    at_risk: dict[str, dict[str, Any]] = {}
-    partitions: set[int] = set()
-    run_ids = set()
-    horizon = None
-    for partition, (meta, run_id) in latest.items():
-        horizon = meta.get("forecast_horizon_hours", horizon)
-        for g in meta.get("groups_at_risk") or []:
-            if g.get("partition") == partition:
-                at_risk.setdefault(g["group_id"], g)
-                partitions.add(partition)
-                run_ids.add(run_id)
-    if not at_risk:
-        return []
-    groups = sorted(at_risk.values(), key=lambda g: str(g.get("first_expiry_at")))
-    return [
-        Alert(
-            key="expiration:forecast",
-            severity="warning",
-            title=f"{len(groups)} consumer group(s) will lose committed offsets within {horizon}h",
-            partitions=tuple(sorted(partitions)),
-            reason="; ".join(
-                f"{g['group_id']} ({g['offsets']} offsets, first in {g['first_expiry_in']})"
-                for g in groups[:10]
-            ),
-            remedy="If these groups are still needed, restart their consumers (or commit) before the offsets "
-            "expire; otherwise no action: cleanup will delete them (offsets.retention.minutes).",
-            run_url=slack.run_url(sorted(run_ids)[0]) if len(run_ids) == 1 else None,
-            details={"groups": len(groups)},
-        )
-    ]
+    return notifier.deliver(queued)
 
 
 def _cursor(instance: Any) -> str:
@@ -230,42 +148,33 @@ def _cursor(instance: Any) -> str:
     return json.dumps(ids, sort_keys=True)
 
 
-def evaluate_alerts(instance: Any, slack: SlackResource, state: StateResource) -> list[SendResult]:
-    """Compute what should be firing and reconcile Slack with it (sends, dedupes, recoveries)."""
-    limit = NUM_PARTITIONS * 4
-    notifier = slack.notifier(state)
-    results = []
-    results += notifier.reconcile(
-        audit_alerts(latest_by_partition(instance, AUDIT_ASSET, limit), slack), scope="audit:"
-    )
-    results += notifier.reconcile(validation_alerts(instance, slack), scope="validation:")
-    results += notifier.reconcile(
-        forecast_alerts(latest_by_partition(instance, EXPIRATION_ASSET, limit), slack), scope="expiration:"
-    )
-    return results
-
-
 @sensor(
     name="offsetops_alerts",
-    description="Pages Slack when the cleaner audit is CRITICAL, validation fails at error level, or groups "
-    "lose offsets within the forecast window; sends RESOLVED when a condition clears.",
+    description="Keeps Slack in line with the latest evidence: Log Cleaner DEGRADED/CRITICAL partitions, "
+    "error-level validation failures, groups at risk of losing offsets and groups that lost them. "
+    "RESOLVED only on evidence of health; escalations and downgrades are their own messages.",
     default_status=DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=60,
 )
 def offsetops_alerts(
     context: SensorEvaluationContext, slack: SlackResource, state: StateResource
 ) -> SkipReason:
-    """Re-evaluate only when one of the watched assets has a new materialization."""
+    """Re-evaluate when a watched asset has a new materialization; otherwise deliver what is pending."""
     cursor = _cursor(context.instance)
     if cursor == context.cursor:
-        return SkipReason("no new cleaner audit, validation or expiration plan since the last evaluation")
+        pending = slack.notifier(state).flush() if state.outbox_file.exists() else []
+        sent = sum(r.sent for r in pending)
+        extra = f"; delivered {sent} pending message(s) from the outbox" if sent else ""
+        return SkipReason(
+            f"no new cleaner audit, validation or expiration plan since the last evaluation{extra}"
+        )
     state.ensure()
     results = evaluate_alerts(context.instance, slack, state)
     context.update_cursor(cursor)
     tally: dict[str, int] = {}
     for r in results:
         tally[f"{r.kind} {r.status.value}"] = tally.get(f"{r.kind} {r.status.value}", 0) + 1
-    summary = ", ".join(f"{n} {k}" for k, n in sorted(tally.items())) or "nothing firing"
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(tally.items())) or "nothing changed"
     return SkipReason(f"alerts reconciled: {summary}")
 
 

@@ -1,4 +1,8 @@
-"""Which alert keys are firing, persisted as JSON so fresh sensor processes share one memory.
+"""Which alerts are firing, persisted as JSON so fresh sensor processes share one memory.
+
+Two kinds of memory live in one file: ``firing`` holds event alerts (a failed run) for deduplication,
+and ``conditions`` holds each observed condition's lifecycle (its level and since when), which the
+alert sensor moves through :mod:`assets.alerting.lifecycle`.
 
 The file is rewritten atomically (temporary file in the same directory, fsync, ``os.replace``) and every
 read-modify-write happens under an advisory ``flock`` on a sibling ``.lock`` file, so two sensors
@@ -20,7 +24,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 @dataclass
@@ -53,10 +57,41 @@ class FiringEntry:
 
 
 @dataclass
+class ConditionEntry:
+    """One condition that is not healthy: its level, the evidence's word, and when it began."""
+
+    kind: str
+    level: str  # warning | critical (healthy conditions are not kept)
+    state: str
+    partition: int | None
+    group: str | None
+    reason: str
+    opened_at: float  # the episode began (first non-healthy evaluation)
+    level_since: float  # the current level began
+    last_seen: float  # the last evaluation that had evidence for it
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ConditionEntry:
+        partition = data.get("partition")
+        return cls(
+            kind=str(data["kind"]),
+            level=str(data["level"]),
+            state=str(data.get("state", "")),
+            partition=int(partition) if partition is not None else None,
+            group=data.get("group"),
+            reason=str(data.get("reason", "")),
+            opened_at=float(data.get("opened_at", 0.0)),
+            level_since=float(data.get("level_since", 0.0)),
+            last_seen=float(data.get("last_seen", 0.0)),
+        )
+
+
+@dataclass
 class AlertState:
-    """The firing keys, as loaded from (and saved to) the state file."""
+    """The firing event keys and the open conditions, as loaded from (and saved to) the state file."""
 
     firing: dict[str, FiringEntry] = field(default_factory=dict)
+    conditions: dict[str, ConditionEntry] = field(default_factory=dict)
 
 
 class AlertStateStore:
@@ -88,29 +123,39 @@ class AlertStateStore:
         try:
             data = json.loads(raw)
             firing = {str(k): FiringEntry.from_json(v) for k, v in data.get("firing", {}).items()}
-        except (ValueError, TypeError, AttributeError) as exc:
+            conditions = {str(k): ConditionEntry.from_json(v) for k, v in data.get("conditions", {}).items()}
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
             log.warning(
                 "alert state file %s is unreadable (%s); starting with no firing alerts", self.path, exc
             )
             return AlertState()
-        return AlertState(firing=firing)
+        if data.get("version", 1) < 2:
+            # Version 1 kept conditions as firing keys ("audit:...", "expiration:..."); their recovery
+            # rules were wrong, so they are dropped and the next evaluation opens what is still true.
+            firing = {k: v for k, v in firing.items() if k.startswith("run-failure:")}
+        return AlertState(firing=firing, conditions=conditions)
 
     def save(self, state: AlertState) -> None:
         """Write ``state`` atomically: readers see the old file or the new one, never half of one."""
         payload = {
             "version": STATE_VERSION,
             "firing": {k: asdict(v) for k, v in sorted(state.firing.items())},
+            "conditions": {k: asdict(v) for k, v in sorted(state.conditions.items())},
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(payload, f, indent=2, sort_keys=True)
-                f.write("\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write_text(self.path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``: temporary file in the same directory, fsync, ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

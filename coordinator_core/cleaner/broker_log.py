@@ -88,6 +88,24 @@ class BrokerLogReport:
                 marks.pop(part, None)
         return marks
 
+    def cleaning_in_progress(self, topic: str = "__consumer_offsets") -> set[int]:
+        """Partitions a cleaner thread began cleaning and has not finished (``LogCleaningInProgress``):
+        a start with no later run, mark or death of that thread, and no later start on it."""
+        current: dict[int, int] = {}  # thread -> partition being cleaned
+        for item in self._timeline():
+            if item.thread is None:
+                continue
+            if isinstance(item, CleanerEvent) and item.kind == "cleaning_started":
+                tp = item.topic_partition or ""
+                part = _partition_of(tp) if tp.startswith(topic + "-") else None
+                if part is None:
+                    current.pop(item.thread, None)
+                else:
+                    current[item.thread] = part
+            elif isinstance(item, CleanerRun) or item.kind in ("thread_died", "uncleanable"):
+                current.pop(item.thread, None)
+        return set(current.values())
+
     def dead_threads(self) -> dict[int, CleanerEvent]:
         """Thread id -> "Error due to" event, for threads with no sign of life after their death."""
         dead: dict[int, CleanerEvent] = {}

@@ -94,6 +94,14 @@ class CleanerConfig:
         per_thread = min(self.dedupe_buffer_size // max(self.cleaner_threads, 1), 2**31 - 1)
         return int((per_thread // 24) * self.dedupe_load_factor)
 
+    @property
+    def max_segment_ms(self) -> int:
+        """``LogConfig.maxSegmentMs``: the age at which the next append rolls the active segment;
+        ``min(segment.ms, max.compaction.lag.ms)`` for a compacted topic."""
+        if self.is_compacted and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
+
     def source_of(self, field_name: str) -> str:
         return self.sources.get(field_name, "default")
 

@@ -145,15 +145,35 @@ def _read_tagged_section(
         if end > len(buf):
             raise CorruptData(f"tag {tag} has size {size} but only {len(buf) - pos} bytes remain")
         f = known.get(tag)
-        if f is None:
+        value = _read_known_tag(f, version, buf, pos, end) if f is not None else _NOT_READ
+        if value is _NOT_READ:
             unknown.append((tag, bytes(buf[pos:end])))
         else:
-            # Parse the known field inside its declared size only.
-            out[f.name], _ = _read_value(f, version, True, memoryview(buf)[:end], pos, tagged=True)
+            out[f.name] = value  # type: ignore[union-attr]
         pos = end
     if unknown:
         out[UNKNOWN_TAGS] = tuple(unknown)
     return pos
+
+
+_NOT_READ: Any = object()
+
+
+def _read_known_tag(f: Field, version: int, buf: Buf, pos: int, end: int) -> Any:
+    """A known tagged field's value, or :data:`_NOT_READ` when its payload is not that field.
+
+    KIP-915: a tag means the field the schema in force gives it only when the payload is exactly that
+    field (a fixed-size type of that size, or a variable one that parses to the last byte); anything
+    else is a field of another version of the record, skipped by length and kept as unknown.
+    """
+    size = _FIXED_SIZE.get(f.type)
+    if size is not None and end - pos != size:
+        return _NOT_READ
+    try:
+        value, stop = _read_value(f, version, True, memoryview(buf)[:end], pos, tagged=True)
+    except CorruptData:
+        return _NOT_READ
+    return value if stop == end else _NOT_READ
 
 
 def read_version(data: Buf) -> int:

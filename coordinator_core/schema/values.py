@@ -152,7 +152,7 @@ def _corrupt_reason(schema_fields: Any, data: Buf, version: int) -> str:
 # --- OffsetCommitValue ---------------------------------------------------------------------------
 
 
-def _decode_offset_commit(data: Buf) -> tuple[OffsetCommitValue, int]:
+def _decode_offset_commit(data: Buf, known_tags: bool = True) -> tuple[OffsetCommitValue, int]:
     try:
         version = _H.unpack_from(data, 0)[0]
     except struct.error:
@@ -183,7 +183,7 @@ def _decode_offset_commit(data: Buf) -> tuple[OffsetCommitValue, int]:
                     1, offset, -1, bytes(data[12:p]).decode("utf-8", "surrogateescape"), ts, expire
                 ), p + 16
         elif version == 4:
-            return _decode_offset_commit_v4(data)
+            return _decode_offset_commit_v4(data, known_tags)
         else:
             raise SchemaError("unknown_value_version", f"OffsetCommitValue has no version {version}")
     except (struct.error, CorruptData, ValueError, IndexError):
@@ -194,7 +194,7 @@ def _decode_offset_commit(data: Buf) -> tuple[OffsetCommitValue, int]:
     )
 
 
-def _decode_offset_commit_v4(data: Buf) -> tuple[OffsetCommitValue, int]:
+def _decode_offset_commit_v4(data: Buf, known_tags: bool) -> tuple[OffsetCommitValue, int]:
     offset, epoch = _QI.unpack_from(data, 2)
     b = data[14]
     if b < 0x80:  # one-byte varint: the common case, inlined
@@ -219,10 +219,10 @@ def _decode_offset_commit_v4(data: Buf) -> tuple[OffsetCommitValue, int]:
         end = pos + size
         if end > len(data):
             raise CorruptData("tagged field")
-        if tag == 0:
-            if size < 16:
-                raise CorruptData("topicId")
-            topic_id = uuid.UUID(bytes=bytes(data[pos : pos + 16]))
+        if tag == 0 and size == 16 and known_tags:
+            # Kafka 4.1's TopicId (KAFKA-19141); a tag 0 of another size is some other version's field
+            # (Kafka 3.9's GroupMetadataManagerTest writes a string there) and is skipped (KIP-915).
+            topic_id = uuid.UUID(bytes=bytes(data[pos:end]))
         else:
             unknown.append((tag, bytes(data[pos:end])))
         pos = end
@@ -231,9 +231,13 @@ def _decode_offset_commit_v4(data: Buf) -> tuple[OffsetCommitValue, int]:
     return _offset_commit(4, offset, epoch, metadata, ts, -1, topic_id, tuple(unknown)), pos
 
 
-def decode_offset_commit_value(data: Buf) -> OffsetCommitValue:
-    """Decode an OffsetCommitValue (any version, prefix included). Raises :class:`SchemaError`."""
-    return _decode_offset_commit(data)[0]
+def decode_offset_commit_value(data: Buf, *, known_tags: bool = True) -> OffsetCommitValue:
+    """Decode an OffsetCommitValue (any version, prefix included). Raises :class:`SchemaError`.
+
+    ``known_tags=False`` reads it as Kafka 3.x does, whose schema has no tagged field: every tag is
+    skipped by length and kept in ``unknown_tagged_fields``.
+    """
+    return _decode_offset_commit(data, known_tags)[0]
 
 
 def _offset_commit_fields(v: OffsetCommitValue) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator_core.simulator.cluster import MS_PER_DAY, Cluster
+from coordinator_core.simulator.data_topics import write_data_partitions
 from coordinator_core.simulator.log import PartitionLog
 from coordinator_core.simulator.profile import CODECS, BrokerProfile, broker_profile
 from coordinator_core.sources.logdir import (
@@ -48,6 +49,7 @@ class SimulationConfig:
     compression: str = "none"  # none|gzip|snappy|lz4|zstd|mixed
     kafka_version: str = "3.9"
     compacted_fraction: float = 0.5  # share of partitions whose cleaner is alive
+    data_topics: bool = False  # also write the groups' data-topic partition dirs (lag, out of range)
 
     def codecs(self, profile: BrokerProfile) -> tuple[int, ...]:
         if self.compression == "mixed":
@@ -163,6 +165,10 @@ def simulate(config: SimulationConfig) -> SimulationResult:
         "open_transactions": cluster.open_transactions(),
         "stats": cluster.stats.to_json(),
     }
+    if config.data_topics:
+        truth["data_partitions"] = write_data_partitions(
+            out, truth["partitions"], seed=config.seed, end_ms=end_ms
+        )
     truth_path = out / TRUTH_FILE
     with open(truth_path, "w", encoding="utf-8") as fh:
         json.dump(truth, fh, indent=1, sort_keys=False, ensure_ascii=False)

@@ -24,7 +24,9 @@ from coordinator_core.cleaner_audit import (
     format_duration,
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from coordinator_core.timefmt import time_arg
 from offsetops.commands._common import die, parse_partitions, print_json
+from offsetops.commands.failover import failover_json
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -54,7 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--state-dir", metavar="DIR", help="keep audit history (audits.jsonl) here")
     p.add_argument("--no-record", action="store_true", help="read history but do not append this audit")
-    p.add_argument("--now", type=int, metavar="MS", help="audit as of this epoch-millisecond time")
+    p.add_argument(
+        "--now", type=time_arg, metavar="TIME", help="audit as of this time (epoch ms, ISO-8601, --now=-2h)"
+    )
     p.add_argument(
         "--config",
         action="append",
@@ -132,7 +136,10 @@ def run(args: argparse.Namespace) -> int:
         return die(f"cannot write audit history: {exc}")
 
     if args.json:
-        print_json(audit.to_json())
+        doc = audit.to_json()
+        # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`).
+        doc["failover"] = failover_json(audit.partitions, args.broker_log)
+        print_json(doc)
     else:
         print_table(audit)
     return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0

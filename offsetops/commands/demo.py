@@ -207,7 +207,15 @@ def _print_report(
     home: Path,
     log_dir: Path,
 ) -> None:
+    from checks.operator_report import ReportInputError, write_operator_report
+
     reports = state.reports_path
+    # After every asset of the run wrote its JSON: the one page an operator opens first.
+    try:
+        operator = write_operator_report(reports, run_id=result.run_id)
+    except ReportInputError as exc:
+        operator = None
+        print(f"operator report not written: {exc}", file=sys.stderr)
     print()
     print(f"main job {'SUCCEEDED' if result.success else 'FAILED'}: run {result.run_id} in {run_s:.0f} s")
     seen = set()
@@ -238,8 +246,11 @@ def _print_report(
     for r in alerts:
         sent[r.status.value] = sent.get(r.status.value, 0) + 1
     print()
+    if operator is not None:
+        print(f"operator report: {operator.verdict}  {operator.url}")
     print("reports:")
     rows = [
+        ("operator report", reports / "report.html"),
         ("Data Docs (GX)", reports / "data_docs" / "index.html"),
         ("validation summary", reports / "index.html"),
         ("validation result", reports / "validation.json"),
@@ -253,7 +264,7 @@ def _print_report(
     for label, path in rows:
         mark = "" if path.exists() else "  (not written)"
         print(f"  {label:<24} {path}{mark}")
-    print(f"alerts: {', '.join(f'{n} {s}' for s, n in sorted(sent.items())) or 'none firing'}")
+    print(f"alerts: {', '.join(f'{n} {s}' for s, n in sorted(sent.items())) or 'nothing new to send'}")
     print(f"log dir: {log_dir}")
     print(
         f"open the UI on these runs: DAGSTER_HOME={home} OFFSETOPS_LOG_DIR={log_dir} "

@@ -20,6 +20,7 @@ from coordinator_core.expiration import (
 )
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from coordinator_core.timefmt import time_arg
 from offsetops.commands._common import die, parse_partitions, print_json, report_errors
 
 EXECUTORS = ("admin", "produce", "segment")
@@ -35,7 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
     p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
-    p.add_argument("--now", type=int, metavar="MS", help="the time to expire at, epoch ms (default: now)")
+    p.add_argument(
+        "--now", type=time_arg, metavar="TIME",
+        help="the time to expire at: epoch ms, ISO-8601 or --now=-2h (default: now)",
+    )
     p.add_argument(
         "--retention-ms",
         type=int,

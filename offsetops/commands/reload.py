@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from coordinator_core.asof import Cut
 from coordinator_core.cache import CoordinatorCache
-from coordinator_core.loader import load_partition_dir, load_partition_from
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.commands._common import die, parse_partitions, print_json, report_errors
+from coordinator_core.sources.logdir import LogDirError
+from coordinator_core.timefmt import describe_time, now_ms
+from offsetops.commands._common import die, print_json, report_errors
+from offsetops.commands._load import load_caches, parse_until
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,35 +38,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="java",
         help="coordinator replay rules: java (Kafka 3.6+/4.x, default) or scala (up to 3.x)",
     )
+    p.add_argument(
+        "--until",
+        type=parse_until,
+        metavar="OFFSET|TIME",
+        help="rebuild the cache as it stood then: before log offset OFFSET, or at TIME "
+        "(ISO-8601, relative like -2h, or epoch ms as 1700000000000ms)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
     p.set_defaults(func=run)
-
-
-def _load_files(args: argparse.Namespace) -> list[CoordinatorCache]:
-    logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
-    caches = []
-    for pdir in logdir.partitions:
-        caches.append(load_partition_dir(pdir, num_partitions=args.num_partitions, semantics=args.semantics))
-    return caches
-
-
-def _load_live(args: argparse.Namespace) -> list[CoordinatorCache]:
-    from coordinator_core.sources.live import LiveConfig, LiveSource
-
-    config = LiveConfig.resolve(args.bootstrap, args.client_config)
-    with LiveSource(config, topic=args.topic) as source:
-        return [
-            load_partition_from(source, part, num_partitions=args.num_partitions, semantics=args.semantics)
-            for part in parse_partitions(args.partition) or source.partitions()
-        ]
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.path and not args.bootstrap:
         return die("give a log dir PATH or --bootstrap HOST:PORT")
     try:
-        caches = _load_live(args) if args.bootstrap else _load_files(args)
+        args.offsets_topic = args.topic
+        caches = load_caches(args, args.until)
     except LogDirError as exc:
         return die(str(exc))
     except Exception as exc:  # a live-source failure must name the cluster, not dump a traceback
@@ -73,12 +64,25 @@ def run(args: argparse.Namespace) -> int:
         raise
     errors = [e for c in caches for e in c.stats.errors]
     if args.json:
-        print_json({"partitions": [c.to_json() for c in caches]})
+        doc = {"partitions": [c.to_json() for c in caches]}
+        if args.until is not None:
+            doc["as_of"] = args.until.to_json()
+        print_json(doc)
     else:
+        if args.until is not None:
+            _print_cut(args.until)
         _print_summary(caches)
     if errors:
         report_errors(errors)
     return 1 if errors and args.strict else 0
+
+
+def _print_cut(cut: Cut) -> None:
+    if cut.until_offset is not None:
+        sys.stdout.write(f"as of log offset {cut.until_offset} (records before it only)\n")
+    if cut.until_ms is not None:
+        now = now_ms()
+        sys.stdout.write(f"as of {describe_time(cut.until_ms, now)}\n")
 
 
 def _print_summary(caches: list[CoordinatorCache]) -> None:

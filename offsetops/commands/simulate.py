@@ -64,6 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=0.5,
         help="share of partitions whose log cleaner works; the rest keep every duplicate (default 0.5)",
     )
+    p.add_argument(
+        "--data-topics",
+        action="store_true",
+        help="also write the groups' data-topic partition dirs (log start/end in truth.json), for lag views",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
@@ -81,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
             compression=args.compression,
             kafka_version=args.kafka_version,
             compacted_fraction=args.compacted_fraction,
+            data_topics=args.data_topics,
         )
         result = simulate(config)
     except (ValueError, FileExistsError) as exc:

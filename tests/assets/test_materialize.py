@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -103,19 +104,26 @@ def test_alert_sensor_pages_what_the_run_found(materialized: Materialized, tmp_p
     from assets.resources import SlackResource, StateResource
 
     audit = _metadata(materialized.result, "cleaner_audit")
-    forecast_groups = _metadata(materialized.result, "expiration_plan")["forecast_groups"]
-    expected = len(audit["critical_partitions"]) + (1 if forecast_groups else 0)
-    expected += sum(1 for f in audit["findings"] if f["partition"] is None and f["severity"] == "CRITICAL")
+    plan = _metadata(materialized.result, "expiration_plan")
     with SlackTestServer() as server:
         slack = SlackResource(token="xoxb-test-token", channel="#oncall", base_url=server.base_url)
         state = StateResource(output_dir=str(tmp_path))
+        # The plans the run wrote, in a fresh state dir (its own alert memory, nothing fired yet).
+        shutil.copytree(materialized.output_dir / "state" / "expiration", state.state_path / "expiration")
         context = build_sensor_context(
             instance=materialized.instance, resources={"slack": slack, "state": state}
         )
         first = offsetops_alerts(context)
         assert "alerts reconciled" in first.skip_message
-        posted = server.requests_to("chat.postMessage")
-        assert len(posted) == expected
+        texts = [r.body["text"] for r in server.requests_to("chat.postMessage")]
+        # One message per kind of change, worst first; nothing resolves on a first evaluation.
+        assert not any(t.startswith("[RESOLVED]") for t in texts)
+        critical = audit["critical_partitions"]
+        if critical:
+            assert texts[0].startswith(f"[CRITICAL] Log Cleaner CRITICAL on {len(critical)} partition")
+        lost = any(t.startswith("[CRITICAL]") and "lost committed offsets" in t for t in texts)
+        assert lost == bool(plan["offset_tombstones"] or plan["dead_groups"])
+        expected = len(texts)
         # Nothing new materialized: the next tick does not even look.
         again = offsetops_alerts(
             build_sensor_context(

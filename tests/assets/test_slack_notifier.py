@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +237,7 @@ def test_unreadable_state_file_is_treated_as_empty(
     with caplog.at_level(logging.WARNING):
         assert make_notifier().send(make_alert()).sent
     assert "unreadable" in caplog.text
-    assert json.loads(state_path.read_text())["version"] == 1
+    assert json.loads(state_path.read_text())["version"] == 2
 
 
 # -- recovery ------------------------------------------------------------------------------------
@@ -429,45 +430,62 @@ def test_network_failure_after_retries_goes_to_outbox(tmp_path: Path, clock: Fak
     )
     result = notifier.send(make_alert())
     assert result.status is SendStatus.OUTBOXED
-    assert result.error is not None and "URLError" in result.error
+    assert result.error is not None and "Connection refused before the request was sent" in result.error
     assert len(outbox_lines(tmp_path / "outbox.jsonl")) == 1
 
 
-def test_outboxed_alert_is_tried_against_slack_again_on_the_next_send(
+def test_outboxed_alert_is_delivered_first_by_the_next_send_and_only_once(
     make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path, clock: FakeClock
 ) -> None:
-    notifier = make_notifier()
     slack_server.error_next("channel_not_found")
-    assert notifier.send(make_alert()).outboxed
+    assert make_notifier().send(make_alert()).outboxed
+    assert outbox_lines(tmp_path / "outbox.jsonl")[0]["error"] == "channel_not_found"
     clock.advance(30)
-    assert notifier.send(make_alert()).sent
+    # The next evaluation (a new notifier) sends the outbox first; the same alert is then a duplicate.
+    again = make_notifier().send(make_alert())
+    assert again.deduplicated
     assert len(slack_server.messages) == 1
+    delivered = slack_server.messages[0]
+    assert delivered["text"].startswith("[CRITICAL] Log Cleaner stalled")
+    assert "Delayed: queued 2023-11-14T22:13:20+00:00; not delivered then (channel_not_found)" in (
+        block_texts(delivered["blocks"])
+    )
+    assert outbox_lines(tmp_path / "outbox.jsonl") == []
     clock.advance(30)
-    assert notifier.send(make_alert()).deduplicated
-    assert len(outbox_lines(tmp_path / "outbox.jsonl")) == 1
+    assert make_notifier().send(make_alert()).deduplicated
+    assert len(slack_server.messages) == 1
 
 
-def test_recovery_of_an_outboxed_alert_goes_to_the_outbox(
+def test_recovery_of_an_outboxed_alert_follows_it_in_order(
     make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path
 ) -> None:
     notifier = make_notifier()
     slack_server.error_next("channel_not_found")
     notifier.send(make_alert())
-    result = notifier.resolve(make_alert().key)
-
-    assert result.status is SendStatus.OUTBOXED
-    assert len(slack_server.requests) == 1  # only the failed alert; Slack never saw it fire
+    # The same evaluation stopped using Slack at the error: the recovery waits behind the alert.
+    assert notifier.resolve(make_alert().key).status is SendStatus.OUTBOXED
     assert [line["kind"] for line in outbox_lines(tmp_path / "outbox.jsonl")] == ["alert", "recovery"]
     assert notifier.firing_keys() == []
 
+    assert [r.status for r in make_notifier().flush()] == [SendStatus.SENT, SendStatus.SENT]
+    assert [m["text"].split(":")[0] for m in slack_server.messages] == [
+        "[CRITICAL] Log Cleaner stalled on __consumer_offsets (partitions 7, 12)",
+        "RESOLVED",
+    ]
+    assert outbox_lines(tmp_path / "outbox.jsonl") == []
 
-def test_unwritable_state_never_raises(make_notifier: Any, tmp_path: Path) -> None:
+
+def test_unwritable_state_never_raises(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path
+) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the state directory should be")
     notifier = make_notifier(state_path=blocker / "alerts.json")
     result = notifier.send(make_alert())
-    assert result.status is SendStatus.OUTBOXED
-    assert outbox_lines(tmp_path / "outbox.jsonl")[0]["key"] == make_alert().key
+    # Without its dedupe memory the page still goes out (through the outbox), rather than not at all.
+    assert result.status is SendStatus.SENT
+    assert len(slack_server.messages) == 1
+    assert outbox_lines(tmp_path / "outbox.jsonl") == []
     assert notifier.resolve("anything").status is SendStatus.FAILED
     assert notifier.firing_keys() == []
 
@@ -485,3 +503,108 @@ def test_alert_is_a_frozen_hashable_value() -> None:
         make_alert(severity="page")
     with pytest.raises(ValueError, match="key"):
         make_alert(key=" ")
+
+
+# -- the time budget: a bad Slack never holds an evaluation past its deadline ---------------------
+# Wall times are measured only to assert an upper bound that follows from the configured budget.
+
+BUDGET_S = 1.5
+MARGIN_S = 1.5  # thread start-up, the loopback round trips, a loaded CI machine
+
+
+def _three_alerts() -> list[Alert]:
+    return [make_alert(f"audit:critical:partition-{p}", partitions=(p,)) for p in (7, 8, 9)]
+
+
+def _evaluate(notifier: SlackNotifier, alerts: list[Alert]) -> tuple[list[SendStatus], float]:
+    started = time.monotonic()
+    statuses = [notifier.send(alert).status for alert in alerts]
+    return statuses, time.monotonic() - started
+
+
+def _delivered_later(make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path) -> None:
+    """The next evaluation, with Slack healthy again, sends the whole outbox once and in order."""
+    results = make_notifier(budget_s=BUDGET_S).flush()
+    assert [r.status for r in results] == [SendStatus.SENT] * 3
+    assert [m["text"].split(" (")[0] for m in slack_server.messages] == [
+        "[CRITICAL] Log Cleaner stalled on __consumer_offsets"
+    ] * 3
+    assert [m["text"].split("partition ")[1][0] for m in slack_server.messages] == ["7", "8", "9"]
+    assert outbox_lines(tmp_path / "outbox.jsonl") == []
+    assert make_notifier().flush() == []  # nothing is sent twice
+
+
+def test_retry_after_beyond_the_cap_outboxes_at_once_and_the_next_evaluation_sends(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path
+) -> None:
+    slack_server.rate_limit_next(1, retry_after=20)
+    notifier = make_notifier(budget_s=BUDGET_S, max_retry_after_s=5)
+    statuses, elapsed = _evaluate(notifier, _three_alerts())
+
+    assert statuses == [SendStatus.OUTBOXED] * 3
+    assert elapsed < BUDGET_S + MARGIN_S  # not 20 s, and not 3 x anything
+    assert [r.status for r in slack_server.requests] == [429]  # Slack was not hammered
+    lines = outbox_lines(tmp_path / "outbox.jsonl")
+    assert [line["key"] for line in lines] == [a.key for a in _three_alerts()]
+    assert lines[0]["error"] == "ratelimited: Retry-After 20s exceeds the cap of 5s"
+    _delivered_later(make_notifier, slack_server, tmp_path)
+
+
+def test_a_server_that_never_answers_costs_one_budget_not_one_timeout_per_alert(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path
+) -> None:
+    slack_server.hang_next(5)
+    notifier = make_notifier(budget_s=BUDGET_S, timeout_s=10)
+    statuses, elapsed = _evaluate(notifier, _three_alerts())
+
+    assert statuses == [SendStatus.OUTBOXED] * 3
+    assert elapsed < BUDGET_S + MARGIN_S
+    assert slack_server.connections_held == 1  # the other two were not even tried
+    first = outbox_lines(tmp_path / "outbox.jsonl")[0]
+    assert first["uncertain"] is True and "after the request was sent" in first["error"]
+    slack_server.hang_next(0)
+    _delivered_later(make_notifier, slack_server, tmp_path)
+    # The request had left: Slack might have posted it, so the late copy says so.
+    assert "this may repeat a message already posted" in block_texts(slack_server.messages[0]["blocks"])
+
+
+def test_a_server_that_trickles_bytes_is_cut_off_at_the_deadline(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path
+) -> None:
+    slack_server.trickle_next(5, interval_s=0.05)  # each read succeeds: only a deadline ends it
+    notifier = make_notifier(budget_s=BUDGET_S, timeout_s=10)
+    statuses, elapsed = _evaluate(notifier, _three_alerts())
+
+    assert statuses == [SendStatus.OUTBOXED] * 3
+    assert elapsed < BUDGET_S + MARGIN_S
+    assert slack_server.connections_held == 1
+    slack_server.trickle_next(0)
+    _delivered_later(make_notifier, slack_server, tmp_path)
+
+
+def test_per_request_timeout_bounds_one_call_inside_a_longer_budget(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path
+) -> None:
+    slack_server.hang_next(1)
+    notifier = make_notifier(budget_s=30, timeout_s=1)
+    started = time.monotonic()
+    assert notifier.send(make_alert()).status is SendStatus.OUTBOXED
+    assert time.monotonic() - started < 1 + MARGIN_S
+
+
+# -- escaping: data-derived strings never format, ping or link ------------------------------------
+
+HOSTILE = "<!channel> & <http://evil.example|click me>\n\x1b[31m`x`"
+
+
+def test_hostile_text_reaches_slack_escaped_in_text_and_blocks(
+    make_notifier: Any, slack_server: SlackTestServer
+) -> None:
+    alert = make_alert(title=f"Group {HOSTILE} failed", reason=f"group {HOSTILE}", details={"group": HOSTILE})
+    assert make_notifier().send(alert).sent
+    body = slack_server.requests_to("chat.postMessage")[0].body
+    wire = json.dumps(body)
+    for raw in ("<!channel>", "<http://evil.example", "\x1b", "\\u001b"):
+        assert raw not in wire
+    assert "&lt;!channel&gt; &amp; &lt;http://evil.example|click me&gt;\\x0a\\x1b[31m" in body["text"]
+    assert "&lt;!channel&gt;" in block_texts(body["blocks"])

@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 
-from checks.expectations import GROUP_STATES, build_checks
+from checks.expectations import GROUP_STATES, TABLE_SCHEMAS, build_checks
 from checks.kafka_expectations import (
     ExpectColumnPairValuesToMatchKafkaPartitionFor,
     partition_for_column,
 )
 from coordinator_core.partitioner import java_string_hashcode, partition_for
-from pipelines.schemas import TABLE_SCHEMAS
 from tests.checks.conftest import NOW_MS
 
 EDGE_IDS = [

@@ -3,14 +3,16 @@
 It is a stdlib ``ThreadingHTTPServer`` on ``127.0.0.1`` (port 0) that speaks enough of the Web API for
 ``slack_sdk.WebClient(base_url=server.base_url)``: ``chat.postMessage`` and ``auth.test``. Every request
 is recorded (path, headers, parsed body) so tests assert on what actually went over the wire, and the
-server can be told to rate-limit (HTTP 429 + ``Retry-After``), fail with a 5xx, or answer with a Slack
-error for the next N calls.
+server can be told to rate-limit (HTTP 429 + ``Retry-After``), fail with a 5xx, answer with a Slack
+error, never answer, or trickle its answer a byte at a time, for the next N calls. The last two behave
+like a broken proxy in front of Slack: the request is not passed on, so nothing is posted.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.parser import BytesParser
@@ -54,6 +56,9 @@ class _Behaviour:
     server_errors_remaining: int = 0
     server_error_status: int = 500
     api_errors: list[str] = field(default_factory=list)
+    hang_remaining: int = 0
+    trickle_remaining: int = 0
+    trickle_interval_s: float = 0.1
 
 
 class SlackTestServer:
@@ -73,6 +78,7 @@ class SlackTestServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # releases handlers that hang or trickle
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -96,6 +102,7 @@ class SlackTestServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
@@ -124,6 +131,22 @@ class SlackTestServer:
         with self._lock:
             self._behaviour.server_errors_remaining = n
             self._behaviour.server_error_status = status
+
+    def hang_next(self, n: int) -> None:
+        """Accept the next ``n`` connections and never answer (nor read the request)."""
+        with self._lock:
+            self._behaviour.hang_remaining = n
+
+    def trickle_next(self, n: int, interval_s: float = 0.1) -> None:
+        """Answer the next ``n`` calls with a 200 whose body arrives one byte per ``interval_s``."""
+        with self._lock:
+            self._behaviour.trickle_remaining = n
+            self._behaviour.trickle_interval_s = interval_s
+
+    @property
+    def connections_held(self) -> int:
+        """Requests that got the hang or trickle treatment (recorded with status 0)."""
+        return sum(1 for r in self.requests if r.status == 0)
 
     def error_next(self, *errors: str) -> None:
         """Answer the next API calls with HTTP 200 ``{"ok": false, "error": <error>}``, one per call."""
@@ -166,15 +189,57 @@ class SlackTestServer:
 
         return Handler
 
+    def _misbehave(self, h: BaseHTTPRequestHandler) -> bool:
+        with self._lock:
+            b = self._behaviour
+            hang = b.hang_remaining > 0
+            trickle = not hang and b.trickle_remaining > 0
+            if hang:
+                b.hang_remaining -= 1
+            elif trickle:
+                b.trickle_remaining -= 1
+            interval = b.trickle_interval_s
+        if not (hang or trickle):
+            return False
+        split = urlsplit(h.path)
+        with self._lock:
+            self._requests.append(
+                RecordedRequest(h.command, split.path, split.path.rsplit("/", 1)[-1], {}, {}, b"", 0, None)
+            )
+        if hang:
+            self._stopping.wait(60)
+            h.close_connection = True
+            return True
+        length = int(h.headers.get("Content-Length") or 0)
+        if length:
+            h.rfile.read(length)
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json; charset=utf-8")
+        h.send_header("Content-Length", "100000")
+        h.end_headers()
+        h.wfile.flush()
+        deadline = time.monotonic() + 60
+        try:
+            while not self._stopping.is_set() and time.monotonic() < deadline:
+                h.wfile.write(b" ")
+                h.wfile.flush()
+                self._stopping.wait(interval)
+        except OSError:
+            pass  # the client gave up: what a deadline is for
+        h.close_connection = True
+        return True
+
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        if self._misbehave(h):
+            return
         split = urlsplit(h.path)
         length = int(h.headers.get("Content-Length") or 0)
         raw = h.rfile.read(length) if length else b""
         headers = {k: v for k, v in h.headers.items()}
-        body = _parse_body(headers.get("Content-Type", ""), raw)
+        body = _parse_body(h.headers.get("Content-Type", ""), raw)  # header names are case-insensitive
         body.update({k: v for k, v in parse_qsl(split.query) if k not in body})
         api_method = split.path.rsplit("/", 1)[-1]
-        token = _bearer(headers.get("Authorization")) or body.get("token")
+        token = _bearer(h.headers.get("Authorization")) or body.get("token")
 
         status, payload, extra_headers = self._respond(api_method, token, body)
         with self._lock:

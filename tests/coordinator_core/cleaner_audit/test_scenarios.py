@@ -201,7 +201,7 @@ def test_tombstones_use_the_kip534_delete_horizon_where_set(
         build_record_batch([(key("h1"), None, T0 - 1000)], base_offset=0, delete_horizon_ms=T0 - 1),
         # horizon in the future: not expired although the record is 10 days old
         build_record_batch([(key("h2"), None, old)], base_offset=1, delete_horizon_ms=T0 + HOUR_MS),
-        # no horizon (never cleaned, or a pre-3.1 broker): the record's age against delete.retention.ms
+        # no horizon in the clean section: cleaned by a pre-3.1 broker, whose rule is time-based
         build_record_batch([(key("h3"), None, old)], base_offset=2),
         build_record_batch([(key("h4"), None, T0 - HOUR_MS)], base_offset=3),
         build_record_batch([(key("h5"), VALUE, old)], base_offset=4),
@@ -216,7 +216,9 @@ def test_tombstones_use_the_kip534_delete_horizon_where_set(
     # The same log with segment 0 still dirty: a pass is due and has not removed them.
     checkpoints(tmp_path, {0: 0})
     (p,) = audit_json(capsys, str(tmp_path), "--now", str(T0), "--no-record")["partitions"]
-    assert p["eligible"] and p["expired_tombstones_cleanable"] == 2
+    # KIP-534: a dirty tombstone without a horizon is kept by the next pass, which stamps one (h3, h4).
+    assert p["eligible"] and p["expired_tombstones_cleanable"] == 1
+    assert p["tombstones_without_horizon_cleanable"] == 2
     assert p["verdict"] == "DEGRADED" and "expired_tombstones" in codes(p)
 
 

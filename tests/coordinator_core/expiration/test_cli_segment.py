@@ -17,7 +17,14 @@ from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.tombstones.journal import FAULT_ENV, Journal
 from offsetops.cli import main
 from tests.coordinator_core.expiration.scenario import DAY, ScenarioLog, group_key
-from tests.coordinator_core.expiration.test_rules import EXPECTED_OFFSETS, NOW, RET, P, build_scenario
+from tests.coordinator_core.expiration.test_rules import (
+    EXPECTED_LEGACY_ONLY,
+    EXPECTED_OFFSETS,
+    NOW,
+    RET,
+    P,
+    build_scenario,
+)
 from tests.support.shared import real_kafka_logdirs
 
 REPO = Path(__file__).resolve().parents[3]
@@ -72,7 +79,7 @@ def test_json_contract_on_a_log_dir_and_a_partition_dir(tmp_path: Path, capsys) 
         for t in doc["tombstones"]
         if t["kind"] == "offset_commit"
     }
-    assert got == EXPECTED_OFFSETS
+    assert got == {**EXPECTED_OFFSETS, **EXPECTED_LEGACY_ONLY}
     groups = [t for t in doc["tombstones"] if t["kind"] == "group_metadata"]
     assert [(t["group_id"], t["topic"], t["partition"]) for t in groups] == [
         ("empty-state", None, None),

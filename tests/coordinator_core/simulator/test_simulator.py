@@ -237,3 +237,25 @@ def test_cli_simulate_then_dump_and_reload(tmp_path: Path) -> None:
     assert diff_truth(truth, json.loads(out)["partitions"]) == []
     rc, _ = _run_cli(["simulate", str(d)])
     assert rc == 2  # refuses to overwrite
+
+
+def test_data_topics_leave_the_offsets_log_dir_unchanged(tmp_path):
+    """Data-topic dirs use a random stream of their own: the __consumer_offsets bytes are the same."""
+    import json as _json
+
+    from coordinator_core.simulator import SimulationConfig, simulate
+
+    plain = simulate(SimulationConfig(out_dir=tmp_path / "a", groups=6, partitions=2, days=0.05, seed=5))
+    withd = simulate(SimulationConfig(out_dir=tmp_path / "b", groups=6, partitions=2, days=0.05, seed=5,
+                                      data_topics=True))
+    for seg in sorted((tmp_path / "a").glob("__consumer_offsets-*/*.log")):
+        twin = tmp_path / "b" / seg.parent.name / seg.name
+        assert twin.read_bytes() == seg.read_bytes(), seg
+    truth = _json.loads(withd.truth_path.read_text())
+    assert "data_partitions" not in _json.loads(plain.truth_path.read_text())
+    committed = {(o["topic"], o["partition"]) for p in truth["partitions"] for g in p["groups"]
+                 for o in g["offsets"]}
+    assert {(d["topic"], d["partition"]) for d in truth["data_partitions"]} == committed
+    for d in truth["data_partitions"]:
+        folder = tmp_path / "b" / f"{d['topic']}-{d['partition']}"
+        assert folder.is_dir() == (d["source"] == "partition_dir")

@@ -1,0 +1,384 @@
+r"""What the alert sensor believes, and why: the assets' evidence turned into observations.
+
+Each function reads one kind of evidence (cleaner audit materializations, the audit state's
+topic-wide findings, the latest validation, the expiration plans in the state dir) and returns
+:class:`~assets.alerting.model.Observation`\ s. Missing or unreadable evidence gives no observation,
+never a healthy one: only what was seen healthy can resolve an alert.
+"""
+
+import json
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dagster import AssetKey
+
+from assets.alerting.blocks import duration
+from assets.alerting.model import Observation
+from assets.alerting.state import ConditionEntry
+from assets.resources import StateResource
+
+log = logging.getLogger(__name__)
+
+AUDIT_ASSET = "cleaner_audit"
+VALIDATION_ASSET = "cache_validation"
+EXPIRATION_ASSET = "expiration_plan"
+
+_CLEANER_LEVEL = {"HEALTHY": "ok", "DEGRADED": "warning", "CRITICAL": "critical"}
+_SEVERITY_RANK = {"CRITICAL": 2, "DEGRADED": 1, "WARNING": 1, "HEALTHY": 0}
+#: A lost group no plan has shown for this long is forgotten (it cannot come back as "resolved").
+LOST_MEMORY_S = 7 * 24 * 3600
+
+
+def _values(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: getattr(v, "value", v) for k, v in metadata.items()}
+
+
+def _rows(value: Any) -> list[dict[str, Any]]:
+    """A list of dicts from JSON metadata or a ``TableMetadataValue``'s records."""
+    records = getattr(value, "records", None)
+    if records is not None:
+        return [dict(getattr(r, "data", r)) for r in records]
+    return [r for r in value or [] if isinstance(r, Mapping)] if isinstance(value, list) else []
+
+
+def latest_by_partition(instance: Any, asset: str, limit: int) -> dict[int, tuple[dict[str, Any], str]]:
+    """For each offsets partition, the metadata and run id of ``asset``'s latest materialization of it."""
+    records = instance.fetch_materializations(AssetKey(asset), limit=limit).records
+    out: dict[int, tuple[dict[str, Any], str]] = {}
+    for record in records:  # newest first
+        mat = record.asset_materialization
+        if mat is None or mat.partition is None:
+            continue
+        try:
+            partition = int(mat.partition)
+        except ValueError:
+            continue
+        out.setdefault(partition, (_values(mat.metadata), record.run_id))
+    return out
+
+
+def _partition_verdict(meta: Mapping[str, Any], partition: int) -> str | None:
+    """The partition's own verdict: from a per-partition map when the metadata has one, else ``verdict``."""
+    verdicts = meta.get("partition_verdicts")
+    if isinstance(verdicts, Mapping):
+        verdict = verdicts.get(str(partition))
+        return str(verdict) if verdict is not None else None
+    verdict = meta.get("verdict")
+    return str(verdict) if verdict is not None else None
+
+
+def cleaner_observations(latest: Mapping[int, tuple[dict[str, Any], str]]) -> list[Observation]:
+    """One observation per audited partition: HEALTHY is ok, DEGRADED warning, CRITICAL critical."""
+    out = []
+    for partition, (meta, run_id) in sorted(latest.items()):
+        verdict = _partition_verdict(meta, partition)
+        level = _CLEANER_LEVEL.get(verdict or "")
+        if level is None:
+            continue  # no verdict is no evidence, not health
+        # Run-wide findings carry their partition; a partition's own findings table does not.
+        mine = [f for f in _rows(meta.get("findings")) if f.get("partition", partition) == partition]
+        mine.sort(key=lambda f: -_SEVERITY_RANK.get(str(f.get("severity")), 0))
+        worst = [f for f in mine if f.get("severity") == verdict] or mine
+        reason = "; ".join(f"{f.get('code')}: {f.get('message')}" for f in worst[:3])
+        ratio = meta.get("dirty_ratio", meta.get("max_dirty_ratio"))
+        out.append(
+            Observation(
+                key=f"cleaner:{partition}",
+                kind="cleaner",
+                level=level,  # type: ignore[arg-type]
+                state=verdict or "",
+                reason=reason or f"the cleaner audit verdict is {verdict}",
+                remedy="; ".join(dict.fromkeys(str(f.get("remedy")) for f in worst if f.get("remedy"))),
+                partition=partition,
+                weight=float(ratio) if isinstance(ratio, int | float) else 0.0,
+                asset=AUDIT_ASSET,
+                run_id=run_id,
+                as_of=_as_of(meta.get("as_of")),
+            )
+        )
+    return out
+
+
+def _as_of(value: Any) -> str | None:
+    """The run's as-of time for the message: ISO text as recorded, or a timestamp made ISO."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(float(value), UTC).isoformat(timespec="seconds")
+    return str(value) if value else None
+
+
+def _topic_findings(instance: Any, state: StateResource) -> tuple[list[dict[str, Any]], str | None] | None:
+    """The newest audit's topic-wide findings and its run id; None when no audit says anything of them.
+
+    Run-wide metadata (with ``partition_verdicts``) lists them with ``partition: None``; when each
+    partition's materialization carries only its own facts, they are in the audit state's
+    ``latest/topic.json``.
+    """
+    records = instance.fetch_materializations(AssetKey(AUDIT_ASSET), limit=1).records
+    if not records or records[0].asset_materialization is None:
+        return None
+    run_id = records[0].run_id
+    meta = _values(records[0].asset_materialization.metadata)
+    if "partition_verdicts" in meta:
+        return [f for f in _rows(meta.get("findings")) if "partition" in f and f["partition"] is None], run_id
+    topic = state.audit_history_dir / "latest" / "topic.json"
+    try:
+        doc = json.loads(topic.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("topic-wide audit findings %s are unreadable (%s); not evaluated", topic, exc)
+        return None
+    return _rows(doc.get("reasons")), run_id
+
+
+def cleaner_topic_observations(
+    instance: Any, state: StateResource, firing: Mapping[str, ConditionEntry]
+) -> list[Observation]:
+    """Topic-wide findings (no partition) of the newest audit; a firing code it no longer reports is ok."""
+    evidence = _topic_findings(instance, state)
+    if evidence is None:
+        return []  # no evidence either way
+    rows, run_id = evidence
+    found: dict[str, dict[str, Any]] = {}
+    for f in rows:
+        if _CLEANER_LEVEL.get(str(f.get("severity"))) not in (None, "ok"):
+            found.setdefault(str(f.get("code")), f)
+    out = [
+        Observation(
+            key=f"cleaner-topic:{code}",
+            kind="cleaner-topic",
+            level=_CLEANER_LEVEL[str(f["severity"])],  # type: ignore[arg-type]
+            state=str(f["severity"]),
+            reason=f"{code}: {f.get('message')}",
+            remedy=str(f.get("remedy") or ""),
+            asset=AUDIT_ASSET,
+            run_id=run_id,
+        )
+        for code, f in sorted(found.items())
+    ]
+    for key, entry in firing.items():
+        if entry.kind == "cleaner-topic" and key.split(":", 1)[1] not in found:
+            out.append(
+                Observation(
+                    key=key,
+                    kind="cleaner-topic",
+                    level="ok",
+                    state="HEALTHY",
+                    reason="the latest cleaner audit no longer reports it",
+                    asset=AUDIT_ASSET,
+                    run_id=run_id,
+                )
+            )
+    return out
+
+
+def validation_observations(instance: Any) -> list[Observation]:
+    """The latest validation: an error-level failure is critical, a pass at error level is ok."""
+    event = instance.get_latest_materialization_event(AssetKey(VALIDATION_ASSET))
+    if event is None or event.asset_materialization is None:
+        return []
+    meta = _values(event.asset_materialization.metadata)
+    if "success_error_level" not in meta:
+        return []
+    passed = bool(meta["success_error_level"])
+    failed = [f for f in _rows(meta.get("failed_checks")) if f.get("severity") == "error"]
+    return [
+        Observation(
+            key="validation",
+            kind="validation",
+            level="ok" if passed else "critical",
+            state="passed" if passed else "failed",
+            reason="every error-level expectation passed"
+            if passed
+            else f"{len(failed)} error-level expectation(s) failed: "
+            + ", ".join(f"{f.get('check_id')} ({f.get('unexpected_count')})" for f in failed[:10]),
+            remedy="Open the Data Docs of the run, look at the failing rows, and check the reload's decode "
+            "errors before trusting the cache (or acting on an expiration plan).",
+            run_id=event.run_id,
+        )
+    ]
+
+
+def _iso_ms(ms: Any) -> str | None:
+    if not isinstance(ms, int):
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
+
+
+def _in_ms(ms: int) -> str:
+    return duration(ms / 1000)
+
+
+def load_partition_plans(folder: Path) -> dict[int, dict[str, Any]]:
+    """Each partition's latest expiration plan, as the ``expiration_plan`` asset wrote it."""
+    out: dict[int, dict[str, Any]] = {}
+    if not folder.is_dir():
+        return out
+    for path in folder.glob("partition-*.json"):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            out[int(doc["partition"])] = doc
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("expiration plan %s is unreadable (%s); its partition is not evaluated", path, exc)
+    return out
+
+
+def offsets_observations(
+    plans: Mapping[int, Mapping[str, Any]],
+    firing: Mapping[str, ConditionEntry],
+    run_ids: Mapping[int, str],
+) -> list[Observation]:
+    """Per group: lost (offset tombstones planned, or deleted as a dead group) is critical, at risk
+    (offsets expire within the forecast window) is warning, present with offsets nobody will expire
+    is ok. A firing group that has vanished from its partition lost its offsets: critical, never ok.
+
+    The plan's tombstones are offsets already past retention: the broker's own cleanup
+    (``GroupMetadataManager.cleanupGroupMetadata``, every ``offsets.retention.check.interval.ms``)
+    deletes them, so the group's consumers find no committed offset and fall back to
+    ``auto.offset.reset``.
+    """
+    out = []
+    for partition, doc in sorted(plans.items()):
+        run_id = doc.get("run_id") or run_ids.get(partition)
+        as_of = _iso_ms(doc.get("now_ms"))
+        horizon = doc.get("forecast_horizon_ms")
+        lost: dict[str, dict[str, Any]] = {}
+        for t in doc.get("tombstones") or []:
+            if t.get("kind") == "offset_commit":
+                g = lost.setdefault(str(t.get("group_id")), {"offsets": 0, "rules": set(), "dead": False})
+                g["offsets"] += 1
+                g["rules"].add(str(t.get("reason")))
+        for d in doc.get("dead_groups") or []:
+            g = lost.setdefault(str(d.get("group_id")), {"offsets": 0, "rules": set(), "dead": False})
+            g["dead"] = True
+        at_risk: dict[str, dict[str, Any]] = {}
+        for f in doc.get("forecast") or []:
+            gid = str(f.get("group_id"))
+            if gid in lost:
+                continue
+            g = at_risk.setdefault(
+                gid, {"offsets": 0, "first": f.get("expires_at"), "in": f.get("expires_in_ms")}
+            )
+            g["offsets"] += 1
+            if isinstance(f.get("expires_at"), int) and f["expires_at"] < (g["first"] or f["expires_at"] + 1):
+                g["first"], g["in"] = f["expires_at"], f.get("expires_in_ms")
+        common = {"kind": "offsets", "partition": partition, "asset": EXPIRATION_ASSET, "run_id": run_id}
+        for gid, g in lost.items():
+            what = []
+            if g["offsets"]:
+                rules = ", ".join(sorted(g["rules"]))
+                what.append(f"{g['offsets']} committed offset(s) expired ({rules})")
+            if g["dead"]:
+                what.append("no committed offset remains, so the group itself is deleted")
+            out.append(
+                Observation(
+                    key=f"offsets:{partition}:{gid}",
+                    level="critical",
+                    state="lost",
+                    reason="; ".join(what),
+                    remedy=LOST_REMEDY,
+                    group=gid,
+                    weight=g["offsets"],
+                    as_of=as_of,
+                    **common,
+                )
+            )
+        for gid, g in at_risk.items():
+            within = f" within {_in_ms(horizon)}" if isinstance(horizon, int) else ""
+            first = (
+                f", first at {_iso_ms(g['first'])} (in {_in_ms(g['in'])})" if isinstance(g["in"], int) else ""
+            )
+            out.append(
+                Observation(
+                    key=f"offsets:{partition}:{gid}",
+                    level="warning",
+                    state="at risk",
+                    reason=f"{g['offsets']} committed offset(s) expire{within}{first}",
+                    remedy=AT_RISK_REMEDY,
+                    group=gid,
+                    weight=-float(g["in"] or 0),  # the sooner the offsets expire, the worse
+                    as_of=as_of,
+                    **common,
+                )
+            )
+        present = doc.get("groups")
+        if not isinstance(present, Mapping | list):
+            continue  # a plan that does not list its groups cannot show one healthy or gone
+        for key, entry in firing.items():
+            if entry.kind != "offsets" or entry.partition != partition or entry.group is None:
+                continue
+            if entry.group in lost or entry.group in at_risk:
+                continue
+            if entry.group in present:
+                out.append(
+                    Observation(
+                        key=key,
+                        level="ok",
+                        state="committed again",
+                        reason="the group has committed offsets that are not due to expire",
+                        group=entry.group,
+                        as_of=as_of,
+                        **common,
+                    )
+                )
+            elif entry.level != "critical":
+                # Gone after a warning: the loss is news. Gone after the loss was reported: nothing new,
+                # and not observed, so the memory of it lapses (see _forget_long_lost).
+                out.append(
+                    Observation(
+                        key=key,
+                        level="critical",
+                        state="lost",
+                        reason="the group is gone from __consumer_offsets: its committed offsets were "
+                        "deleted (expired and cleaned up, or the group was deleted)",
+                        remedy=LOST_REMEDY,
+                        group=entry.group,
+                        as_of=as_of,
+                        **common,
+                    )
+                )
+    return out
+
+
+LOST_REMEDY = (
+    "Consumers of these groups have no committed offset: on restart they follow auto.offset.reset "
+    "(earliest replays, latest skips data). If a group is still in use, stop it and reset its offsets to "
+    "a known position (kafka-consumer-groups --reset-offsets) before it resumes; raise "
+    "offsets.retention.minutes if idle groups must survive longer."
+)
+AT_RISK_REMEDY = (
+    "If these groups are still needed, restart their consumers (or commit) before the offsets expire; "
+    "otherwise no action: cleanup deletes them (offsets.retention.minutes)."
+)
+
+
+def forget_long_lost(conditions: dict[str, ConditionEntry], now: float) -> None:
+    """Forget lost groups no plan has shown for ``LOST_MEMORY_S`` (they are gone; no message).
+
+    A group a plan still shows with tombstones is seen again each evaluation and stays remembered,
+    so an unexecuted plan over an old snapshot never pages the same loss twice.
+    """
+    for key in [
+        k
+        for k, e in conditions.items()
+        if e.kind == "offsets" and e.level == "critical" and now - e.last_seen > LOST_MEMORY_S
+    ]:
+        del conditions[key]
+
+
+def observe(
+    instance: Any, state: StateResource, firing: Mapping[str, ConditionEntry], limit: int
+) -> list[Observation]:
+    """Every observation the current evidence supports (audit, topic-wide findings, validation, plans)."""
+    plan_runs = {
+        p: run_id for p, (_, run_id) in latest_by_partition(instance, EXPIRATION_ASSET, limit).items()
+    }
+    return [
+        *cleaner_observations(latest_by_partition(instance, AUDIT_ASSET, limit)),
+        *cleaner_topic_observations(instance, state, firing),
+        *validation_observations(instance),
+        *offsets_observations(load_partition_plans(state.state_path / "expiration"), firing, plan_runs),
+    ]

@@ -1,0 +1,121 @@
+"""The outbox: every Slack message is queued here first and removed once Slack has accepted it.
+
+A transactional outbox: a message is appended (one ``O_APPEND`` write, fsync'd) before any network
+call, so a crash, a dead Slack or a spent time budget never loses it, and the next evaluation sends
+what is pending first, in order. Entries carry an ``id``; a delivered entry is removed by rewriting
+the file atomically. Two locks (``flock`` on sibling files) keep concurrent sensors apart:
+
+* ``<outbox>.lock`` guards short read-modify-write sections (append, rewrite);
+* ``<outbox>.flush.lock`` is held by the one process delivering, for its whole (time-bounded)
+  delivery; another process finding it taken leaves delivery to it, so no entry goes out twice.
+
+When no Slack token is configured the outbox is simply where the messages stay, for a person to read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from assets.alerting.state import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+
+class Outbox:
+    """Pending Slack messages, one JSON object per line, oldest first."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock_path = self.path.with_name(self.path.name + ".lock")
+        self._flush_lock_path = self.path.with_name(self.path.name + ".flush.lock")
+
+    @staticmethod
+    def new_id() -> str:
+        return uuid.uuid4().hex
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self._lock_path, "a+b") as lock_file:
+            fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def delivering(self) -> Iterator[bool]:
+        """Yield True when this process may deliver (nobody else is), False when another one is."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self._flush_lock_path, "a+b") as lock_file:
+            try:
+                fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Queue ``entry`` durably (it must carry an ``id``)."""
+        data = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode("utf-8")
+        with self._locked():
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def pending(self) -> list[dict[str, Any]]:
+        """The queued entries, oldest first; a line that is not JSON is logged and kept in the file."""
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        out = []
+        for number, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                log.warning("outbox %s line %d is not JSON; left in place", self.path, number)
+                continue
+            if isinstance(entry, dict):
+                out.append(entry)
+        return out
+
+    def update(self, entry_id: str, changes: dict[str, Any] | None) -> None:
+        """Rewrite the file with entry ``entry_id`` changed (``changes``) or removed (``None``)."""
+        with self._locked():
+            try:
+                lines = self.path.read_text(encoding="utf-8").splitlines()
+            except FileNotFoundError:
+                return
+            kept = []
+            for line in lines:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    kept.append(line)  # never drop what we cannot read
+                    continue
+                if isinstance(entry, dict) and entry.get("id") == entry_id:
+                    if changes is None:
+                        continue
+                    line = json.dumps({**entry, **changes}, sort_keys=True, default=str)
+                kept.append(line)
+            self._write(kept)
+
+    def _write(self, lines: list[str]) -> None:
+        atomic_write_text(self.path, "".join(line + "\n" for line in lines))

@@ -1,0 +1,411 @@
+"""Cross-check the rebuilt cache against what the live coordinator serves, and data-partition bounds.
+
+The strongest evidence that a reload is right is that the group coordinator answers the same:
+OffsetFetch (``GroupCoordinator.handleFetchOffsets``) gives each group's committed offsets and
+DescribeGroups its state and protocol. A difference is a mismatch unless the coordinator has seen a
+commit after the cache was read: the cache holds, for each committed offset, the ``__consumer_offsets``
+record it came from (``record_offset``); when the offsets partition holds a later OffsetCommit record
+for that key carrying the live value, the commit is newer than the read and is reported as such.
+
+ListOffsets of the data partitions gives [log start, log end] for each committed offset
+(:func:`live_log_ranges`); :func:`log_dir_log_ranges` gives the same offline from the data topics'
+partition dirs of the broker log dir.
+
+Every Kafka connection is built from :class:`coordinator_core.sources.live.LiveConfig`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from coordinator_core.errors import DecodeError
+from coordinator_core.records.reader import iter_segment_batches
+from coordinator_core.schema import OffsetCommitKey, decode_key, decode_offset_commit_value
+from coordinator_core.sources.live import CONSUMER_OFFSETS, LiveConfig, LiveSource, LiveSourceError
+from coordinator_core.sources.logdir import LogDirError, open_log_dir
+
+logger = logging.getLogger(__name__)
+
+MATCH, NEWER, MISMATCH, MISSING_CACHE, MISSING_LIVE, UNREACHABLE = (
+    "match",
+    "newer_than_read",
+    "mismatch",
+    "missing_in_cache",
+    "missing_live",
+    "unreachable",
+)
+ACCEPTED = (MATCH, NEWER)
+"""Statuses that are not an error: the cache agrees, or the coordinator saw a later commit."""
+
+TopicPartition = tuple[str, int]
+OffsetKey = tuple[str, str, int]  # group, topic, partition
+
+
+@dataclass(frozen=True, slots=True)
+class CrossCheckRow:
+    """One committed offset or one group, as the cache and the coordinator see it."""
+
+    kind: str  # "offset" or "group"
+    offsets_partition: int | None
+    group_id: str
+    topic: str | None
+    partition: int | None
+    cache_value: str | None
+    live_value: str | None
+    status: str
+    detail: str
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CachedOffset:
+    """A committed offset of the rebuilt cache and the offsets-topic record it was read from."""
+
+    offsets_partition: int
+    group_id: str
+    topic: str
+    partition: int
+    offset: int
+    record_offset: int | None
+
+
+def _admin(config: LiveConfig) -> Any:
+    from kafka.admin import KafkaAdminClient
+
+    # The one client configuration; the admin client takes a subset of the raw client's settings.
+    kwargs = {k: v for k, v in config.client_kwargs().items() if k in KafkaAdminClient.DEFAULT_CONFIG}
+    try:
+        return KafkaAdminClient(**kwargs)
+    except Exception as exc:  # kafka-python raises several unrelated types when a cluster is unreachable
+        raise LiveSourceError(f"cannot reach Kafka at {config.bootstrap_servers}: {exc}") from None
+
+
+def fetch_committed(config: LiveConfig, groups: Iterable[str]) -> dict[str, dict[TopicPartition, int]]:
+    """OffsetFetch per group (all partitions): ``{group: {(topic, partition): offset}}``."""
+    admin = _admin(config)
+    out: dict[str, dict[TopicPartition, int]] = {}
+    try:
+        for group in sorted(set(groups)):
+            try:
+                offsets = admin.list_group_offsets(group)
+            except Exception as exc:
+                raise LiveSourceError(f"OffsetFetch for group {group!r} failed: {exc}") from None
+            per = offsets.get(group, offsets) if isinstance(offsets, dict) else {}
+            out[group] = {
+                (tp.topic, tp.partition): int(om.offset) for tp, om in per.items() if om.offset is not None
+            }
+    finally:
+        admin.close()
+    return out
+
+
+def describe_groups(config: LiveConfig, groups: Iterable[str]) -> dict[str, dict[str, Any]] | None:
+    """DescribeGroups: ``{group: {"state", "protocol_type", "protocol", "members"}}``.
+
+    None when kafka-python cannot parse the broker's answer (Tansu sets authorized-operation bits no
+    Kafka defines); a broker that cannot be reached still raises.
+    """
+    admin = _admin(config)
+    try:
+        described = admin.describe_groups(sorted(set(groups)))
+    except ValueError as exc:
+        logger.warning("DescribeGroups answer could not be parsed (%s); group states not compared", exc)
+        return None
+    except Exception as exc:
+        raise LiveSourceError(f"DescribeGroups failed: {exc}") from None
+    finally:
+        admin.close()
+    return {
+        g: {
+            "state": d.get("group_state") or d.get("state"),
+            "protocol_type": d.get("protocol_type"),
+            "protocol": d.get("protocol_data") or d.get("protocol"),
+            "members": len(d.get("members") or []),
+        }
+        for g, d in described.items()
+    }
+
+
+def later_commits(
+    config: LiveConfig,
+    start_offsets: Mapping[int, int],
+    *,
+    keys: set[OffsetKey] | None = None,
+    topic: str = CONSUMER_OFFSETS,
+) -> dict[OffsetKey, list[tuple[int, int | None]]]:
+    """OffsetCommit records of ``keys`` (all when None) written to each offsets partition from
+    ``start_offsets[p]`` to its end now.
+
+    ``{(group, topic, partition): [(record offset, committed offset or None for a tombstone)]}``.
+    """
+    found: dict[OffsetKey, list[tuple[int, int | None]]] = {}
+    errors: list[DecodeError] = []
+    with LiveSource(config, topic=topic) as source:
+        present = set(source.partitions())
+        for p, start in sorted(start_offsets.items()):
+            if p not in present:
+                continue
+            for batch in source.iter_batches(p, errors, start_offset=start):
+                if batch.is_control:
+                    continue
+                for offset, _ts, key, value in batch.iter_records():
+                    if key is None:
+                        continue
+                    try:
+                        k = decode_key(key)
+                    except Exception:  # a key the reload would report; not ours to judge here
+                        continue
+                    if not isinstance(k, OffsetCommitKey):
+                        continue
+                    if keys is not None and (k.group, k.topic, k.partition) not in keys:
+                        continue
+                    committed = None if value is None else decode_offset_commit_value(value).offset
+                    found.setdefault((k.group, k.topic, k.partition), []).append((offset, committed))
+    return found
+
+
+def compare_offsets(
+    cached: Iterable[CachedOffset],
+    live: Mapping[str, Mapping[TopicPartition, int]],
+    later: Mapping[OffsetKey, list[tuple[int, int | None]]],
+    *,
+    partition_of: Mapping[str, int],
+) -> list[CrossCheckRow]:
+    """Classify every key of the cache and of the coordinator (pure: no I/O, for tests and replays)."""
+    rows: list[CrossCheckRow] = []
+    by_key = {(c.group_id, c.topic, c.partition): c for c in cached if c.group_id in live}
+
+    def newer(key: OffsetKey, after: int | None, value: int | None) -> int | None:
+        for rec, committed in later.get(key, []):
+            if (after is None or rec > after) and committed == value:
+                return rec
+        return None
+
+    for group, offsets in live.items():
+        p = partition_of.get(group)
+        for (topic, partition), live_offset in sorted(offsets.items()):
+            key = (group, topic, partition)
+            c = by_key.get(key)
+            cache_offset = None if c is None else c.offset
+            if cache_offset == live_offset:
+                status, detail = MATCH, ""
+            else:
+                rec = newer(key, None if c is None else c.record_offset, live_offset)
+                if rec is not None:
+                    status = NEWER
+                    detail = f"committed at {CONSUMER_OFFSETS}-{p} offset {rec}, after the cache was read"
+                elif c is None:
+                    status, detail = MISSING_CACHE, "the coordinator has this offset, the cache does not"
+                else:
+                    status = MISMATCH
+                    detail = f"cache read it from record {c.record_offset}; no later commit of {live_offset}"
+            rows.append(
+                CrossCheckRow(
+                    "offset",
+                    p if c is None else c.offsets_partition,
+                    group,
+                    topic,
+                    partition,
+                    None if cache_offset is None else str(cache_offset),
+                    str(live_offset),
+                    status,
+                    detail,
+                )
+            )
+    live_keys = {(g, t, p) for g, o in live.items() for (t, p) in o}
+    for key, c in sorted(by_key.items()):
+        if key not in live_keys:
+            deleted = any(committed is None for _, committed in later.get(key, []))
+            rows.append(
+                CrossCheckRow(
+                    "offset",
+                    c.offsets_partition,
+                    c.group_id,
+                    c.topic,
+                    c.partition,
+                    str(c.offset),
+                    None,
+                    NEWER if deleted else MISSING_LIVE,
+                    "deleted (tombstone) after the cache was read"
+                    if deleted
+                    else "the cache has this offset, the coordinator does not",
+                )
+            )
+    return rows
+
+
+def compare_groups(
+    cached_groups: Mapping[str, Mapping[str, Any]], live: Mapping[str, Mapping[str, Any]]
+) -> list[CrossCheckRow]:
+    """State and protocol type of each group; a state the broker does not report is not compared."""
+    rows = []
+    for group, c in sorted(cached_groups.items()):
+        d = live.get(group)
+        cache_value = f"{c.get('state')}/{c.get('protocol_type') or '-'}"
+        if d is None:
+            rows.append(
+                CrossCheckRow(
+                    "group",
+                    c.get("offsets_partition"),
+                    group,
+                    None,
+                    None,
+                    cache_value,
+                    None,
+                    MISSING_LIVE,
+                    "DescribeGroups does not know the group",
+                )
+            )
+            continue
+        live_state = d.get("state")
+        live_value = f"{live_state}/{d.get('protocol_type') or '-'}"
+        known = live_state not in (None, "", "Unknown")
+        same_type = (c.get("protocol_type") or "") == (d.get("protocol_type") or "")
+        same_state = (
+            not known or live_state == c.get("state") or (live_state == "Dead" and c.get("state") == "Empty")
+        )
+        status = MATCH if same_type and same_state else MISMATCH
+        detail = "" if known else "the coordinator does not report a state; protocol type compared only"
+        rows.append(
+            CrossCheckRow(
+                "group",
+                c.get("offsets_partition"),
+                group,
+                None,
+                None,
+                cache_value,
+                live_value,
+                status,
+                detail,
+            )
+        )
+    return rows
+
+
+def cross_check(
+    config: LiveConfig,
+    cached: list[CachedOffset],
+    cached_groups: Mapping[str, Mapping[str, Any]],
+    *,
+    topic: str = CONSUMER_OFFSETS,
+) -> list[CrossCheckRow]:
+    """OffsetFetch + DescribeGroups for every cached group, then re-read the offsets partitions past
+    what the cache saw to tell newer commits from mismatches."""
+    groups = sorted({c.group_id for c in cached} | set(cached_groups))
+    live_offsets = fetch_committed(config, groups)
+    partition_of = {c.group_id: c.offsets_partition for c in cached}
+    partition_of.update({g: int(v["offsets_partition"]) for g, v in cached_groups.items()})
+    first = compare_offsets(cached, live_offsets, {}, partition_of=partition_of)
+    suspects = {(r.group_id, r.topic, r.partition) for r in first if r.status != MATCH}
+    rows = first
+    if suspects:
+        # A commit after the read sits past every record the cache read (its max record_offset); a
+        # later overwrite of a cached key sits past that key's own record.
+        read_past: dict[int, int] = {}
+        for c in cached:
+            if c.record_offset is not None:
+                read_past[c.offsets_partition] = max(read_past.get(c.offsets_partition, -1), c.record_offset)
+        by_key = {(c.group_id, c.topic, c.partition): c for c in cached}
+        starts: dict[int, int] = {}
+        for key in suspects:
+            c = by_key.get(key)
+            p = partition_of.get(key[0])
+            if p is None:
+                continue
+            start = c.record_offset + 1 if c and c.record_offset is not None else read_past.get(p, -1) + 1
+            starts[p] = min(starts.get(p, start), start)
+        later = later_commits(config, starts, keys=suspects, topic=topic)
+        rows = compare_offsets(cached, live_offsets, later, partition_of=partition_of)
+    described = describe_groups(config, groups)
+    if described is not None:
+        rows += compare_groups(cached_groups, described)
+    return rows
+
+
+# -- data partition bounds -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LogRange:
+    """[log start, log end) of one data partition, and where it was learned."""
+
+    topic: str
+    partition: int
+    log_start_offset: int
+    log_end_offset: int
+    source: str
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def live_log_ranges(config: LiveConfig, partitions: Iterable[TopicPartition]) -> list[LogRange]:
+    """ListOffsets earliest/latest of each data partition (topics that do not exist are skipped)."""
+    by_topic: dict[str, set[int]] = {}
+    for topic, p in partitions:
+        by_topic.setdefault(topic, set()).add(p)
+    out = []
+    for topic, wanted in sorted(by_topic.items()):
+        with LiveSource(config, topic=topic) as source:
+            try:
+                present = sorted(wanted & set(source.partitions()))
+            except LiveSourceError:
+                continue  # deleted topic: its committed offsets are for the expiration plan, not here
+            if not present:
+                continue
+            starts, ends = source.start_offsets(present), source.end_offsets(present)
+            out += [LogRange(topic, p, starts[p], ends[p], "ListOffsets") for p in present]
+    return out
+
+
+def _log_end(segments: list[Any], errors: list[DecodeError]) -> int:
+    """Last offset + 1 of the newest segment holding a batch (only that segment is read)."""
+    for seg in reversed(segments):
+        last = None
+        for batch in iter_segment_batches(seg.path, errors=errors):
+            last = batch.last_offset
+        if last is not None:
+            return last + 1
+        if seg is segments[-1] and seg.base_offset:
+            return seg.base_offset  # an empty active segment starts at the log end
+    return segments[0].base_offset if segments else 0
+
+
+def log_dir_log_ranges(
+    log_dir: str | Path, partitions: Iterable[TopicPartition] | None = None
+) -> list[LogRange]:
+    """Bounds of the data partitions found in a broker log dir (``<topic>-<n>`` folders), only those
+    in ``partitions`` when given (each costs a read of its newest segment).
+
+    Log start: ``log-start-offset-checkpoint`` when it has the partition, else the first segment's base
+    offset. Log end: after the last batch of the newest non-empty segment.
+    """
+    root = Path(log_dir)
+    keys = None if partitions is None else set(partitions)
+    wanted = None if keys is None else {t for t, _ in keys}
+    names = set()
+    for entry in os.scandir(root):
+        topic, _, number = entry.name.rpartition("-")
+        is_data = entry.is_dir() and topic and number.isdigit() and topic != CONSUMER_OFFSETS
+        if is_data and (wanted is None or topic in wanted):
+            names.add(topic)
+    out = []
+    for topic in sorted(names):
+        try:
+            logdir = open_log_dir(root, topic=topic)
+        except LogDirError:
+            continue
+        for pd in logdir.partitions:
+            if not pd.segments or (keys is not None and (topic, pd.partition) not in keys):
+                continue
+            errors: list[DecodeError] = []
+            start = logdir.log_start_checkpoint.get((topic, pd.partition), pd.segments[0].base_offset)
+            out.append(LogRange(topic, pd.partition, start, _log_end(list(pd.segments), errors), "log dir"))
+    return out

@@ -1,0 +1,120 @@
+"""Shared by ``offsetops groups`` and ``offsetops describe``: options, loading and the offsets lookup."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
+from coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
+from coordinator_core.sources.logdir import LogDirError
+from coordinator_core.timefmt import now_ms, time_arg
+from offsetops.commands._common import die
+from offsetops.commands._load import add_source_args, load_caches
+
+FORMATS = ("text", "json", "csv")
+
+
+def _regex(text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({exc})") from None
+
+
+def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
+    add_source_args(p, path=path)
+    p.add_argument(
+        "--log-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another broker log dir to look for data-topic partitions in (repeat; PATH is always searched)",
+    )
+    p.add_argument("--group-regex", type=_regex, metavar="REGEX", help="groups whose id fully matches REGEX")
+    p.add_argument("--topic", action="append", default=[], metavar="TOPIC", help="only this topic (repeat)")
+    p.add_argument("--topic-regex", type=_regex, metavar="REGEX", help="topics that fully match REGEX")
+    p.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        metavar="STATE",
+        help="only groups in this state, e.g. Stable, Empty, Dead (repeat; case-insensitive)",
+    )
+    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or csv")
+    p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
+    p.add_argument(
+        "--now",
+        type=time_arg,
+        metavar="TIME",
+        help="the time ages are measured from (ISO-8601, -2h, epoch ms; default: now)",
+    )
+
+
+def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[GroupView], str] | int:
+    """Load, look up log offsets and describe; an int is an exit code after a printed error."""
+    if not args.path and not args.bootstrap:
+        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    bad = check_log_dirs(args)
+    if bad is not None:
+        return bad
+    flt = GroupFilter(
+        groups=frozenset(groups),
+        group_regex=args.group_regex,
+        topics=frozenset(args.topic),
+        topic_regex=args.topic_regex,
+        states=frozenset(args.state),
+    )
+    try:
+        caches = load_caches(args)
+    except LogDirError as exc:
+        return die(str(exc))
+    except Exception as exc:  # a live-source failure names the cluster; nothing else is expected here
+        if type(exc).__name__ == "LiveSourceError":
+            return die(str(exc))
+        raise
+    offsets, where = lookup_offsets(args, wanted_partitions(caches, flt))
+    views = describe_groups(caches, offsets, flt)
+    missing = sorted(set(groups) - {v.group_id for v in views})
+    for gid in missing:
+        print(f"offsetops: group {gid!r} not found in the loaded partitions", file=sys.stderr)
+    errors = sum(len(c.stats.errors) for c in caches)
+    if errors:
+        print(f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
+              file=sys.stderr)
+    return views, where
+
+
+def check_log_dirs(args: argparse.Namespace) -> int | None:
+    """A mistyped --log-dir would silently find no partitions: refuse it."""
+    for extra in args.log_dir:
+        if not os.path.isdir(extra):
+            return die(f"--log-dir {extra}: not a directory")
+    return None
+
+
+def lookup_offsets(
+    args: argparse.Namespace, wanted: set[tuple[str, int]]
+) -> tuple[dict[tuple[str, int], PartitionOffsets], str]:
+    """Log start/end of the wanted data partitions: ListOffsets live, partition dirs offline."""
+    if args.bootstrap:
+        from coordinator_core.sources.live import LiveConfig
+
+        config = LiveConfig.resolve(args.bootstrap, args.client_config)
+        return live_offsets(config, wanted), "ListOffsets on the cluster"
+    dirs = [logdir_root(args.path), *args.log_dir]
+    return offline_offsets(dirs, wanted), "data-topic partition dirs and checkpoints in " + ", ".join(dirs)
+
+
+def logdir_root(path: str) -> str:
+    """The log dir itself when PATH is one ``__consumer_offsets-N`` dir."""
+    from pathlib import Path
+
+    p = Path(path)
+    return str(p.parent) if re.fullmatch(r"__consumer_offsets-\d+", p.name) else str(p)
+
+
+def now_of(args: argparse.Namespace) -> int:
+    return args.now if args.now is not None else now_ms()

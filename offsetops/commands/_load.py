@@ -1,0 +1,86 @@
+"""Where the coordinator cache comes from, shared by reload, groups, describe, history and the exporter:
+a broker log dir or a live cluster, the whole log or as of ``--until``, with progress on a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from coordinator_core.asof import Cut, load_as_of
+from coordinator_core.cache import CoordinatorCache
+from coordinator_core.loader import load_partition_dir, load_partition_from
+from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.sources.logdir import open_log_dir
+from coordinator_core.timefmt import parse_time
+from offsetops.commands._common import parse_partitions
+from offsetops.progress import Progress
+
+
+def add_source_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
+    if path:
+        p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
+    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
+    p.add_argument("--client-config", metavar="FILE", help="client properties for --bootstrap (SASL/SSL)")
+    p.add_argument("--topic-name", dest="offsets_topic", default="__consumer_offsets", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--num-partitions",
+        type=int,
+        default=DEFAULT_OFFSETS_PARTITIONS,
+        help="offsets.topic.num.partitions, for partition_for checks (default 50)",
+    )
+    p.add_argument(
+        "--semantics",
+        choices=["java", "scala"],
+        default="java",
+        help="coordinator replay rules: java (Kafka 3.6+/4.x, default) or scala (up to 3.x)",
+    )
+
+
+def parse_until(text: str) -> Cut:
+    """``--until``: a plain integer is a log offset; anything else a time (ISO-8601, -2h, 1700000000000ms)."""
+    body = text.strip()
+    if re.fullmatch(r"\d+", body):
+        return Cut(until_offset=int(body))
+    try:
+        return Cut(until_ms=parse_time(body))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"--until takes a log offset (e.g. 1200) or a time: {exc}"
+        ) from None
+
+
+def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[CoordinatorCache]:
+    """Load the chosen partitions from ``args.path`` or ``args.bootstrap`` (LogDirError and
+    LiveSourceError propagate with the path or cluster in them)."""
+    cut = cut or Cut()
+    whole = cut.until_offset is None and cut.until_ms is None
+    kw = {"num_partitions": args.num_partitions, "semantics": args.semantics}
+    if args.bootstrap:
+        from coordinator_core.sources.live import LiveConfig, LiveSource
+
+        config = LiveConfig.resolve(args.bootstrap, args.client_config)
+        with LiveSource(config, topic=getattr(args, "offsets_topic", "__consumer_offsets")) as source:
+            parts = parse_partitions(args.partition) or source.partitions()
+            out = []
+            with Progress("reading", total=len(parts), unit="partitions") as progress:
+                for part in parts:
+                    if whole:
+                        out.append(load_partition_from(source, part, **kw))
+                    else:
+                        def batches(errors, p=part):
+                            return source.iter_batches(p, errors)
+
+                        out.append(load_as_of(batches, partition=part, cut=cut, **kw))
+                    progress.advance(1, out[-1].stats.bytes)
+            return out
+    logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
+    out = []
+    with Progress("reading", total=len(logdir.partitions), unit="partitions") as progress:
+        for pdir in logdir.partitions:
+            if whole:
+                out.append(load_partition_dir(pdir, **kw))
+            else:
+                out.append(load_as_of(pdir.iter_batches, partition=pdir.partition, cut=cut, **kw))
+            progress.advance(1, pdir.size_bytes, what=f"__consumer_offsets-{pdir.partition}")
+    return out

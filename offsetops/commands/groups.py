@@ -1,0 +1,80 @@
+"""``offsetops groups``: one line per group with state, members, total lag and offsets out of range."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from coordinator_core.timefmt import ago, iso_utc, time_json
+from offsetops.commands._common import print_json
+from offsetops.commands._groupview import add_view_args, build_views, now_of
+from offsetops.commands._table import print_table, write_csv
+
+HEADERS = (
+    "GROUP", "TYPE", "STATE", "PROTOCOL", "GENERATION", "COORDINATOR", "MEMBERS", "PARTITIONS", "TOTAL-LAG",
+    "OUT-OF-RANGE", "LAST-COMMIT",
+)
+CSV_HEADERS = (
+    "group_id", "group_type", "state", "protocol_type", "protocol", "generation", "coordinator_partition",
+    "members", "partitions", "total_lag", "max_lag", "out_of_range", "last_commit_timestamp_ms",
+    "last_commit_time", "last_commit_age",
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "groups",
+        help="list groups with state, members, total lag and offsets out of range",
+        description="Rebuild the coordinator cache and print one line per group: type, state, protocol, "
+        "generation (group epoch for KIP-848 groups), coordinator partition, members, total lag and how "
+        "many committed offsets lie outside their partition's log. `offsetops describe GROUP` shows the "
+        "partitions.",
+    )
+    p.add_argument("--group", action="append", default=[], metavar="GROUP", help="only this group (repeat)")
+    add_view_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    built = build_views(args, args.group)
+    if isinstance(built, int):
+        return built
+    views, where = built
+    now = now_of(args)
+    # Worst first: offsets out of range, then the largest lag.
+    views.sort(key=lambda v: (-v.out_of_range, -(v.total_lag or 0), v.group_id))
+    if args.format == "json":
+        docs = []
+        for v in views:
+            doc = v.to_json()
+            doc.pop("rows")
+            doc["last_commit_time"] = time_json(v.last_commit_timestamp, now)
+            docs.append(doc)
+        print_json({"now": time_json(now, now), "log_offsets_from": where, "groups": docs})
+        return 0
+    rows = []
+    for v in views:
+        last = v.last_commit_timestamp
+        proto = "/".join(x for x in (v.protocol_type, v.protocol) if x) or None
+        rows.append((
+            v.group_id, v.group_type, v.state, proto,
+            v.generation, v.coordinator_partition, v.members, len(v.rows), v.total_lag, v.out_of_range,
+            None if last is None else f"{iso_utc(last)} ({ago(last, now)})",
+        ))
+    if args.format == "csv":
+        write_csv(CSV_HEADERS, [
+            (v.group_id, v.group_type, v.state, v.protocol_type, v.protocol, v.generation,
+             v.coordinator_partition, v.members, len(v.rows), v.total_lag, v.max_lag, v.out_of_range,
+             v.last_commit_timestamp, iso_utc(v.last_commit_timestamp), ago(v.last_commit_timestamp, now))
+            for v in views
+        ])
+        return 0
+    bad = [v for v in views if v.out_of_range]
+    sys.stdout.write(
+        f"{len(views)} groups; {len(bad)} with offsets out of range"
+        + (f" (worst: {bad[0].group_id!r}, {bad[0].out_of_range} partitions)" if bad else "")
+        + "\n"
+    )
+    print_table(HEADERS, rows)
+    sys.stdout.write(f"log start/end from {where}\n")
+    return 0

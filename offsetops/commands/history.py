@@ -1,0 +1,239 @@
+"""``offsetops history``: every commit of a group in log order, with rewinds and outside commits flagged."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
+from coordinator_core.history import (
+    NOT_ASSIGNED,
+    PAST_LOG_END,
+    REWIND,
+    CommitEvent,
+    CommitHistory,
+    replay_history,
+)
+from coordinator_core.partitioner import partition_for
+from coordinator_core.records.reader import iter_segment_batches
+from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from coordinator_core.timefmt import ago, iso_utc, now_ms, time_arg, time_json
+from offsetops.commands._common import die, print_json, report_errors
+from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
+from offsetops.commands._load import add_source_args
+from offsetops.commands._table import cell, print_table, write_csv
+from offsetops.progress import Progress
+
+HEADERS = ("LOG-OFFSET", "TIME", "TOPIC", "PARTITION", "OFFSET", "DELTA", "EPOCH", "TXN", "OWNER", "FLAGS")
+CSV_HEADERS = (
+    "record_offset", "timestamp_ms", "time", "topic", "partition", "offset", "previous_offset",
+    "leader_epoch", "metadata", "transactional", "producer_id", "outcome", "generation", "group_state",
+    "members", "member_id", "client_id", "host", "flags",
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "history",
+        help="who moved a group's offsets, and when: every commit, rewinds and outside commits flagged",
+        description="Replay the group's __consumer_offsets partition record by record and print every "
+        "offset commit of the group in log order, with the member and host that owned the partition "
+        "then. Flags offset rewinds (a commit below the previous one: a reset), commits above the data "
+        "partition's log end, and commits for partitions no member owned (admin tools, assign() "
+        "consumers). Compaction removes superseded commits, so the history reaches back as far as the "
+        "cleaner has left it.",
+    )
+    add_source_args(p)
+    p.add_argument("--group", required=True, metavar="GROUP", help="the group id")
+    p.add_argument("--topic", action="append", default=[], metavar="TOPIC", help="only this topic (repeat)")
+    p.add_argument("--since", type=time_arg, metavar="TIME", help="only commits at or after TIME")
+    p.add_argument("--until", type=time_arg, metavar="TIME", help="only commits at or before TIME")
+    p.add_argument("--flagged", action="store_true", help="only commits with a flag")
+    p.add_argument(
+        "--max-commits",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="keep at most the newest N selected commits in memory (default 1000000)",
+    )
+    p.add_argument("--log-dir", action="append", default=[], metavar="DIR", help="more log dirs for log ends")
+    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or csv")
+    p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
+    p.add_argument("--now", type=time_arg, metavar="TIME", help="the time ages are measured from")
+    p.set_defaults(func=run)
+
+
+def _window(args: argparse.Namespace):
+    """Which commits to keep while replaying: --topic, --since, --until (--flagged is applied at the
+    end, since a transactional commit is judged only when its marker arrives)."""
+
+    def keep(c: CommitEvent) -> bool:
+        if args.topic and c.topic not in args.topic:
+            return False
+        if args.since is not None and c.timestamp < args.since:
+            return False
+        return args.until is None or c.timestamp <= args.until
+
+    return keep
+
+
+class _LiveEnds:
+    """Log ends over ListOffsets, fetched once per topic (every partition of it) on first use."""
+
+    def __init__(self, config) -> None:
+        self._config = config
+        self._found: dict[tuple[str, int], PartitionOffsets] = {}
+        self._topics: set[str] = set()
+
+    def __call__(self, tp: tuple[str, int]) -> PartitionOffsets | None:
+        if tp[0] not in self._topics:
+            from coordinator_core.sources.live import LiveSource, LiveSourceError
+
+            self._topics.add(tp[0])
+            try:
+                with LiveSource(self._config, topic=tp[0]) as source:
+                    parts = source.partitions()
+            except LiveSourceError:
+                parts = [tp[1]]  # live_offsets then names the error per partition
+            self._found.update(live_offsets(self._config, {(tp[0], p) for p in parts}))
+        return self._found.get(tp)
+
+
+def _history(args: argparse.Namespace) -> CommitHistory:
+    partition = partition_for(args.group, args.num_partitions)
+    kw = {"offsets_partition": partition, "keep": _window(args), "max_commits": args.max_commits}
+    if args.bootstrap:
+        from coordinator_core.sources.live import LiveConfig, LiveSource
+
+        config = LiveConfig.resolve(args.bootstrap, args.client_config)
+        errors: list = []
+        with LiveSource(config, topic=args.offsets_topic) as source:
+            return replay_history(source.iter_batches(partition, errors), args.group, errors=errors,
+                                  log_offsets=_LiveEnds(config), **kw)
+    pdir = open_log_dir(args.path, partitions=[partition]).partitions[0]
+    dirs = [logdir_root(args.path), *args.log_dir]
+    errors = []
+    label = f"replaying __consumer_offsets-{partition}"
+    with Progress(label, total=len(pdir.segments), unit="segments") as pr:
+        def batches():
+            for seg in pdir.segments:
+                yield from iter_segment_batches(seg.path, partition=partition, errors=errors)
+                pr.advance(1, seg.size)
+
+        return replay_history(batches(), args.group, errors=errors,
+                              log_offsets=lambda tp: offline_offsets(dirs, [tp]).get(tp), **kw)
+
+
+def _selected(hist: CommitHistory, args: argparse.Namespace) -> list[CommitEvent]:
+    return [c for c in hist.commits if c.flags or not args.flagged]
+
+
+def _owner(c: CommitEvent) -> str:
+    if c.owner is not None:
+        return f"{c.owner.member_id}@{c.owner.host}"
+    return "no member (group empty)" if not c.members else "not assigned to any member"
+
+
+def _txn(c: CommitEvent) -> str:
+    return f"pid {c.producer_id} {c.outcome}" if c.transactional else "-"
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.path and not args.bootstrap:
+        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    if args.num_partitions <= 0:
+        return die(f"--num-partitions must be positive, got {args.num_partitions}")
+    if args.max_commits <= 0:
+        return die(f"--max-commits must be positive, got {args.max_commits}")
+    bad = check_log_dirs(args)
+    if bad is not None:
+        return bad
+    try:
+        hist = _history(args)
+    except LogDirError as exc:
+        return die(f"{exc} (group {args.group!r} lives in partition "
+                   f"{partition_for(args.group, args.num_partitions)} with --num-partitions "
+                   f"{args.num_partitions})")
+    except Exception as exc:
+        if type(exc).__name__ == "LiveSourceError":
+            return die(str(exc))
+        raise
+    now = args.now if args.now is not None else now_ms()
+    commits = _selected(hist, args)
+    if hist.dropped_commits:
+        selected = len(hist.commits) + hist.dropped_commits
+        print(f"offsetops: showing the newest {len(hist.commits)} of {selected} selected commits; narrow "
+              "with --since/--until/--topic or raise --max-commits", file=sys.stderr)
+    if args.format == "json":
+        print_json({
+            "group_id": hist.group_id,
+            "offsets_partition": hist.offsets_partition,
+            "records_read": hist.records_read,
+            "total_commits": hist.total_commits,
+            "dropped_commits": hist.dropped_commits,
+            "log_range": [hist.first_offset, hist.last_offset],
+            "summary": _summary(commits),
+            "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
+            "group_changes": [dict(g.to_json(), time=time_json(g.timestamp, now)) for g in hist.changes],
+            "errors": [e.to_dict() for e in hist.errors],
+        })
+    elif args.format == "csv":
+        write_csv(CSV_HEADERS, [
+            (c.record_offset, c.timestamp, iso_utc(c.timestamp), c.topic, c.partition, c.offset,
+             c.previous_offset, c.leader_epoch, c.metadata, c.transactional, c.producer_id, c.outcome,
+             c.generation, c.group_state, c.members, c.owner.member_id if c.owner else None,
+             c.owner.client_id if c.owner else None, c.owner.host if c.owner else None, " ".join(c.flags))
+            for c in commits
+        ])
+    else:
+        _print_text(hist, commits, now)
+    if hist.errors:
+        report_errors(hist.errors)
+    return 0
+
+
+def _summary(commits: list[CommitEvent]) -> dict[str, Any]:
+    return {
+        "commits": len(commits),
+        "rewinds": sum(REWIND in c.flags for c in commits),
+        "past_log_end": sum(PAST_LOG_END in c.flags for c in commits),
+        "not_assigned": sum(NOT_ASSIGNED in c.flags for c in commits),
+        "aborted": sum(c.outcome == "aborted" for c in commits),
+    }
+
+
+def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> None:
+    out = sys.stdout
+    s = _summary(commits)
+    out.write(
+        f"group {cell(hist.group_id)} in __consumer_offsets-{hist.offsets_partition}: {s['commits']} commits "
+        f"({hist.records_read} records read, log offsets {hist.first_offset}..{hist.last_offset}); "
+        f"{s['rewinds']} rewinds, {s['past_log_end']} past the log end, {s['not_assigned']} for "
+        f"partitions no member owned, {s['aborted']} aborted\n"
+    )
+    # The worst first: rewinds and outside commits answer "who moved my offsets".
+    for c in commits:
+        if REWIND in c.flags or PAST_LOG_END in c.flags:
+            what = "REWIND" if REWIND in c.flags else "PAST LOG END"
+            out.write(
+                f"  {what}: {cell(c.topic)}-{c.partition} "
+                f"{'first commit' if c.previous_offset is None else c.previous_offset} -> {c.offset} at "
+                f"{iso_utc(c.timestamp)} ({ago(c.timestamp, now)}) by {cell(_owner(c))}\n"
+            )
+    changes = iter(hist.changes)
+    pending = next(changes, None)
+    rows = []
+    for c in commits:
+        while pending is not None and pending.record_offset < c.record_offset:
+            what = f"generation {pending.generation}, {pending.state}, {len(pending.members)} members"
+            rows.append((pending.record_offset, iso_utc(pending.timestamp), "(group)", None, None, None, None,
+                         None, what, None))
+            pending = next(changes, None)
+        known = c.offset is not None and c.previous_offset is not None
+        delta = f"{c.offset - c.previous_offset:+d}" if known else None
+        rows.append((c.record_offset, iso_utc(c.timestamp), c.topic, c.partition,
+                     "tombstone" if c.offset is None else c.offset, delta, c.leader_epoch, _txn(c), _owner(c),
+                     " ".join(c.flags) or "-"))
+    if rows:
+        print_table(HEADERS, rows)
