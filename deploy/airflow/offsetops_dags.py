@@ -109,25 +109,34 @@ def send_alerts(
     run_url: str,
     table_dir: str = "",
     hours: float = 0.0,
+    now_ms: str = "0",
     dag_id: str = "",
     failed: str = "",
 ) -> str:
-    """One of the Dagster sensors' rules over a job's table, through ``SlackNotifier``.
+    """The Dagster alert sensor's evidence rules and lifecycle over a job's tables, through ``SlackNotifier``.
 
-    ``audit``: ``audit_alerts`` on ``cleaner_audit``; ``forecast``: ``forecast_alerts`` on
-    ``expiration_forecast``; ``failure``: ``failure_alert`` for the failed tasks of the DAG run.
+    ``audit``: ``cleaner_observations`` on ``cleaner_audit``; ``forecast``: ``offsets_observations`` on
+    ``tombstones``/``dead_groups``/``expiration_forecast``; both then ``advance`` the shared condition
+    state (open, escalate, resolve) exactly as ``evaluate_alerts`` does. ``failure``: ``failure_alert``.
     """
     import json
     import os
+    import time
 
     import pyarrow.parquet as pq
 
-    from assets.alerting import SlackNotifier
-    from assets.alerting.sensors import audit_alerts, failure_alert, forecast_alerts
-    from assets.expiration import _duration, _iso
+    from assets.alerting.blocks import AlertLinks, condition_blocks, condition_text
+    from assets.alerting.evidence import cleaner_observations, forget_long_lost, offsets_observations
+    from assets.alerting.lifecycle import advance, message_groups
+    from assets.alerting.model import Transition
+    from assets.alerting.notifier import OutgoingMessage, SlackNotifier
+    from assets.alerting.sensors import failure_alert
 
-    class Links:  # what the builders need of SlackResource: a link to the run
-        def run_url(self, _run_id: str) -> str:
+    class Links(AlertLinks):  # links go to the Airflow task log, not to a Dagster UI
+        def run(self, _run_id: str) -> str:
+            return run_url
+
+        def asset_partition(self, _asset: str, _partition: int) -> str:
             return run_url
 
     notifier = SlackNotifier(
@@ -141,42 +150,64 @@ def send_alerts(
         steps = [s for s in failed.split(",") if s]
         reason = f"failed task(s): {', '.join(steps)}; see the task logs"
         return notifier.send(failure_alert(dag_id, run_id, {}, reason, steps, run_url)).status.value
-    latest: dict[int, tuple[dict, str]] = {}
-    if rule == "audit":
-        # The per-partition metadata the cleaner_audit asset records, from the audit job's rows.
-        for row in pq.read_table(f"{table_dir}/cleaner_audit").to_pylist():
-            partition = row["offsets_partition"]
-            reasons = json.loads(row["audit_json"]).get("reasons", [])
-            meta = {
-                "partition_verdicts": {str(partition): row["verdict"]},
-                "findings": [{**r, "partition": partition} for r in reasons],
-                "max_dirty_ratio": row["dirty_ratio"],
+
+    def rows(table: str) -> list[dict]:
+        return pq.read_table(f"{table_dir}/{table}").to_pylist()
+
+    now = time.time()
+    with notifier.store.locked() as alert_state:
+        if rule == "audit":
+            # The per-partition metadata the cleaner_audit asset records, from the audit job's rows.
+            latest = {
+                r["offsets_partition"]: (
+                    {
+                        "partition_verdicts": {str(r["offsets_partition"]): r["verdict"]},
+                        "findings": json.loads(r["audit_json"]).get("reasons", []),
+                    },
+                    run_id,
+                )
+                for r in rows("cleaner_audit")
             }
-            latest[partition] = (meta, run_id)
-        alerts, scope = audit_alerts(latest, Links()), "audit:"
-    elif rule == "forecast":
-        # The groups_at_risk metadata the expiration_plan asset records, soonest expiry first.
-        at_risk: dict[int, dict[str, dict]] = {}
-        rows = pq.read_table(f"{table_dir}/expiration_forecast").to_pylist()
-        for row in sorted(rows, key=lambda r: r["expires_at"]):
-            entry = at_risk.setdefault(row["offsets_partition"], {}).setdefault(
-                row["group_id"],
-                {
-                    "group_id": row["group_id"],
-                    "partition": row["offsets_partition"],
-                    "offsets": 0,
-                    "first_expiry_in": _duration(row["expires_in_ms"]),
-                    "first_expiry_at": _iso(row["expires_at"]),
-                },
+            observations = cleaner_observations(latest)
+        elif rule == "forecast":
+            # The per-partition plan documents the expiration_plan asset writes, from the expire job's rows.
+            plans: dict[int, dict] = {}
+            for table, key in (
+                ("tombstones", "tombstones"),
+                ("dead_groups", "dead_groups"),
+                ("expiration_forecast", "forecast"),
+            ):
+                for r in rows(table):
+                    doc = plans.setdefault(
+                        r["offsets_partition"],
+                        {
+                            "partition": r["offsets_partition"],
+                            "run_id": run_id,
+                            "now_ms": int(now_ms),
+                            "forecast_horizon_ms": int(hours * 3_600_000),
+                            "tombstones": [],
+                            "dead_groups": [],
+                            "forecast": [],
+                        },
+                    )
+                    doc[key].append(r)
+            observations = offsets_observations(plans, alert_state.conditions, {})
+        else:
+            raise ValueError(f"unknown alert rule {rule!r}")
+        changes = advance(alert_state.conditions, observations, now)
+        forget_long_lost(alert_state.conditions, now)
+        queued = notifier.queue(
+            OutgoingMessage(
+                "recovery" if group[0].transition is Transition.RESOLVED else "alert",
+                ",".join(c.observation.key for c in group),
+                condition_text(group),
+                condition_blocks(group, Links(dagster_url=run_url), now),
+                {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
             )
-            entry["offsets"] += 1
-        for p, groups in at_risk.items():
-            latest[p] = ({"groups_at_risk": list(groups.values()), "forecast_horizon_hours": hours}, run_id)
-        alerts, scope = forecast_alerts(latest, Links()), "expiration:"
-    else:
-        raise ValueError(f"unknown alert rule {rule!r}")
-    results = notifier.reconcile(alerts, scope=scope)
-    return ", ".join(f"{r.kind} {r.status.value}" for r in results) or "nothing firing"
+            for group in message_groups(changes)
+        )
+    results = notifier.deliver(queued)
+    return ", ".join(f"{r.kind} {r.status.value}" for r in results) or "nothing changed"
 
 
 def external(task_id: str, rule: str, trigger_rule: str = "all_success", **kwargs: object):
@@ -270,6 +301,7 @@ with _dag(
         "alert_forecast",
         "forecast",
         table_dir=job_dir("expire"),
+        now_ms=NOW_MS,
         hours=FORECAST_HOURS,
     )
     expire >> alert
