@@ -9,8 +9,9 @@
 Every DAG ends with ``page_failures`` (runs only when a task failed). Nothing here reimplements
 offsetops: the Spark tasks ``spark-submit`` the ``pipelines/`` jobs exactly as docs/pipelines.md says
 (``--py-files`` zip), and the alert tasks run in the offsetops environment (``ExternalPythonOperator``)
-and call the Dagster sensors' own alert builders (``audit_alerts``, ``forecast_alerts``,
-``failure_alert``) and ``SlackNotifier`` (dedupe, RESOLVED messages, outbox). Airflow's environment
+and call the Dagster alert sensor's own evidence rules and condition lifecycle
+(``cleaner_observations``, ``offsets_observations``, ``advance``), ``failure_alert`` and
+``SlackNotifier`` (durable queue, RESOLVED messages, outbox). Airflow's environment
 needs only Airflow; offsetops lives in its own venv, named by ``OFFSETOPS_PYTHON``.
 
 Settings (environment of the scheduler and workers, read when the DAG file is parsed):
