@@ -309,9 +309,11 @@ def _executor(
         return SegmentExecutor(source.log_dir, out, semantics="scala" if coordinator == "legacy" else "java")
     from coordinator_core.tombstones.admin import AdminExecutor
 
-    if not source.bootstrap_servers:
-        raise Failure("admin mode talks to the cluster; OffsetsSourceResource.bootstrap_servers is not set")
-    return AdminExecutor(source.bootstrap_servers)
+    if not source.is_live:
+        raise Failure(
+            "admin mode talks to the cluster; set OffsetsSourceResource.bootstrap_servers or client_config"
+        )
+    return AdminExecutor(source.kafka_config())
 
 
 @asset(
@@ -330,9 +332,11 @@ def tombstone_execution(
     state: StateResource,
 ) -> MaterializeResult:
     """Apply (or, by default, only count) the latest plan's tombstones for this run's partitions."""
+    from coordinator_core.kafka_client import KafkaClientError
     from coordinator_core.tombstones.journal import JournalError
     from coordinator_core.tombstones.runner import (
         ExecutorRefused,
+        RunStopped,
         open_or_create_journal,
         plan_document,
         run_journal,
@@ -368,8 +372,11 @@ def tombstone_execution(
             executor.close()
             raise
         report = run_journal(journal, executor, resumed=resumed, verify=config.verify)
-    except (JournalError, ExecutorRefused, ValueError) as exc:
-        raise Failure(f"tombstone execution refused: {exc}") from exc
+    except RunStopped as exc:
+        # One line, no traceback: the cluster is gone and the journal is ready to resume.
+        raise Failure(f"tombstone execution stopped: {exc}; rematerialize to resume") from None
+    except (JournalError, ExecutorRefused, ValueError, KafkaClientError) as exc:
+        raise Failure(f"tombstone execution refused: {exc}") from None
     doc = report.to_json()
     path = write_json(state.reports_path / "expiration" / f"execution-{report.plan_id}.json", doc)
     outcomes = report.outcomes

@@ -95,7 +95,7 @@ def _inventory_uri(spark: "SparkSession", log_dir: str, partitions: list[int]) -
 def _inventory_live(source: OffsetsSourceResource, partitions: list[int]) -> dict[int, dict[str, Any]]:
     from coordinator_core.sources.live import LiveSource
 
-    with LiveSource(source.live_config(), topic=source.topic) as live:
+    with LiveSource(source.kafka_config(), topic=source.topic) as live:
         present = [p for p in partitions if p in set(live.partitions())]
         start = live.start_offsets(present) if present else {}
         end = live.end_offsets(present) if present else {}
@@ -141,14 +141,16 @@ def raw_segments(
     state: StateResource,
 ) -> MaterializeResult:
     """Inventory the partitions of this run; a partition absent from the source is listed as absent."""
+    from coordinator_core.kafka_client import KafkaClientError
     from coordinator_core.sources.logdir import LogDirError
 
     partitions = run_partitions(context)
     state.ensure()
     try:
         inventory = segment_inventory(offsets_source, partitions, spark)
-    except LogDirError as exc:
-        raise Failure(str(exc)) from exc
+    except (LogDirError, KafkaClientError) as exc:
+        # One line naming the cluster and the reason (never a secret), not a traceback.
+        raise Failure(str(exc)) from None
     path = state.reports_path / INVENTORY_FILE
     merged = _merge_partitions(path, inventory, source=offsets_source.describe())
     write_json(path, merged)
@@ -349,6 +351,7 @@ def coordinator_cache(
     state: StateResource,
 ) -> MaterializeResult:
     """Run the Spark reload for this run's partitions and publish them into the canonical tables."""
+    from coordinator_core.kafka_client import KafkaClientError
     from pipelines.source import InputPathError
 
     partitions = run_partitions(context)
@@ -363,6 +366,8 @@ def coordinator_cache(
         publish_tables(session, tables, state, partitions)
     except InputPathError as exc:
         raise Failure(f"reload of {offsets_source.describe()} failed: {exc}") from exc
+    except KafkaClientError as exc:
+        raise Failure(f"reload failed: {exc}") from None
     finally:
         _delete(session, staging)
     elapsed = time.perf_counter() - started

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from assets.alerting import SlackNotifier
     from assets.alerting.blocks import AlertLinks
-    from coordinator_core.sources.live import LiveConfig
+    from coordinator_core.kafka_client import KafkaClientConfig
     from coordinator_core.sources.logdir import LogDir
 
 DEPLOYMENTS = ("local", "cluster")
@@ -109,7 +109,10 @@ OFFSETS_PARTITIONS = offsets_partitions_def(NUM_PARTITIONS)
 class OffsetsSourceResource(ConfigurableResource):
     """Where ``__consumer_offsets`` is read from: a broker log dir, or a live cluster.
 
-    With ``bootstrap_servers`` the reload fetches from the brokers (live mode); a ``log_dir`` given as
+    With ``bootstrap_servers`` or ``client_config`` the reload fetches from the brokers (live mode), and
+    the admin tombstone executor talks to the same cluster with the same settings
+    (:meth:`kafka_config`: the ``OFFSETOPS_*`` environment, then ``client_config``, then
+    ``bootstrap_servers``; SASL and TLS included, secrets never shown); a ``log_dir`` given as
     well (a broker's data volume) still feeds the segment inventory and the cleaner audit, which read
     files. ``as_of_ms`` evaluates time-based rules as of that instant (a copied snapshot); by default
     the wall clock.
@@ -118,7 +121,9 @@ class OffsetsSourceResource(ConfigurableResource):
     log_dir: str | None = Field(default=None, description="Broker log dir, or one __consumer_offsets-N dir.")
     bootstrap_servers: str | None = Field(default=None, description="host:port[,host:port] for live mode.")
     client_config: str | None = Field(
-        default=None, description="Kafka client.properties for live mode (SASL/SSL)."
+        default=None,
+        description="Kafka client.properties for live mode (bootstrap.servers, security.protocol, SASL, "
+        "TLS); OFFSETOPS_* variables fill what it leaves out.",
     )
     topic: str = Field(
         default="__consumer_offsets",
@@ -135,10 +140,18 @@ class OffsetsSourceResource(ConfigurableResource):
 
     @model_validator(mode="after")
     def _one_source(self) -> OffsetsSourceResource:
-        if not (self.log_dir or "").strip() and not (self.bootstrap_servers or "").strip():
+        if not (self.log_dir or "").strip() and not self.is_live:
             raise ValueError(
-                "set log_dir (a broker log dir) or bootstrap_servers (live mode); both are empty"
+                "set log_dir (a broker log dir), or bootstrap_servers / client_config (live mode); "
+                "all are empty"
             )
+        if self.is_live:
+            from coordinator_core.kafka_client import ClientConfigError
+
+            try:  # a bad client config fails when the code location loads, not at the first run
+                self.kafka_config()
+            except ClientConfigError as exc:
+                raise ValueError(str(exc)) from None
         return self
 
     @field_validator("bootstrap_servers")
@@ -154,20 +167,21 @@ class OffsetsSourceResource(ConfigurableResource):
 
     @property
     def is_live(self) -> bool:
-        return bool(self.bootstrap_servers)
+        return bool(self.bootstrap_servers or (self.client_config or "").strip())
 
     def describe(self) -> str:
-        return f"bootstrap {self.bootstrap_servers}" if self.is_live else f"log dir {self.log_dir}"
+        if not self.is_live:
+            return f"log dir {self.log_dir}"
+        return f"bootstrap {self.bootstrap_servers or self.kafka_config().bootstrap_servers}"
 
     def now_ms(self) -> int:
         return self.as_of_ms if self.as_of_ms is not None else int(time.time() * 1000)
 
-    def live_config(self) -> LiveConfig:
-        """Client settings for live mode: ``client_config`` when set, else the ``OFFSETOPS_*`` environment
-        (SASL and SSL included)."""
-        from coordinator_core.sources.live import LiveConfig
+    def kafka_config(self) -> KafkaClientConfig:
+        """The Kafka client configuration of live mode, for every client the assets build."""
+        from coordinator_core.kafka_client import KafkaClientConfig
 
-        return LiveConfig.resolve(self.bootstrap_servers, self.client_config)
+        return KafkaClientConfig.resolve(self.bootstrap_servers, self.client_config)
 
     def open_log_dir(self) -> LogDir:
         """The configured log dir, opened (raises ``LogDirError`` naming the path when unusable)."""
@@ -189,7 +203,7 @@ class OffsetsSourceResource(ConfigurableResource):
         if self.is_live:
             from coordinator_core.sources.live import LiveSource
 
-            with LiveSource(self.live_config(), topic=self.topic) as source:
+            with LiveSource(self.kafka_config(), topic=self.topic) as source:
                 present = set(source.partitions())
                 return [
                     load_partition_from(
@@ -472,10 +486,11 @@ def build_resources(
         )
     log_dir = env.get(ENV_LOG_DIR) or None
     bootstrap = env.get(ENV_BOOTSTRAP) or None
+    client_config = env.get(ENV_CLIENT_CONFIG) or None
     output_dir = env.get(ENV_OUTPUT_DIR) or None
     master = env.get(ENV_SPARK_MASTER) or None
     if deployment == "local":
-        if not log_dir and not bootstrap:
+        if not log_dir and not bootstrap and not client_config:
             log_dir = DEFAULT_LOCAL_LOG_DIR
         output_dir = output_dir or DEFAULT_OUTPUT_DIR
         master = master or "local[*]"
@@ -483,8 +498,8 @@ def build_resources(
         missing = [
             name for name, value in ((ENV_SPARK_MASTER, master), (ENV_OUTPUT_DIR, output_dir)) if not value
         ]
-        if not log_dir and not bootstrap:
-            missing.append(f"{ENV_LOG_DIR} or {ENV_BOOTSTRAP}")
+        if not log_dir and not bootstrap and not client_config:
+            missing.append(f"{ENV_LOG_DIR} or {ENV_BOOTSTRAP} (or {ENV_CLIENT_CONFIG})")
         if missing:
             raise DeploymentConfigError(f"{ENV_DEPLOYMENT}=cluster needs {', '.join(missing)}")
 
@@ -493,6 +508,7 @@ def build_resources(
         {
             "log_dir": ENV_LOG_DIR,
             "bootstrap_servers": ENV_BOOTSTRAP,
+            "client_config": ENV_CLIENT_CONFIG,
             "topic": ENV_TOPIC,
             "num_partitions": ENV_NUM_PARTITIONS,
             "semantics": ENV_SEMANTICS,
@@ -500,7 +516,7 @@ def build_resources(
         },
         log_dir=log_dir,
         bootstrap_servers=bootstrap,
-        client_config=env.get(ENV_CLIENT_CONFIG) or None,
+        client_config=client_config,
         topic=env.get(ENV_TOPIC) or "__consumer_offsets",
         num_partitions=num_partitions_from_env(env),
         semantics=env.get(ENV_SEMANTICS) or None,

@@ -78,7 +78,7 @@ def cache_validation(
         session,
         tables,
         log_dir=offsets_source.log_dir,
-        live=offsets_source.live_config() if offsets_source.is_live else None,
+        live=offsets_source.kafka_config() if offsets_source.is_live else None,
         topic=offsets_source.topic,
     )
     report = validate_cache(

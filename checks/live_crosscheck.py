@@ -11,7 +11,7 @@ ListOffsets of the data partitions gives [log start, log end] for each committed
 (:func:`live_log_ranges`); :func:`log_dir_log_ranges` gives the same offline from the data topics'
 partition dirs of the broker log dir.
 
-Every Kafka connection is built from :class:`coordinator_core.sources.live.LiveConfig`.
+Every Kafka connection is built from :class:`coordinator_core.kafka_client.KafkaClientConfig`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from coordinator_core.errors import DecodeError
+from coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError, check_connection
 from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.schema import OffsetCommitKey, decode_key, decode_offset_commit_value
-from coordinator_core.sources.live import CONSUMER_OFFSETS, LiveConfig, LiveSource, LiveSourceError
+from coordinator_core.sources.live import CONSUMER_OFFSETS, LiveSource, LiveSourceError
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 
 logger = logging.getLogger(__name__)
@@ -76,18 +77,18 @@ class CachedOffset:
     record_offset: int | None
 
 
-def _admin(config: LiveConfig) -> Any:
+def _admin(config: KafkaClientConfig) -> Any:
     from kafka.admin import KafkaAdminClient
 
-    # The one client configuration; the admin client takes a subset of the raw client's settings.
-    kwargs = {k: v for k, v in config.client_kwargs().items() if k in KafkaAdminClient.DEFAULT_CONFIG}
+    # The one client configuration: the cluster is reached once, bounded, before kafka-python tries.
+    check_connection(config)
     try:
-        return KafkaAdminClient(**kwargs)
+        return KafkaAdminClient(**config.client_kwargs(KafkaAdminClient, client_id="offsetops-crosscheck"))
     except Exception as exc:  # kafka-python raises several unrelated types when a cluster is unreachable
-        raise LiveSourceError(f"cannot reach Kafka at {config.bootstrap_servers}: {exc}") from None
+        raise LiveSourceError(config.redact(f"cannot reach {config.describe()}: {exc}")) from None
 
 
-def fetch_committed(config: LiveConfig, groups: Iterable[str]) -> dict[str, dict[TopicPartition, int]]:
+def fetch_committed(config: KafkaClientConfig, groups: Iterable[str]) -> dict[str, dict[TopicPartition, int]]:
     """OffsetFetch per group (all partitions): ``{group: {(topic, partition): offset}}``."""
     admin = _admin(config)
     out: dict[str, dict[TopicPartition, int]] = {}
@@ -106,7 +107,7 @@ def fetch_committed(config: LiveConfig, groups: Iterable[str]) -> dict[str, dict
     return out
 
 
-def describe_groups(config: LiveConfig, groups: Iterable[str]) -> dict[str, dict[str, Any]] | None:
+def describe_groups(config: KafkaClientConfig, groups: Iterable[str]) -> dict[str, dict[str, Any]] | None:
     """DescribeGroups: ``{group: {"state", "protocol_type", "protocol", "members"}}``.
 
     None when kafka-python cannot parse the broker's answer (Tansu sets authorized-operation bits no
@@ -134,7 +135,7 @@ def describe_groups(config: LiveConfig, groups: Iterable[str]) -> dict[str, dict
 
 
 def later_commits(
-    config: LiveConfig,
+    config: KafkaClientConfig,
     start_offsets: Mapping[int, int],
     *,
     keys: set[OffsetKey] | None = None,
@@ -290,7 +291,7 @@ def compare_groups(
 
 
 def cross_check(
-    config: LiveConfig,
+    config: KafkaClientConfig,
     cached: list[CachedOffset],
     cached_groups: Mapping[str, Mapping[str, Any]],
     *,
@@ -346,7 +347,7 @@ class LogRange:
         return asdict(self)
 
 
-def live_log_ranges(config: LiveConfig, partitions: Iterable[TopicPartition]) -> list[LogRange]:
+def live_log_ranges(config: KafkaClientConfig, partitions: Iterable[TopicPartition]) -> list[LogRange]:
     """ListOffsets earliest/latest of each data partition (topics that do not exist are skipped)."""
     by_topic: dict[str, set[int]] = {}
     for topic, p in partitions:
@@ -356,7 +357,7 @@ def live_log_ranges(config: LiveConfig, partitions: Iterable[TopicPartition]) ->
         with LiveSource(config, topic=topic) as source:
             try:
                 present = sorted(wanted & set(source.partitions()))
-            except LiveSourceError:
+            except KafkaClientError:
                 continue  # deleted topic: its committed offsets are for the expiration plan, not here
             if not present:
                 continue

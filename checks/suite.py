@@ -52,7 +52,8 @@ from checks.live_crosscheck import (
     log_dir_log_ranges,
 )
 from checks.report import ExpectationOutcome, ValidationReport, write_summary
-from coordinator_core.sources.live import CONSUMER_OFFSETS, LiveConfig, LiveSourceError
+from coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError
+from coordinator_core.sources.live import CONSUMER_OFFSETS
 
 logger = logging.getLogger(__name__)
 
@@ -278,7 +279,7 @@ def offset_log_ranges_table(spark: SparkSession, offsets: DataFrame, ranges: lis
 def live_crosscheck_table(
     spark: SparkSession,
     tables: Mapping[str, DataFrame],
-    config: LiveConfig,
+    config: KafkaClientConfig,
     *,
     topic: str = CONSUMER_OFFSETS,
 ) -> DataFrame:
@@ -305,7 +306,7 @@ def live_crosscheck_table(
     }
     try:
         rows = [r.to_row() for r in cross_check(config, cached, groups, topic=topic)]
-    except LiveSourceError as exc:
+    except KafkaClientError as exc:
         logger.warning("live cross-check: %s", exc)
         rows = [CrossCheckRow("cluster", None, "", None, None, None, None, UNREACHABLE, str(exc)).to_row()]
     names = LIVE_CROSSCHECK_SCHEMA.fieldNames()
@@ -317,7 +318,7 @@ def operator_check_tables(
     tables: Mapping[str, DataFrame],
     *,
     log_dir: str | None = None,
-    live: LiveConfig | None = None,
+    live: KafkaClientConfig | None = None,
     topic: str = CONSUMER_OFFSETS,
 ) -> dict[str, DataFrame]:
     """The extra tables the operator checks need, from whatever is configured.
@@ -336,7 +337,7 @@ def operator_check_tables(
     if live is not None:
         try:
             ranges = live_log_ranges(live, keys)
-        except LiveSourceError as exc:
+        except KafkaClientError as exc:
             logger.warning("ListOffsets of the data partitions: %s", exc)
         out["live_crosscheck"] = live_crosscheck_table(spark, tables, live, topic=topic)
     else:

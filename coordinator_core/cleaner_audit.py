@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from coordinator_core.cleaner.broker_log import BrokerLogReport, CleanerEvent
-from coordinator_core.cleaner.config import CleanerConfig, LiveConfig
+from coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
 from coordinator_core.cleaner.history import AuditHistory, PartitionSnapshot, Progress
 from coordinator_core.cleaner.metrics import CleanerMetrics
 from coordinator_core.errors import DecodeError, OffsetsDecodeException
@@ -1193,7 +1193,7 @@ class CleanerAudit:
     verdict: str
     metrics: CleanerMetrics | None = None
     broker_log: BrokerLogReport | None = None
-    live: LiveConfig | None = None
+    live: ClusterConfig | None = None
     history_file: str | None = None
     notes: list[str] = field(default_factory=list)
     failures: list[PartitionFailure] = field(default_factory=list)
@@ -1242,7 +1242,7 @@ def audit_log_dir(
     partitions: list[int] | None = None,
     metrics: CleanerMetrics | None = None,
     broker_log: BrokerLogReport | None = None,
-    live: LiveConfig | None = None,
+    live: ClusterConfig | None = None,
     state_dir: str | os.PathLike[str] | None = None,
     record_history: bool = True,
     verify_crc: bool = True,

@@ -172,7 +172,8 @@ def live_offsets(config: Any, wanted: Iterable[TopicPartition]) -> dict[TopicPar
     A topic that cannot be read (deleted, not authorized) is reported per partition in ``note``,
     never dropped silently.
     """
-    from coordinator_core.sources.live import LiveSource, LiveSourceError
+    from coordinator_core.kafka_client import KafkaClientError
+    from coordinator_core.sources.live import LiveSource
 
     by_topic: dict[str, list[int]] = {}
     for topic, part in sorted(set(wanted)):
@@ -185,7 +186,7 @@ def live_offsets(config: Any, wanted: Iterable[TopicPartition]) -> dict[TopicPar
                 present = [p for p in parts if p in existing]
                 ends = source.end_offsets(present) if present else {}
                 starts = source.start_offsets(present) if present else {}
-        except LiveSourceError as exc:
+        except KafkaClientError as exc:
             for p in parts:
                 out[(topic, p)] = PartitionOffsets(None, None, SOURCE_LIST_OFFSETS, str(exc))
             continue

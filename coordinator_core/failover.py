@@ -38,9 +38,7 @@ DEFAULT_SLOW_MS = 10_000  # a 10 s COORDINATOR_LOAD_IN_PROGRESS stall is what co
 _MIN_SAMPLE_MS = 200
 _MIN_SAMPLE_BYTES = 256 * 1024
 
-_SCALA = re.compile(
-    r"Finished loading offsets and group metadata from (\S+?)-(\d+) in (\d+) milliseconds"
-)
+_SCALA = re.compile(r"Finished loading offsets and group metadata from (\S+?)-(\d+) in (\d+) milliseconds")
 _JAVA = re.compile(
     r"Finished loading of metadata from (\S+?)-(\d+) with epoch (-?\d+) in (\d+)\s*ms"
     r"(?:.*?Loaded (\d+) records which total to (\d+) bytes)?"

@@ -175,7 +175,7 @@ class _Membership:
             self.members.append(owner)
             if (v.protocol_type or "") == "consumer":
                 asg = decode_assignment(m.assignment)
-                for topic, parts in (asg.partitions.items() if asg is not None else ()):
+                for topic, parts in asg.partitions.items() if asg is not None else ():
                     for p in parts:
                         self.owners[(topic, p)] = owner
         self.state = "Stable" if self.members else "Empty"
@@ -328,10 +328,16 @@ def replay_history(
                 else:
                     continue
             except (SchemaError, ValueError) as exc:
-                hist.errors.append(DecodeError(
-                    getattr(exc, "kind", "corrupt_record"), str(exc), getattr(batch, "file", None),
-                    offsets_partition, batch.position, off,
-                ))
+                hist.errors.append(
+                    DecodeError(
+                        getattr(exc, "kind", "corrupt_record"),
+                        str(exc),
+                        getattr(batch, "file", None),
+                        offsets_partition,
+                        batch.position,
+                        off,
+                    )
+                )
                 continue
             last_change = _note_change(hist, members, last_change, off, ts)
         if kip848_at is not None:

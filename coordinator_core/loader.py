@@ -13,6 +13,8 @@ the same cache as one sequential fold (the Spark job splits large partitions thi
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import mmap
 import os
 import time
@@ -38,8 +40,8 @@ from coordinator_core.records.batch import (
     RecordBatch,
     _varint,
 )
-from coordinator_core.records.compression import CompressionError, decompress
-from coordinator_core.records.reader import read_batches
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES, CompressionError, decompress
+from coordinator_core.records.reader import Scan, page_release, read_entry
 from coordinator_core.schema import (
     GroupKey,
     GroupMetadataKey,
@@ -54,6 +56,7 @@ from coordinator_core.schema import (
     decode_subscription,
     decode_value,
 )
+from coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
 
 # An entry is (record_offset, batch_base_offset, batch_position, value-or-None-for-tombstone).
 Entry = tuple[int, int, int, bytes | None]
@@ -105,6 +108,8 @@ class PartitionFold:
     # value replayed for it that did not survive.
     created: dict[bytes, int] = field(default_factory=dict)
     stats: LoadStats = field(default_factory=LoadStats)
+    # Record offsets whose value failed the validation pass (already reported; see value_check).
+    invalid_values: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.semantics not in SEMANTICS:
@@ -173,9 +178,39 @@ class PartitionFold:
                 tombs += 1
                 if java:
                     self._tombstone(key, off, rtype)
+            elif rtype != 1 or not offset_commit_value_ok(value):
+                self._check_value(rtype, value, off, getattr(batch, "file", None), pos)
             latest[key] = (off, base, pos, value)
         self.stats.records += n
         self.stats.tombstones += tombs
+
+    def _offset_order(self, file: str | None, position: int, base_offset: int, prev_last: int) -> None:
+        """Offsets in a segment only increase (``LogSegment``'s offset index rejects anything else); the
+        base offset is outside the batch CRC, so a corrupt one is only seen here."""
+        self.stats.errors.append(
+            DecodeError(
+                "offset_order",
+                f"batch base offset {base_offset} is not after the previous batch's last offset {prev_last}",
+                file,
+                self.partition,
+                position,
+                base_offset,
+            )
+        )
+
+    def _check_value(self, rtype: int, value: bytes, off: int, file: str | None, pos: int) -> None:
+        """The validation pass (``value_check``): report a value the broker could not have decoded."""
+        if rtype < 0 or (rtype > 2 and self.semantics == "scala"):
+            # A key too short for a type is reported with the key; the Scala coordinator (up to 3.x)
+            # knows record types 0-2 only and skips the others unread.
+            return
+        problem = value_error(rtype, value)
+        if problem is not None:
+            self.invalid_values.add(off)
+            kind, reason = problem
+            self.stats.errors.append(
+                DecodeError(kind, f"{value_label(rtype)}: {reason}", file, self.partition, pos, off)
+            )
 
     def _flush_types(self) -> None:
         small = self._small_types
@@ -289,6 +324,17 @@ class PartitionFold:
                 tombs += 1
                 if self.semantics == "java":
                     self._tombstone(key, off, rtype)
+            elif (
+                # Inlined for an OffsetCommitValue v3 (nearly every record since Kafka 2.1): version, a
+                # non-negative metadata length that fits. Anything else takes the full check.
+                rtype != 1
+                or len(value) < 24
+                or value[1] != 3
+                or value[0]
+                or value[14] > 0x7F
+                or len(value) < 24 + ((value[14] << 8) | value[15])
+            ) and (rtype != 1 or not offset_commit_value_ok(value)):
+                self._check_value(rtype, value, off, file, batch_pos)
             latest[key] = (off, base_offset, batch_pos, value)
         if tombs:
             self.stats.tombstones += tombs
@@ -304,16 +350,21 @@ class PartitionFold:
         start_position: int = 0,
         verify_crc: bool = True,
         release=None,
+        scan: Scan | None = None,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     ) -> None:
         """Fold a buffer of concatenated batches (a whole segment, or a Fetch response).
 
-        Plain uncompressed magic-2 batches, nearly all of an offsets topic, are walked here without
-        building batch objects; every other batch, and anything malformed, goes through
-        :func:`read_batches`, so errors are reported exactly as the general reader reports them.
+        Plain magic-2 batches, nearly all of an offsets topic, are walked here without building batch
+        objects; every other entry, and anything malformed, goes through the reader's
+        :func:`~coordinator_core.records.reader.read_entry`, so errors, resyncs and zero tails are
+        reported exactly as the general reader reports them.
         """
         stats = self.stats
         if isinstance(data, memoryview):
             data = data.tobytes()  # keys must come out as bytes (dict keys), not views
+        if scan is None:
+            scan = Scan(release=release)
         mv = memoryview(data)
         end = len(data)
         pos = 0
@@ -325,11 +376,13 @@ class PartitionFold:
         fold_v2 = self._fold_v2
         n_batches = n_bytes = n_records = 0
         last = None
+        prev_last = -1  # the last offset of the previous batch of this buffer: offsets only increase
+        legacy = False
+        report = stats.errors.append
         while pos < end:
-            if release is not None and pos >= next_release:
-                release(pos)
+            if pos >= next_release:
+                scan.done_with(pos)
                 next_release = pos + _RELEASE_EVERY
-            total = 0
             if end - pos >= V2_HEADER_SIZE and data[pos + _MAGIC_AT] == 2:
                 (base_offset, size, _ple, _m, crc, attrs, lod, _bts, _mts, _pid, _ep, _seq, count) = unpack(
                     data, pos
@@ -337,7 +390,7 @@ class PartitionFold:
                 total = LOG_OVERHEAD + size
                 if (
                     not attrs & _SLOW_ATTRS
-                    and size >= _V2_MIN_SIZE
+                    and _V2_MIN_SIZE <= size <= max_batch_bytes
                     and pos + total <= end
                     and count >= 0
                     and lod >= 0
@@ -351,7 +404,9 @@ class PartitionFold:
                     codec = attrs & _CODEC_MASK
                     if codec:
                         try:
-                            body = decompress(codec, mv[pos + V2_HEADER_SIZE : pos + total])
+                            body = decompress(
+                                codec, mv[pos + V2_HEADER_SIZE : pos + total], limit=max_batch_bytes
+                            )
                         except CompressionError:
                             body = None  # the general reader reports it below
                         folded = body is not None and fold_v2(
@@ -368,22 +423,18 @@ class PartitionFold:
                             file,
                         )
                     if folded:
+                        if base_offset <= prev_last:
+                            self._offset_order(file, start_position + pos, base_offset, prev_last)
+                        prev_last = base_offset + lod
                         n_records += count
                         n_batches += 1
                         n_bytes += total
                         last = base_offset + lod
                         pos += total
                         continue
-            elif end - pos >= LOG_OVERHEAD:
-                total = LOG_OVERHEAD + int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
-            if total > LOG_OVERHEAD and pos + total <= end:
-                # One well-framed batch the fast path does not take (compressed, transactional,
-                # control, legacy magic, bad CRC, corrupt records).
-                chunk, stop = bytes(mv[pos : pos + total]), pos + total
-            else:
-                # The framing is lost (truncated tail, bad length, unknown magic, padding): the
-                # general reader takes the rest and reports it.
-                chunk, stop = bytes(mv[pos:end]), end
+            # Anything the fast path does not take (compressed, transactional, control, legacy magic,
+            # bad CRC, corrupt records) or cannot frame (truncated tail, bad length, unknown magic,
+            # zero-filled region): one entry through the reader, which reports it and says where to go on.
             if last is not None:
                 stats.batches += n_batches
                 stats.bytes += n_bytes
@@ -391,25 +442,37 @@ class PartitionFold:
                 stats.last_offset = last
                 n_batches = n_bytes = n_records = 0
                 last = None
-            saved = stats.segments
-            for batch in read_batches(
-                chunk,
+            batch, nxt = read_entry(
+                data,
+                pos,
+                end,
+                base=start_position,
                 file=file,
                 partition=partition,
-                start_position=start_position + pos,
-                errors=stats.errors,
+                report=report,
                 verify_crc=verify_crc,
-            ):
+                max_batch_bytes=max_batch_bytes,
+                scan=scan,
+                legacy=legacy,
+            )
+            if batch is not None:
+                if batch.base_offset <= prev_last:
+                    self._offset_order(file, batch.position, batch.base_offset, prev_last)
+                prev_last = max(prev_last, batch.last_offset)
+                legacy = legacy or batch.magic < 2
+                saved = stats.segments
                 self.add_batch(batch)
-            stats.segments = saved
-            pos = stop
+                stats.segments = saved
+            pos = nxt
         if last is not None:
             stats.batches += n_batches
             stats.bytes += n_bytes
             stats.records += n_records
             stats.last_offset = last
 
-    def add_segment(self, path, *, verify_crc: bool = True) -> None:
+    def add_segment(
+        self, path, *, verify_crc: bool = True, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    ) -> None:
         """Fold one ``.log`` file, memory-mapped; folded pages are released as the walk goes on."""
         file = str(path)
         try:
@@ -418,19 +481,22 @@ class PartitionFold:
             self.stats.errors.append(DecodeError("io", f"cannot open: {exc}", file, self.partition))
             return
         with fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0:
-                self.stats.segments += 1
+            try:
+                size = os.fstat(fh.fileno()).st_size
+                if size == 0:
+                    self.stats.segments += 1
+                    return
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as exc:
+                self.stats.errors.append(DecodeError("io", f"cannot read: {exc}", file, self.partition, 0))
                 return
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-
-                def release(upto: int) -> None:
-                    # Pages already folded are clean file pages; dropping them keeps RSS flat.
-                    page = upto - upto % mmap.PAGESIZE
-                    if page > 0 and hasattr(mm, "madvise"):
-                        mm.madvise(mmap.MADV_DONTNEED, 0, page)
-
-                self.add_buffer(mm, file=file, verify_crc=verify_crc, release=release)
+            try:
+                scan = Scan(fh.fileno(), page_release(mm))
+                self.add_buffer(
+                    mm, file=file, verify_crc=verify_crc, scan=scan, max_batch_bytes=max_batch_bytes
+                )
+            finally:
+                _close_map(mm)
 
     def _add_transactional(self, batch: RecordBatch) -> None:
         pid = batch.producer_id
@@ -449,6 +515,8 @@ class PartitionFold:
                 key = _OFFSET_PREFIX + key[2:]
             if value is None:
                 self.stats.tombstones += 1
+            elif rtype != 1 or not offset_commit_value_ok(value):
+                self._check_value(rtype, value, off, batch.file, pos)
             if rtype <= 1:
                 if value is None and self.semantics == "scala":
                     pending.pop(key, None)
@@ -571,6 +639,7 @@ class PartitionFold:
         if o.last_offset is not None:
             s.last_offset = o.last_offset
         s.errors.extend(o.errors)
+        self.invalid_values |= later.invalid_values
         return self
 
     # -- materializing ---------------------------------------------------------------------------
@@ -603,6 +672,8 @@ class _Materializer:
         )
 
     def _offset(self, entry: Entry) -> OffsetAndMetadata | None:
+        if entry[0] in self.fold.invalid_values:
+            return None  # reported by the validation pass
         try:
             # Kafka 3.x's OffsetCommitValue has no tagged field: every tag is unknown to it (KIP-915).
             v = decode_offset_commit_value(entry[3], known_tags=self.java)
@@ -633,12 +704,13 @@ class _Materializer:
         stats.unknown_record_types = unknown
 
         for raw, entry in fold.latest.items():
-            if entry[3] is None:
-                continue
             try:
                 key = decode_key(raw)
             except SchemaError as exc:
+                # Tombstone keys too: the broker decodes every key, and a corrupt one fails the load.
                 self._error(exc.kind, f"record key: {exc}", entry)
+                continue
+            if entry[3] is None or entry[0] in fold.invalid_values:
                 continue
             if isinstance(key, OffsetCommitKey):
                 om = self._offset(entry)
@@ -752,6 +824,23 @@ class _Materializer:
                 topics = sorted(sub.topics) if sub is not None else None
                 asg = decode_assignment(m.assignment)
                 assignment = {t: sorted(p) for t, p in asg.partitions.items()} if asg is not None else None
+                # Lenient, as the broker is (it never parses these bytes), but never silent.
+                for what, raw, got in (
+                    ("subscription", m.subscription, sub),
+                    ("assignment", m.assignment, asg),
+                ):
+                    if raw and (got is None or got.partial):
+                        how = (
+                            "cannot be decoded"
+                            if got is None
+                            else "are truncated or corrupt after the topics"
+                        )
+                        self._error(
+                            "corrupt_embedded",
+                            f"group {group_id!r} member {m.member_id!r}: consumer-protocol {what} bytes "
+                            f"({len(raw)} bytes) {how}; kept as unknown",
+                            entry,
+                        )
             rebalance = m.rebalance_timeout
             # v0 has no rebalance timeout, and both loaders use the session timeout. A stored -1 in v1+
             # is kept by Scala (``readGroupMessageValue`` checks the version only) and replaced by the
@@ -793,6 +882,16 @@ class _Materializer:
                 self.groups[gid] = _member_group(gid, by_type, "share", 11, 10)
             elif any(t in by_type for t in range(17, 25)):
                 self.groups[gid] = _member_group(gid, by_type, "streams", 17, 19)
+
+
+def _close_map(mm: mmap.mmap) -> None:
+    try:
+        mm.close()
+    except BufferError:
+        # A view of the map is still referenced (say, from an exception's traceback): collect it.
+        gc.collect()
+        with contextlib.suppress(BufferError):
+            mm.close()  # else the map closes when the last view goes
 
 
 def _group_part(key: bytes) -> bytes:
@@ -965,12 +1064,25 @@ def load_partition_dir(
     num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
     semantics: str = "java",
     verify_crc: bool = True,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> CoordinatorCache:
-    """Load a ``PartitionDir`` from disk, streaming its segments; read errors land in the stats."""
+    """Load a ``PartitionDir`` from disk, streaming its segments; read errors land in the stats.
+
+    The listing's anomalies come first; each segment is checked against its name and the segment
+    before it once read (``segment_order_errors``).
+    """
+    from coordinator_core.sources.logdir import segment_order_errors
+
     start = time.perf_counter()
     fold = PartitionFold(partition=pdir.partition, semantics=semantics)
+    fold.stats.errors.extend(pdir.anomalies)
     for seg in pdir.segments:
-        fold.add_segment(seg.path, verify_crc=verify_crc)
+        previous_last, known = fold.stats.last_offset, len(fold.files)
+        fold.add_segment(seg.path, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes)
+        first = fold.files[-1][0] if len(fold.files) > known else None
+        fold.stats.errors.extend(
+            segment_order_errors(str(seg.path), pdir.partition, seg.base_offset, first, previous_last)
+        )
     fold.stats.segments = len(pdir.segments)
     cache = fold.finish(num_partitions=num_partitions)
     cache.stats.elapsed_ms = (time.perf_counter() - start) * 1000

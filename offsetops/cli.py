@@ -14,10 +14,11 @@ import sys
 
 from coordinator_core import __version__
 from offsetops import commands
+from offsetops.commands._common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, die
 
-EXIT_OK = 0
-EXIT_ERRORS = 1  # the run finished but found errors and --strict was given
-EXIT_USAGE = 2  # bad arguments or unusable input (argparse uses 2 as well)
+__all__ = ["EXIT_ERRORS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+log = logging.getLogger("offsetops")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +46,14 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from coordinator_core.kafka_client import quiet_kafka_logging
+
+    # kafka-python logs every retry; offsetops says what failed in one line (all of it with --verbose).
+    quiet_kafka_logging(args.verbose, logging.getLogger().handlers)
+    for stream in (sys.stdout, sys.stderr):
+        # Whatever the terminal's encoding, data that cannot be encoded is escaped, never a crash.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:
@@ -52,6 +61,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("offsetops: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        # A path the command could not use (permissions, a symlink loop, a vanished file).
+        log.debug("unusable path", exc_info=True)
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        return die(f"{where}{exc.strerror or exc}", EXIT_USAGE)
+    except MemoryError:
+        return die("out of memory", EXIT_INTERNAL)
+    except Exception as exc:
+        # Never a traceback for a user; --verbose logs it for a bug report.
+        log.info("internal error", exc_info=True)
+        return die(
+            f"internal error: {type(exc).__name__}: {exc} (run with --verbose for details)", EXIT_INTERNAL
+        )
 
 
 if __name__ == "__main__":

@@ -91,26 +91,51 @@ def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Itera
 
 
 def _group_metrics(snap: Snapshot, granularity: str) -> Iterator[Metric]:
-    info = _g("consumer_group_info", "Group state and protocol (value 1)",
-              ["group_id", "group_type", "state", "protocol_type", "protocol", "coordinator_partition"])
+    info = _g(
+        "consumer_group_info",
+        "Group state and protocol (value 1)",
+        ["group_id", "group_type", "state", "protocol_type", "protocol", "coordinator_partition"],
+    )
     members = _g("consumer_group_members", "Members of the group", ["group_id"])
     generation = _g("consumer_group_generation", "Generation (group epoch for KIP-848 groups)", ["group_id"])
-    topic_lag = _g("consumer_group_topic_lag", "Sum of the group's known positive lags per topic",
-                   ["group_id", "topic_name"])
-    part_lag = _g("consumer_group_topic_partition_lag", "Log end offset minus committed offset",
-                  ["group_id", "topic_name", "partition_id"])
-    committed = _g("consumer_group_topic_partition_committed_offset", "Committed offset",
-                   ["group_id", "topic_name", "partition_id"])
-    oor = _g("consumer_group_topic_partition_offset_out_of_range",
-             "1 when the committed offset is below the log start or above the log end",
-             ["group_id", "topic_name", "partition_id", "reason"])
-    oor_count = _g("consumer_group_offsets_out_of_range", "Committed offsets outside their partition's log",
-                   ["group_id"])
-    last_commit = _g("consumer_group_last_commit_timestamp_seconds", "Newest commit time of the group",
-                     ["group_id"])
+    topic_lag = _g(
+        "consumer_group_topic_lag",
+        "Sum of the group's known positive lags per topic",
+        ["group_id", "topic_name"],
+    )
+    part_lag = _g(
+        "consumer_group_topic_partition_lag",
+        "Log end offset minus committed offset",
+        ["group_id", "topic_name", "partition_id"],
+    )
+    committed = _g(
+        "consumer_group_topic_partition_committed_offset",
+        "Committed offset",
+        ["group_id", "topic_name", "partition_id"],
+    )
+    oor = _g(
+        "consumer_group_topic_partition_offset_out_of_range",
+        "1 when the committed offset is below the log start or above the log end",
+        ["group_id", "topic_name", "partition_id", "reason"],
+    )
+    oor_count = _g(
+        "consumer_group_offsets_out_of_range", "Committed offsets outside their partition's log", ["group_id"]
+    )
+    last_commit = _g(
+        "consumer_group_last_commit_timestamp_seconds", "Newest commit time of the group", ["group_id"]
+    )
     for v in snap.views:
-        info.add_metric([v.group_id, v.group_type, v.state, v.protocol_type or "", v.protocol or "",
-                         str(v.coordinator_partition)], 1)
+        info.add_metric(
+            [
+                v.group_id,
+                v.group_type,
+                v.state,
+                v.protocol_type or "",
+                v.protocol or "",
+                str(v.coordinator_partition),
+            ],
+            1,
+        )
         members.add_metric([v.group_id], v.members)
         generation.add_metric([v.group_id], v.generation)
         oor_count.add_metric([v.group_id], v.out_of_range)
@@ -128,10 +153,16 @@ def _group_metrics(snap: Snapshot, granularity: str) -> Iterator[Metric]:
                 oor.add_metric([v.group_id, r.topic, str(r.partition), r.status], 1)
         for topic, lag in sorted(per_topic.items()):
             topic_lag.add_metric([v.group_id, topic], lag)
-    high = _g("topic_partition_high_water_mark", "Log end offset of a data partition",
-              ["topic_name", "partition_id", "source"])
-    low = _g("topic_partition_low_water_mark", "Log start offset of a data partition",
-             ["topic_name", "partition_id", "source"])
+    high = _g(
+        "topic_partition_high_water_mark",
+        "Log end offset of a data partition",
+        ["topic_name", "partition_id", "source"],
+    )
+    low = _g(
+        "topic_partition_low_water_mark",
+        "Log start offset of a data partition",
+        ["topic_name", "partition_id", "source"],
+    )
     for (topic, part), lo in sorted(snap.log_offsets.items()):
         if lo.log_end_offset is not None:
             high.add_metric([topic, str(part), lo.source], lo.log_end_offset)
@@ -172,8 +203,11 @@ def _cleaner_metrics(audit: CleanerAudit) -> Iterator[Metric]:
     size = _g("cleaner_partition_size_bytes", "Size of the offsets partition", labels)
     status = _g("cleaner_partition_status", "Audit verdict: 0 HEALTHY, 1 DEGRADED, 2 CRITICAL", labels)
     verdict = _g("cleaner_partition_verdict", "Audit verdict (value 1)", ["partition", "verdict"])
-    txn_age = _g("cleaner_partition_open_transaction_max_age_seconds",
-                 "Age of the oldest open transaction pinning the cleaner", labels)
+    txn_age = _g(
+        "cleaner_partition_open_transaction_max_age_seconds",
+        "Age of the oldest open transaction pinning the cleaner",
+        labels,
+    )
     for p in audit.partitions:
         lab = [str(p.partition)]
         dirty.add_metric(lab, p.dirty_ratio)
@@ -188,8 +222,9 @@ def _cleaner_metrics(audit: CleanerAudit) -> Iterator[Metric]:
 
 
 def _expiration_metrics(plan: ExpirationPlan) -> Iterator[Metric]:
-    at_risk = _g("expiration_offsets_at_risk", "Offsets that expire within the forecast horizon",
-                 ["offsets_partition"])
+    at_risk = _g(
+        "expiration_offsets_at_risk", "Offsets that expire within the forecast horizon", ["offsets_partition"]
+    )
     due = _g("expiration_tombstones_due", "Tombstones a cleanup pass would write now", ["offsets_partition"])
     risk: dict[str, int] = {}
     for e in plan.forecast:
@@ -206,8 +241,11 @@ def _expiration_metrics(plan: ExpirationPlan) -> Iterator[Metric]:
 
 
 def _failover_metrics(fc: FailoverForecast) -> Iterator[Metric]:
-    est = _g("coordinator_load_estimated_seconds", "Estimated replay time after a coordinator failover",
-             ["partition"])
+    est = _g(
+        "coordinator_load_estimated_seconds",
+        "Estimated replay time after a coordinator failover",
+        ["partition"],
+    )
     slow = _g("coordinator_load_slow", "1 when the load would exceed the threshold", ["partition"])
     for p in fc.partitions:
         est.add_metric([str(p.load.partition)], p.estimated_ms / 1000)

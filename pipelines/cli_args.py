@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 
 MODES = ("arrow", "rows")
 
@@ -25,6 +26,16 @@ def script_main(
     p = argparse.ArgumentParser(prog=prog, description=(doc or "").strip().splitlines()[0] if doc else None)
     add_arguments(p)
     return run(p.parse_args(argv))
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,16 +55,24 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--num-partitions",
-        type=int,
+        type=_positive_int,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions, for partition_for checks (default 50)",
     )
     p.add_argument("--no-verify-crc", action="store_true", help="skip batch CRC checks")
+    p.add_argument(
+        "--max-batch-bytes",
+        type=_positive_int,
+        default=DEFAULT_MAX_BATCH_BYTES,
+        metavar="N",
+        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
+    )
 
 
 def reload_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument("--mode", choices=MODES, default="arrow", help="arrow (mapInArrow, default) or rows (RDD)")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any decode error was found")
 
 
 def expire_arguments(p: argparse.ArgumentParser) -> None:

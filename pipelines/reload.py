@@ -32,11 +32,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from coordinator_core.cache import CoordinatorCache
+from coordinator_core.errors import DecodeError, count_errors, printable
 from coordinator_core.loader import PartitionFold
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from coordinator_core.sources.logdir import segment_order_errors
 from pipelines.cli_args import MODES, reload_arguments, script_main
 from pipelines.schemas import TABLE_SCHEMAS
-from pipelines.source import LogDirListing, list_log_dir, local_file, read_segments
+from pipelines.source import NO_SEGMENT, LogDirListing, list_log_dir, local_file, segment_rows
 from pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
 
 log = logging.getLogger(__name__)
@@ -75,6 +78,7 @@ class ReloadOptions:
     semantics: str = "java"
     verify_crc: bool = True
     partitions_per_task: int | None = None
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
 
 
 DEFAULT_OPTIONS = ReloadOptions()
@@ -102,20 +106,33 @@ class ReloadResult:
 
 
 def fold_segment(
-    content: bytes, *, file: str, partition: int, semantics: str = "java", verify_crc: bool = True
+    content: bytes | None,
+    *,
+    file: str,
+    partition: int,
+    semantics: str = "java",
+    verify_crc: bool = True,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> PartitionFold:
-    """Fold one segment's bytes (the per-segment unit of the parallel reload)."""
+    """Fold one segment (the per-segment unit of the parallel reload).
+
+    ``content`` is the segment's bytes, or None to map the local ``file`` here (bounded memory, as the
+    single-process reload reads it). An empty ``file`` stands for a partition without segments.
+    """
     start = time.perf_counter()
     fold = PartitionFold(partition=partition, semantics=semantics)
-    fold.add_buffer(content, file=file, verify_crc=verify_crc)
+    if content is not None:
+        fold.add_buffer(content, file=file, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes)
+    elif file:
+        fold.add_segment(file, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes)
     # Each segment file counts once, with or without batches, as load_partition_dir counts them.
-    fold.stats.segments = 1
+    fold.stats.segments = 1 if file else 0
     fold.stats.elapsed_ms = (time.perf_counter() - start) * 1000
     return fold
 
 
 def _fold_arrow(
-    semantics: str, verify_crc: bool
+    semantics: str, verify_crc: bool, max_batch_bytes: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         target = pa.schema(
@@ -132,13 +149,13 @@ def _fold_arrow(
             contents = rb.column("content")
             out = []
             for i in range(rb.num_rows):
-                content = contents[i].as_py() or b""
                 fold = fold_segment(
-                    content,
+                    contents[i].as_py(),
                     file=local_file(files[i]),
                     partition=parts[i],
                     semantics=semantics,
                     verify_crc=verify_crc,
+                    max_batch_bytes=max_batch_bytes,
                 )
                 out.append(pickle.dumps(fold, protocol=pickle.HIGHEST_PROTOCOL))
             yield pa.RecordBatch.from_arrays(
@@ -152,18 +169,44 @@ def _fold_arrow(
 def fold_segments(segments: DataFrame, options: ReloadOptions = DEFAULT_OPTIONS) -> DataFrame:
     """Stage 1: ``read_segments`` rows -> one pickled PartitionFold per segment (``FOLD_SCHEMA``)."""
     return segments.select("offsets_partition", "base_offset", "file", "content").mapInArrow(
-        _fold_arrow(options.semantics, options.verify_crc), FOLD_SCHEMA
+        _fold_arrow(options.semantics, options.verify_crc, options.max_batch_bytes), FOLD_SCHEMA
     )
 
 
 # -- stage 2: merge per partition, in base-offset order ------------------------------------------------
 
 
-def merge_folds(folds: Sequence[PartitionFold]) -> PartitionFold:
-    """Merge the folds of consecutive segments of one partition (given in base-offset order)."""
-    merged = folds[0]
-    for later in folds[1:]:
-        merged.merge(later)
+def merge_segment(running: PartitionFold | None, fold: PartitionFold, base_offset: int) -> PartitionFold:
+    """Merge the fold of the next segment (named ``base_offset``) into ``running``, in log order.
+
+    The segment is checked against its name and the previous segment's last offset after the merge,
+    so its errors come in the order the single-process reload reports them.
+    """
+    previous_last = running.stats.last_offset if running is not None else None
+    merged = fold if running is None else running.merge(fold)
+    if base_offset != NO_SEGMENT and fold.files:
+        first, file = fold.files[0]
+        merged.stats.errors.extend(
+            segment_order_errors(file, fold.partition, base_offset, first, previous_last)
+        )
+    return merged
+
+
+def merge_folds(
+    folds: Sequence[PartitionFold],
+    bases: Sequence[int] | None = None,
+    anomalies: Sequence[DecodeError] = (),
+) -> PartitionFold:
+    """Merge the folds of consecutive segments of one partition (given in base-offset order).
+
+    ``bases`` are the segments' base offsets (for the order checks); ``anomalies`` the partition's
+    listing anomalies, reported first as the single-process reload reports them.
+    """
+    merged: PartitionFold | None = None
+    for i, fold in enumerate(folds):
+        merged = merge_segment(merged, fold, bases[i] if bases is not None else NO_SEGMENT)
+    assert merged is not None
+    merged.stats.errors[:0] = anomalies
     return merged
 
 
@@ -182,7 +225,10 @@ def reload_emitter(cache: CoordinatorCache) -> dict[str, list[tuple]]:
 
 
 def _merge_arrow(
-    emit: Emitter, schemas: dict[str, StructType], num_partitions: int
+    emit: Emitter,
+    schemas: dict[str, StructType],
+    num_partitions: int,
+    anomalies: dict[int, list[DecodeError]] | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         target = pa.schema(
@@ -195,6 +241,7 @@ def _merge_arrow(
         )
 
         def flush(partition: int, fold: PartitionFold) -> pa.RecordBatch:
+            fold.stats.errors[:0] = (anomalies or {}).get(partition, [])
             rows = emit(finish_fold(fold, num_partitions))
             names = [t for t in schemas if t in rows]
             blobs = [table_to_ipc(rows_to_arrow(rows[t], schemas[t])) for t in names]
@@ -212,6 +259,7 @@ def _merge_arrow(
         running: PartitionFold | None = None
         for rb in batches:
             parts = rb.column("offsets_partition").to_pylist()
+            bases = rb.column("base_offset").to_pylist()
             blobs = rb.column("fold")
             for i in range(rb.num_rows):
                 start = time.perf_counter()
@@ -219,10 +267,9 @@ def _merge_arrow(
                 if parts[i] != current:
                     if running is not None and current is not None:
                         yield flush(current, running)
-                    current, running = parts[i], fold
+                    current, running = parts[i], merge_segment(None, fold, bases[i])
                 else:
-                    assert running is not None
-                    running.merge(fold)
+                    running = merge_segment(running, fold, bases[i])
                 running.stats.elapsed_ms += (time.perf_counter() - start) * 1000
         if running is not None and current is not None:
             yield flush(current, running)
@@ -237,6 +284,7 @@ def partition_outputs(
     schemas: dict[str, StructType],
     num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
     tasks: int | None = None,
+    anomalies: dict[int, list[DecodeError]] | None = None,
 ) -> DataFrame:
     """Stage 2: folds -> one Arrow IPC blob per (partition, table) (``BLOB_SCHEMA``).
 
@@ -247,7 +295,7 @@ def partition_outputs(
         folds.repartition(tasks, "offsets_partition") if tasks else folds.repartition("offsets_partition")
     )
     return grouped.sortWithinPartitions("offsets_partition", "base_offset").mapInArrow(
-        _merge_arrow(emit, schemas, num_partitions), BLOB_SCHEMA
+        _merge_arrow(emit, schemas, num_partitions, anomalies), BLOB_SCHEMA
     )
 
 
@@ -295,13 +343,14 @@ def reload_tables(
     ``blobs`` is the stage-2 DataFrame every table reads; persist it when more than one table is
     computed (``write_tables`` does), or each table recomputes the decode.
     """
-    folds = fold_segments(read_segments(spark, listing), options)
+    folds = fold_segments(segment_rows(spark, listing), options)
     blobs = partition_outputs(
         folds,
         emit=emit,
         schemas=schemas,
         num_partitions=options.num_partitions,
         tasks=merge_tasks(listing, options.partitions_per_task, spark.sparkContext.defaultParallelism),
+        anomalies={p: listing.anomalies_of(p) for p in {p for p, _e in listing.anomalies}},
     )
     return {t: expand_table(blobs, t, s) for t, s in schemas.items()}, blobs
 
@@ -319,22 +368,27 @@ def reload_tables_rows(
 ) -> tuple[dict[str, DataFrame], object]:
     """The same reload through RDDs of Python objects: rows cross the JVM boundary one by one."""
     semantics, verify_crc, num_partitions = options.semantics, options.verify_crc, options.num_partitions
-    segments = read_segments(spark, listing).select("offsets_partition", "base_offset", "file", "content")
+    max_batch_bytes = options.max_batch_bytes
+    segments = segment_rows(spark, listing).select("offsets_partition", "base_offset", "file", "content")
+    anomalies = {p: listing.anomalies_of(p) for p in listing.partitions}
 
     def to_fold(row) -> tuple[int, tuple[int, bytes]]:
         fold = fold_segment(
-            bytes(row.content or b""),
+            None if row.content is None else bytes(row.content),
             file=local_file(row.file),
             partition=row.offsets_partition,
             semantics=semantics,
             verify_crc=verify_crc,
+            max_batch_bytes=max_batch_bytes,
         )
         return row.offsets_partition, (row.base_offset, pickle.dumps(fold, protocol=pickle.HIGHEST_PROTOCOL))
 
     def finish(item: tuple[int, object]) -> dict[str, list[tuple]]:
-        _p, blobs = item
-        folds = [pickle.loads(b) for _base, b in sorted(blobs, key=lambda x: x[0])]
-        return emit(finish_fold(merge_folds(folds), num_partitions))
+        part, blobs = item
+        ordered = sorted(blobs, key=lambda x: x[0])
+        folds = [pickle.loads(b) for _base, b in ordered]
+        merged = merge_folds(folds, [base for base, _b in ordered], anomalies.get(part, []))
+        return emit(finish_fold(merged, num_partitions))
 
     tasks = merge_tasks(listing, options.partitions_per_task, spark.sparkContext.defaultParallelism)
     per_partition = segments.rdd.map(to_fold).groupByKey(tasks).map(finish)
@@ -431,6 +485,7 @@ def options_from_args(args: argparse.Namespace) -> ReloadOptions:
         num_partitions=args.num_partitions,
         verify_crc=not args.no_verify_crc,
         partitions_per_task=args.partitions_per_task,
+        max_batch_bytes=getattr(args, "max_batch_bytes", DEFAULT_MAX_BATCH_BYTES),
     )
 
 
@@ -455,7 +510,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"offsetops pipeline reload: {exc}", file=sys.stderr)
         return 2
     print(f"reload: {result.summary()}")
-    return 0
+    errors = read_decode_errors(spark, args.output)
+    for err in errors[:20]:
+        print(f"  {'notice' if err.is_notice else 'error'}: {printable(err)}", file=sys.stderr)
+    if len(errors) > 20:
+        print(f"  ... and {len(errors) - 20} more (see the decode_errors table)", file=sys.stderr)
+    return 1 if getattr(args, "strict", False) and count_errors(errors) else 0
+
+
+def read_decode_errors(spark: SparkSession, output: str) -> list[DecodeError]:
+    """The ``decode_errors`` table of a finished reload, in partition and log order."""
+    table = read_tables(spark, output, {"decode_errors": TABLE_SCHEMAS["decode_errors"]})["decode_errors"]
+    errors = [
+        DecodeError(r["kind"], r["reason"], r["file"], r["offsets_partition"], r["position"], r["offset"])
+        for r in table.collect()
+    ]
+    errors.sort(key=lambda e: e.partition if e.partition is not None else -1)  # stable: log order kept
+    return errors
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,12 @@ Spark's file index skips every path whose name starts with ``_`` or ``.`` (``_SU
 ``_temporary``), and ``__consumer_offsets-N`` starts with ``_``: loading the log dir with
 ``recursiveFileLookup`` finds no segment at all. So the driver lists ``__consumer_offsets-N/*.log``
 itself (one ``globStatus``) and hands the explicit file paths to ``binaryFile``.
+
+A local log dir (a plain path or ``file:``) is listed with ``coordinator_core.sources.logdir``, the
+listing the single-process reload uses, so both see the same segments in the same order and report
+the same anomalies (symlink loops, unreadable dirs, leftovers, duplicates). Its segments are then read
+on the executors straight from the file (memory-mapped, zero tails skipped without reading them)
+instead of as whole ``binaryFile`` rows. Remote paths are listed with the same naming rules.
 """
 
 from __future__ import annotations
@@ -20,10 +26,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from coordinator_core.sources.logdir import OFFSETS_TOPIC
+from coordinator_core.errors import DecodeError
+from coordinator_core.sources.logdir import (
+    OFFSETS_TOPIC,
+    LogDirError,
+    classify_segment_name,
+    dedupe_segments,
+    open_log_dir,
+)
 
-SEGMENT_PATH_RE = r"^(.*/)?" + re.escape(OFFSETS_TOPIC) + r"-(\d+)/(\d{20})\.log$"
-_SEGMENT_RE = re.compile(SEGMENT_PATH_RE)
 _PARTITION_DIR_RE = re.compile("^" + re.escape(OFFSETS_TOPIC) + r"-(\d+)$")
 
 
@@ -48,10 +59,17 @@ class LogDirListing:
 
     root: str
     segments: tuple[SegmentFile, ...]
+    # (partition, anomaly) found while listing, in listing order; a partition may have only these.
+    anomalies: tuple[tuple[int, DecodeError], ...] = ()
+    # True when the segments are local files the executors can open themselves.
+    local: bool = False
 
     @property
     def partitions(self) -> list[int]:
-        return sorted({s.partition for s in self.segments})
+        return sorted({s.partition for s in self.segments} | {p for p, _e in self.anomalies})
+
+    def anomalies_of(self, partition: int) -> list[DecodeError]:
+        return [e for p, e in self.anomalies if p == partition]
 
 
 def local_file(path: str) -> str:
@@ -77,11 +95,35 @@ def path_exists(spark: SparkSession, path: str) -> bool:
     return bool(fs.exists(hpath))
 
 
+def is_local(path: str) -> bool:
+    """Whether ``path`` is on the local file system (no scheme, or ``file:``)."""
+    scheme = urlparse(path).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and path[1:2] == ":")
+
+
+def _list_local(path: str, partitions: list[int] | None) -> LogDirListing:
+    try:
+        logdir = open_log_dir(local_file(path), partitions=partitions)
+    except LogDirError as exc:
+        raise InputPathError(str(exc)) from None
+    found = [
+        SegmentFile(str(s.path), p.partition, s.base_offset, s.size, s.mtime_ms)
+        for p in logdir.partitions
+        for s in p.segments
+    ]
+    anomalies = tuple((p.partition, e) for p in logdir.partitions for e in p.anomalies)
+    if not found and not anomalies:
+        raise InputPathError(f"{path}: no {OFFSETS_TOPIC}-N/*.log segment files found")
+    return LogDirListing(str(logdir.path), tuple(found), anomalies, local=True)
+
+
 def list_log_dir(spark: SparkSession, path: str, *, partitions: list[int] | None = None) -> LogDirListing:
     """List the segments of a broker log dir, or of one ``__consumer_offsets-N`` dir.
 
     Raises InputPathError naming ``path`` when it does not exist or holds no segment.
     """
+    if is_local(path):
+        return _list_local(path, partitions)
     hpath, fs = _fs(spark, path)
     if not fs.exists(hpath):
         raise InputPathError(f"{path}: no such file or directory")
@@ -91,34 +133,54 @@ def list_log_dir(spark: SparkSession, path: str, *, partitions: list[int] | None
         )
     qualified = fs.makeQualified(hpath)
     if _PARTITION_DIR_RE.match(qualified.getName()):
-        pattern = qualified.toString() + "/*.log"
+        pattern = qualified.toString() + "/*.log*"
         root = qualified.getParent().toString()
     else:
-        pattern = qualified.toString() + f"/{OFFSETS_TOPIC}-*/*.log"
+        pattern = qualified.toString() + f"/{OFFSETS_TOPIC}-*/*.log*"
         root = qualified.toString()
     jvm = spark.sparkContext._jvm
     statuses = fs.globStatus(jvm.org.apache.hadoop.fs.Path(pattern)) or []
-    found = []
+    candidates: list[SegmentFile] = []
+    anomalies: list[tuple[int, DecodeError]] = []
     for st in statuses:
-        if not st.isFile():
-            continue
         p = st.getPath().toString()
-        m = _SEGMENT_RE.match(p)
-        if m is None:
+        parent = _PARTITION_DIR_RE.match(st.getPath().getParent().getName())
+        if parent is None:
             continue
-        found.append(
-            SegmentFile(p, int(m.group(2)), int(m.group(3)), int(st.getLen()), int(st.getModificationTime()))
+        part = int(parent.group(1))
+        kind, value = classify_segment_name(st.getPath().getName())
+        if kind == "skip":
+            continue
+        if kind != "segment":
+            anomalies.append((part, DecodeError(kind, str(value), p, part)))
+            continue
+        if not st.isFile():
+            anomalies.append(
+                (part, DecodeError("not_a_file", "segment name, but not a file (not read)", p, part))
+            )
+            continue
+        candidates.append(SegmentFile(p, part, int(value), int(st.getLen()), int(st.getModificationTime())))
+    found = []
+    by_partition: dict[int, list[SegmentFile]] = {}
+    for s in candidates:
+        by_partition.setdefault(s.partition, []).append(s)
+    for part, segs in sorted(by_partition.items()):
+        kept, dupes = dedupe_segments(
+            segs, key=lambda s: (s.base_offset, s.path.rsplit("/", 1)[-1]), partition=part
         )
+        found.extend(kept)
+        anomalies.extend((part, e) for e in dupes)
     if partitions is not None:
         wanted = set(partitions)
         missing = wanted - {s.partition for s in found}
         if missing:
             raise InputPathError(f"{path}: partition(s) {sorted(missing)} of {OFFSETS_TOPIC} not found")
         found = [s for s in found if s.partition in wanted]
-    if not found:
+        anomalies = [(p, e) for p, e in anomalies if p in wanted]
+    if not found and not anomalies:
         raise InputPathError(f"{path}: no {OFFSETS_TOPIC}-N/*.log segment files found")
     found.sort(key=lambda s: (s.partition, s.base_offset))
-    return LogDirListing(root, tuple(found))
+    return LogDirListing(root, tuple(found), tuple(anomalies))
 
 
 SEGMENTS_SCHEMA = StructType(
@@ -134,19 +196,48 @@ SEGMENTS_SCHEMA = StructType(
 """What :func:`read_segments` returns: one row per segment file, whole."""
 
 
+#: The ``base_offset`` of a row that stands for a partition with listing anomalies but no segment.
+NO_SEGMENT = -1
+
+
+def segment_rows(spark: SparkSession, listing: LogDirListing) -> DataFrame:
+    """What the reload folds: ``read_segments`` for remote paths; for a local listing, one row per
+    segment *without* its content (the executor maps the file itself, so memory stays bounded
+    whatever the file holds, a zero tail included); plus a ``NO_SEGMENT`` row for each partition that
+    has listing anomalies but no readable segment, so that its errors are reported too.
+    """
+    if listing.local:
+        rows = [(s.partition, s.base_offset, s.path, s.size, s.mtime_ms, None) for s in listing.segments]
+        segments = spark.createDataFrame(rows, SEGMENTS_SCHEMA)
+    else:
+        segments = read_segments(spark, listing)
+    with_segments = {s.partition for s in listing.segments}
+    bare = sorted({p for p, _e in listing.anomalies} - with_segments)
+    if not bare:
+        return segments
+    marks = [(p, NO_SEGMENT, "", 0, 0, None) for p in bare]
+    return segments.unionByName(spark.createDataFrame(marks, SEGMENTS_SCHEMA))
+
+
 def read_segments(spark: SparkSession, listing: LogDirListing) -> DataFrame:
     """One row per segment: ``offsets_partition, base_offset, file, length, mtime_ms, content``.
 
     Read with the ``binaryFile`` source (each file is one row, whole; fine up to 2 GB, and
-    ``__consumer_offsets`` rolls at 100 MiB). Partition and base offset come from the path.
+    ``__consumer_offsets`` rolls at 100 MiB). Partition and base offset come from the listing.
     """
     nonempty = [s.path for s in listing.segments if s.size > 0]
     empty = [s for s in listing.segments if s.size == 0]
     if nonempty:
         df = spark.read.format("binaryFile").load(nonempty)
+        # Partition and base offset from the listing (names like 5.log parse as Kafka parses them).
+        where = spark.createDataFrame(
+            [(s.path, s.partition, s.base_offset) for s in listing.segments if s.size > 0],
+            "lpath string, offsets_partition int, base_offset long",
+        )
+        df = df.join(F.broadcast(where), df["path"] == where["lpath"])
         segments = df.select(
-            F.regexp_extract("path", SEGMENT_PATH_RE, 2).cast("int").alias("offsets_partition"),
-            F.regexp_extract("path", SEGMENT_PATH_RE, 3).cast("long").alias("base_offset"),
+            F.col("offsets_partition"),
+            F.col("base_offset"),
             F.col("path").alias("file"),
             F.col("length"),
             (F.unix_millis(F.col("modificationTime"))).alias("mtime_ms"),

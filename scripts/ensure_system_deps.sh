@@ -4,6 +4,7 @@
 #   - Debian's chromium + chromium-driver (browser checks of Data Docs / the Dagster UI)
 #   - Debian's postgresql server binaries (the Dagster-on-Postgres deployment test starts a throwaway
 #     cluster with initdb/pg_ctl on a free loopback port; no system-wide cluster is created)
+#   - Debian's stunnel4 (the TLS listener in front of the test broker, for the SSL tests)
 # Idempotent: when everything is already there it only runs a few version checks.
 # Installs with apt-get (as root, or through sudo when available); `apt-get update` runs at most once.
 set -euo pipefail
@@ -55,6 +56,13 @@ else
     log "postgresql missing"
     missing+=(postgresql)
     need_pg=1
+fi
+
+if command -v stunnel4 >/dev/null 2>&1 || command -v stunnel >/dev/null 2>&1; then
+    log "stunnel present"
+else
+    log "stunnel4 missing"
+    missing+=(stunnel4)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -8,7 +8,7 @@ from tests.support.shared import REAL_KAFKA_DIR, require_real_kafka
 from tests.support.slack_server import slack_server_fixture as slack_server_fixture
 
 # The Tansu Kafka-protocol broker on loopback (session-scoped ``kafka_broker`` fixture).
-pytest_plugins = ["tests.support.broker"]
+pytest_plugins = ["tests.support.broker", "tests.support.tls"]
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,9 @@ The audit itself lives in :mod:`coordinator_core.cleaner_audit`.
 from coordinator_core.cleaner.broker_log import BrokerLogReport, parse_broker_log, read_broker_logs
 from coordinator_core.cleaner.config import (
     CleanerConfig,
+    ClusterConfig,
     ClusterConfigError,
-    LiveConfig,
-    fetch_live_config,
+    fetch_cluster_config,
     parse_config_overrides,
 )
 from coordinator_core.cleaner.history import AuditHistory
@@ -19,10 +19,10 @@ __all__ = [
     "BrokerLogReport",
     "CleanerConfig",
     "CleanerMetrics",
+    "ClusterConfig",
     "ClusterConfigError",
-    "LiveConfig",
     "MetricsError",
-    "fetch_live_config",
+    "fetch_cluster_config",
     "parse_broker_log",
     "parse_config_overrides",
     "parse_exposition",

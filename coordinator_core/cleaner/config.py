@@ -1,7 +1,8 @@
 """The configuration the Log Cleaner applies to ``__consumer_offsets`` (``LogConfig``, ``CleanerConfig``).
 
 Values come, in increasing precedence, from Kafka's defaults for this topic, a live cluster
-(``DescribeConfigs`` for the topic and for one broker) and the user (``--config KEY=VALUE``).
+(``DescribeConfigs`` for the topic and for one broker, :func:`fetch_cluster_config`) and the user
+(``--config KEY=VALUE``).
 :attr:`CleanerConfig.sources` records where each value came from, so a report can say so.
 """
 
@@ -13,6 +14,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from coordinator_core.kafka_client import (
+    KafkaClientConfig,
+    KafkaClientError,
+    check_connection,
+    is_connection_error,
+    read_properties,
+)
 
 LONG_MAX = 2**63 - 1
 
@@ -43,7 +52,7 @@ _BROKER_KEYS: dict[str, str] = {
 _BROKER_DEFAULTS_FOR_TOPIC = {k for k, f in _BROKER_KEYS.items() if f in _TOPIC_KEYS.values()}
 
 
-class ClusterConfigError(Exception):
+class ClusterConfigError(KafkaClientError):
     """The live cluster could not be reached or refused DescribeConfigs; the message says which."""
 
 
@@ -138,18 +147,38 @@ class CleanerConfig:
         return out
 
 
+#: Valid ranges, as Kafka's ConfigDef validators state them (``TopicConfig``/``CleanerConfig``).
+_RANGES: dict[str, tuple[float, float]] = {
+    "min_cleanable_dirty_ratio": (0.0, 1.0),
+    "min_compaction_lag_ms": (0, LONG_MAX),
+    "max_compaction_lag_ms": (1, LONG_MAX),
+    "delete_retention_ms": (0, LONG_MAX),
+    "segment_bytes": (14, 2**31 - 1),  # LegacyRecord.RECORD_OVERHEAD_V0
+    "segment_ms": (1, LONG_MAX),
+    "cleaner_threads": (0, 2**31 - 1),
+    "dedupe_buffer_size": (0, LONG_MAX),
+    "dedupe_load_factor": (0.0, 1.0),
+    "cleaner_backoff_ms": (0, LONG_MAX),
+}
+
+
 def _convert(name: str, raw: str, key: str) -> Any:
     kind = type(CleanerConfig.__dataclass_fields__[name].default)
     try:
         if kind is bool:
             return _parse_bool(raw)
         if kind is int:
-            return int(raw.strip())
-        if kind is float:
-            return float(raw.strip())
-        return raw.strip()
+            value: Any = int(raw.strip())
+        elif kind is float:
+            value = float(raw.strip())
+        else:
+            return raw.strip()
     except ValueError as exc:
         raise ValueError(f"config {key}={raw!r}: {exc}") from exc
+    low, high = _RANGES.get(name, (-LONG_MAX, LONG_MAX))
+    if not low <= value <= high:  # also rejects NaN
+        raise ValueError(f"config {key}={raw!r}: value must be in [{low:g}, {high:g}]")
+    return value
 
 
 def known_config_keys() -> list[str]:
@@ -172,8 +201,9 @@ def parse_config_overrides(items: Iterable[str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class LiveConfig:
-    """What a live cluster said: raw topic and broker configs, log-dir sizes, and what it could not do."""
+class ClusterConfig:
+    """What a live cluster said about itself: raw topic and broker configs (DescribeConfigs), log-dir
+    sizes (DescribeLogDirs), and what it could not answer."""
 
     bootstrap: str
     broker_id: int | None
@@ -204,13 +234,15 @@ def read_broker_id(log_dir: str | os.PathLike[str]) -> int | None:
     path = Path(log_dir) / "meta.properties"
     if not path.is_file():
         return None
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() in ("broker.id", "node.id"):
-            try:
-                return int(value.strip())
-            except ValueError:
-                return None
+    try:
+        props = read_properties(path)
+    except (OSError, ValueError):
+        return None
+    for key in ("broker.id", "node.id"):
+        try:
+            return int(props[key].strip())
+        except (KeyError, ValueError):
+            continue
     return None
 
 
@@ -223,41 +255,34 @@ def _values(entries: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def fetch_live_config(
-    bootstrap: str,
+def fetch_cluster_config(
+    client: KafkaClientConfig,
     *,
     topic: str = "__consumer_offsets",
     broker_id: int | None = None,
-    timeout_ms: int = 10_000,
-    client_options: Mapping[str, Any] | None = None,
-) -> LiveConfig:
+) -> ClusterConfig:
     """DescribeConfigs for the topic and one broker, and DescribeLogDirs where the broker supports it.
 
-    ``broker_id`` defaults to the first broker the cluster reports. Raises :class:`ClusterConfigError`
-    with a readable message when the cluster cannot be reached or the request fails.
+    ``broker_id`` defaults to the first broker the cluster reports. The connection is checked first,
+    within ``client.connect_timeout_ms``. Raises :class:`ClusterConfigError` (or
+    :class:`~coordinator_core.kafka_client.ClusterUnreachable`) with a readable message.
     """
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
     from kafka.errors import KafkaError
 
+    bootstrap = client.bootstrap_servers
     notes: list[str] = []
+    check_connection(client)
     try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=bootstrap,
-            request_timeout_ms=timeout_ms,
-            bootstrap_timeout_ms=timeout_ms,
-            client_id="offsetops-audit",
-            **dict(client_options or {}),
-        )
-    except KafkaError as exc:
-        raise ClusterConfigError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
-    except OSError as exc:
-        raise ClusterConfigError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+        admin = KafkaAdminClient(**client.client_kwargs(KafkaAdminClient, client_id="offsetops-audit"))
+    except (KafkaError, OSError) as exc:
+        raise ClusterConfigError(client.redact(f"cannot reach {client.describe()}: {exc}")) from None
     try:
         try:
             cluster = admin.describe_cluster()
             brokers = sorted(int(b.get("broker_id", b.get("node_id"))) for b in cluster.get("brokers", []))
         except (KafkaError, TypeError) as exc:
-            raise ClusterConfigError(f"{bootstrap}: describe cluster failed: {exc}") from exc
+            raise ClusterConfigError(client.redact(f"{bootstrap}: describe cluster failed: {exc}")) from None
         if broker_id is None or (brokers and broker_id not in brokers):
             if broker_id is not None:
                 notes.append(
@@ -270,7 +295,8 @@ def fetch_live_config(
             )
             topic_configs = _values(topic_raw.get("topic", {}).get(topic, {}))
         except KafkaError as exc:
-            raise ClusterConfigError(f"{bootstrap}: DescribeConfigs for topic {topic} failed: {exc}") from exc
+            raise ClusterConfigError(
+                client.redact(f"{bootstrap}: DescribeConfigs for topic {topic} failed: {exc}")) from None
         broker_configs: dict[str, str] = {}
         if broker_id is not None:
             try:
@@ -279,9 +305,9 @@ def fetch_live_config(
                 )
                 broker_configs = _values(broker_raw.get("broker", {}).get(str(broker_id), {}))
             except KafkaError as exc:
-                raise ClusterConfigError(
+                raise ClusterConfigError(client.redact(
                     f"{bootstrap}: DescribeConfigs for broker {broker_id} failed: {exc}"
-                ) from exc
+                )) from None
         if not topic_configs:
             notes.append(f"the cluster returned no config entries for topic {topic}; defaults assumed")
         if broker_id is not None and not broker_configs:
@@ -291,8 +317,11 @@ def fetch_live_config(
             result = admin.describe_log_dirs(topic_partitions=[topic], brokers=[broker_id])
             sizes = _log_dir_sizes(result, topic)
         except KafkaError as exc:
+            if is_connection_error(exc):
+                raise ClusterConfigError(client.redact(
+                    f"{bootstrap}: lost the cluster at DescribeLogDirs: {exc}")) from None
             notes.append(f"DescribeLogDirs not available ({type(exc).__name__}); live sizes omitted")
-        return LiveConfig(bootstrap, broker_id, topic_configs, broker_configs, sizes, tuple(notes))
+        return ClusterConfig(bootstrap, broker_id, topic_configs, broker_configs, sizes, tuple(notes))
     finally:
         admin.close()
 

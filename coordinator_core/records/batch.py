@@ -25,7 +25,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from coordinator_core.errors import DecodeError, OffsetsDecodeException
-from coordinator_core.records.compression import NONE, CompressionError, decompress
+from coordinator_core.records.compression import (
+    DEFAULT_MAX_BATCH_BYTES,
+    NONE,
+    CompressionError,
+    decompress,
+)
 
 __all__ = [
     "CONTROL_FLAG",
@@ -49,6 +54,9 @@ V2_HEADER_SIZE = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
 LEGACY_OVERHEAD_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0 (crc, magic, attrs, key len, value len)
 LEGACY_OVERHEAD_V1 = 22  # LegacyRecord.RECORD_OVERHEAD_V1 (+ timestamp)
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
+# The smallest DefaultRecord: length, attributes, timestamp delta, offset delta, key length, value
+# length and header count, one byte each.
+MIN_RECORD_SIZE = 7
 
 CODEC_MASK = 0x07
 TIMESTAMP_TYPE_FLAG = 0x08
@@ -118,6 +126,8 @@ class RecordBatch:
     # the error that stopped it, raised from iter_records().
     _legacy_records: list[Record] | None = field(default=None, repr=False, compare=False)
     _legacy_error: DecodeError | None = field(default=None, repr=False, compare=False)
+    # The most a compressed payload may inflate to (the reader's ``max_batch_bytes``).
+    _limit: int = field(default=DEFAULT_MAX_BATCH_BYTES, repr=False, compare=False)
 
     # Derived from ``attributes``; properties so that building a batch stays cheap on the hot path.
     @property
@@ -169,10 +179,18 @@ class RecordBatch:
             data, pos, end = self._data, start + V2_HEADER_SIZE, start + self.size
         else:
             try:
-                data = decompress(codec, memoryview(self._data)[start + V2_HEADER_SIZE : start + self.size])
+                payload = memoryview(self._data)[start + V2_HEADER_SIZE : start + self.size]
+                data = decompress(codec, payload, limit=self._limit)
             except CompressionError as exc:
                 raise self._error("decompression", str(exc)) from exc
             pos, end = 0, len(data)
+        if self.record_count > (end - pos) // MIN_RECORD_SIZE:
+            # Checked before decoding, so a bogus count cannot make the loop build a huge list.
+            raise self._error(
+                "corrupt_record",
+                f"record count {self.record_count} cannot fit in {end - pos} bytes of records "
+                f"(a record takes at least {MIN_RECORD_SIZE})",
+            )
         log_append_ts = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_FLAG else None
         try:
             return _decode_v2_records(

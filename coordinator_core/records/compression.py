@@ -11,12 +11,17 @@ it, so bytes built here are accepted by a real broker:
   KAFKA-3160's broken header checksum (computed over the frame magic as well as the descriptor), so
   reading never trusts that byte, and writing with ``magic=0`` reproduces it.
 - zstd: a zstd frame; zstd-jni streams without a content size, so reading never relies on it.
+
+Decompression is bounded: ``decompress(..., limit=N)`` streams and stops with a
+:class:`DecompressionLimitError` as soon as the output would exceed ``N`` bytes, so a small batch that
+inflates to gigabytes (a "zip bomb") costs at most about ``N`` bytes of memory, never the whole output.
 """
 
 from __future__ import annotations
 
 import gzip
 import struct
+import zlib
 
 import cramjam
 import lz4.block
@@ -29,12 +34,14 @@ CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "
 
 __all__ = [
     "CODEC_NAMES",
+    "DEFAULT_MAX_BATCH_BYTES",
     "GZIP",
     "LZ4",
     "NONE",
     "SNAPPY",
     "ZSTD",
     "CompressionError",
+    "DecompressionLimitError",
     "compress",
     "decompress",
     "xxh32",
@@ -43,6 +50,19 @@ __all__ = [
 
 class CompressionError(ValueError):
     """A payload could not be decompressed (or a codec is not valid for a message format)."""
+
+
+class DecompressionLimitError(CompressionError):
+    """A payload inflates beyond the limit it was given (a batch bigger than any broker accepts)."""
+
+
+#: The default bound on a batch, framed and decompressed (``message.max.bytes``-style; the broker's
+#: default is 1 MiB, so this leaves room for clusters that raised it). Configurable per reader.
+DEFAULT_MAX_BATCH_BYTES = 32 << 20
+
+# zstd and gzip input is fed in pieces this small, so one call can produce at most a few MiB more than
+# the limit (a 3-byte zstd RLE block expands to 128 KiB; deflate to about 1032:1).
+_FEED = 256
 
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -107,10 +127,30 @@ def xxh32(data: bytes, seed: int = 0) -> int:
 # --- decompression ------------------------------------------------------------------------------------
 
 
-def _snappy_decompress(data: bytes | memoryview) -> bytes:
+def _snappy_raw_length(block: memoryview) -> int:
+    """The uncompressed length a raw snappy block declares (its leading varint)."""
+    result = shift = 0
+    for i in range(min(5, len(block))):
+        b = block[i]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result
+        shift += 7
+    raise CompressionError("snappy: bad uncompressed-length header")
+
+
+def _snappy_block(block: memoryview, budget: int) -> bytes:
+    if _snappy_raw_length(block) > budget:
+        raise DecompressionLimitError(
+            f"snappy: block declares {_snappy_raw_length(block)} bytes, beyond the {budget}-byte budget"
+        )
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _snappy_decompress(data: bytes | memoryview, limit: int) -> bytes:
     mv = memoryview(data)
     if bytes(mv[:8]) != _XERIAL_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(mv))
+        return _snappy_block(mv, limit)
     # Xerial framing: magic, int32 version, int32 min-compatible version, then length-prefixed blocks.
     pos, end = 16, len(mv)
     out = []
@@ -121,12 +161,14 @@ def _snappy_decompress(data: bytes | memoryview) -> bytes:
         pos += 4
         if n < 0 or pos + n > end:
             raise CompressionError(f"xerial snappy: block length {n} runs past the payload")
-        out.append(bytes(cramjam.snappy.decompress_raw(mv[pos : pos + n])))
+        block = _snappy_block(mv[pos : pos + n], limit)
+        limit -= len(block)
+        out.append(block)
         pos += n
     return b"".join(out)
 
 
-def _lz4_decompress_lenient(data: bytes | memoryview) -> bytes:
+def _lz4_decompress_lenient(data: bytes | memoryview, limit: int) -> bytes:
     """Walk an LZ4 frame by hand, ignoring the header checksum byte (KAFKA-3160)."""
     mv = memoryview(data)
     end = len(mv)
@@ -156,10 +198,11 @@ def _lz4_decompress_lenient(data: bytes | memoryview) -> bytes:
         if pos + n > end:
             raise CompressionError(f"lz4: block of {n} bytes runs past the payload")
         block = mv[pos : pos + n]
-        if stored:
-            out.append(bytes(block))
-        else:
-            out.append(lz4.block.decompress(block, uncompressed_size=max_block))
+        piece = bytes(block) if stored else lz4.block.decompress(block, uncompressed_size=max_block)
+        limit -= len(piece)
+        if limit < 0:
+            raise DecompressionLimitError("lz4: frame inflates beyond the limit")
+        out.append(piece)
         pos += n + (4 if block_checksum else 0)
     if content_checksum:
         pos += 4
@@ -168,34 +211,89 @@ def _lz4_decompress_lenient(data: bytes | memoryview) -> bytes:
     return b"".join(out)
 
 
-def _lz4_decompress(data: bytes | memoryview) -> bytes:
+def _lz4_decompress(data: bytes | memoryview, limit: int) -> bytes:
+    dobj = lz4.frame.LZ4FrameDecompressor()
     try:
-        return lz4.frame.decompress(data)
+        out = dobj.decompress(data, max_length=limit + 1)
     except RuntimeError:
         # Most likely KAFKA-3160's broken header checksum (magic 0): walk the frame ourselves.
-        return _lz4_decompress_lenient(data)
-
-
-def _zstd_decompress(data: bytes | memoryview) -> bytes:
-    # A stream decompressor, because zstd-jni does not write the frame content size.
-    dobj = zstandard.ZstdDecompressor().decompressobj()
-    out = dobj.decompress(data)
+        return _lz4_decompress_lenient(data, limit)
+    if len(out) > limit:
+        raise DecompressionLimitError(f"lz4: frame inflates beyond {limit} bytes")
     if not dobj.eof:
-        raise CompressionError("zstd: truncated frame")
+        raise CompressionError("lz4: truncated frame")
     return out
 
 
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
-    """Decompress a Kafka payload (``CompressionType.wrapForInput``); raises :class:`CompressionError`."""
+def _over(name: str, limit: int) -> DecompressionLimitError:
+    return DecompressionLimitError(f"{name}: payload inflates beyond {limit} bytes (the batch size limit)")
+
+
+def _zstd_decompress(data: bytes | memoryview, limit: int) -> bytes:
+    # A stream decompressor, because zstd-jni does not write the frame content size; fed in small pieces
+    # so that the output can be stopped at the limit. Concatenated frames are read as ZstdInputStream does.
+    mv = memoryview(data)
+    out: list[bytes] = []
+    size = pos = 0
+    end = len(mv)
+    while pos < end:
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        while pos < end and not dobj.eof:
+            piece = dobj.decompress(mv[pos : pos + _FEED])
+            pos += _FEED
+            size += len(piece)
+            if size > limit:
+                raise _over("zstd", limit)
+            out.append(piece)
+        if not dobj.eof:
+            raise CompressionError("zstd: truncated frame")
+        pos -= len(dobj.unused_data)
+    return b"".join(out)
+
+
+def _gzip_decompress(data: bytes | memoryview, limit: int) -> bytes:
+    # GZIPInputStream reads concatenated members; max_length bounds each call's output.
+    mv = memoryview(data)
+    out: list[bytes] = []
+    size = pos = 0
+    end = len(mv)
+    while pos < end:
+        dobj = zlib.decompressobj(wbits=31)
+        tail = b""
+        while not dobj.eof:
+            if not tail:
+                if pos >= end:
+                    raise CompressionError("gzip: compressed data ended before the end-of-stream marker")
+                tail = mv[pos : pos + _FEED]
+                pos += len(tail)
+            piece = dobj.decompress(tail, limit + 1 - size)
+            tail = dobj.unconsumed_tail
+            size += len(piece)
+            if size > limit:
+                raise _over("gzip", limit)
+            out.append(piece)
+        rest = len(dobj.unused_data) + len(tail)
+        pos -= rest
+        if not bytes(mv[pos:]).strip(b"\0"):
+            break  # trailing padding after the last member, as gzip.decompress accepts
+    return b"".join(out)
+
+
+def decompress(codec: int, data: bytes | memoryview, *, limit: int = DEFAULT_MAX_BATCH_BYTES) -> bytes:
+    """Decompress a Kafka payload (``CompressionType.wrapForInput``), at most ``limit`` bytes of output.
+
+    Raises :class:`CompressionError` for a corrupt payload and :class:`DecompressionLimitError` (a
+    subclass) as soon as the output would exceed ``limit``.
+    """
     try:
         if codec == GZIP:
-            return gzip.decompress(data)
+            return _gzip_decompress(data, limit)
         if codec == SNAPPY:
-            return _snappy_decompress(data)
+            return _snappy_decompress(data, limit)
         if codec == LZ4:
-            return _lz4_decompress(data)
+            return _lz4_decompress(data, limit)
         if codec == ZSTD:
-            return _zstd_decompress(data)
+            return _zstd_decompress(data, limit)
         if codec == NONE:
             return bytes(data)
     except CompressionError:

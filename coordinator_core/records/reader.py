@@ -1,28 +1,44 @@
 """Walk segment bytes batch by batch (``FileLogInputStream`` / ``ByteBufferLogInputStream``).
 
-Bad input never raises and is never skipped silently: each problem becomes one
-:class:`~coordinator_core.errors.DecodeError` handed to ``errors`` (a list, or any callable), and the
-walk goes on where the framing allows:
+This is the one framing walker: the general reader below and the loader's fast path both step through
+:func:`read_entry` for anything that is not a plain, well-formed magic-2 batch. Bad input never raises
+and is never skipped silently: each problem becomes one :class:`~coordinator_core.errors.DecodeError`
+handed to ``errors`` (a list, or any callable), and the walk goes on:
 
 - ``crc_mismatch`` and ``corrupt_batch`` (a bad header field inside a well-framed batch): that batch is
   skipped, the next one is read.
 - ``truncated`` (the last batch runs past the end of the data, as after a crash mid-append),
-  ``bad_length`` (a size that is negative or below the minimum for its magic) and ``unknown_magic``:
-  the framing is lost, so reading that buffer/file stops.
+  ``bad_length`` (a size below the minimum for its magic, above ``max_batch_bytes``, or past the end of
+  the data when a later batch shows it was not a tail) and ``unknown_magic``: the framing is lost.
+  The reader then *resyncs*: it scans forward for the next position that holds a plausible magic-2
+  batch header whose CRC-32C matches its bytes (size within bounds, record count not negative) and
+  resumes there. The error says how many bytes were skipped and where reading resumed, or that the
+  rest of the segment was skipped. Legacy (magic 0/1) data is not resynced: a CRC-32 over arbitrary
+  bytes is too weak a signal to trust a guessed message boundary in a format without a batch header.
 
-Trailing zero bytes: a segment written with ``log.preallocate=true`` (or left by a crash on a file
+Zero-filled regions: a segment written with ``log.preallocate=true`` (or left by a crash on a file
 system that extends files with zeros) ends in a run of zero bytes. When a batch header reads offset 0
-and size 0 *and every byte from there to the end is zero*, that is the end of the log, as for the broker
-after recovery, and no error is reported. A zero header followed by anything non-zero is a
-``bad_length`` error.
+and size 0 *and every byte from there to the end is zero*, that is the end of the valid data, as for the
+broker after recovery. It is reported as a ``zero_tail`` notice with the number of bytes skipped (not an
+error: ``--strict`` ignores it). The zeros are checked without reading them into memory: holes of a
+sparse file are skipped with ``SEEK_DATA``, other pages are scanned a chunk at a time and released.
+A zero region followed by data is a ``bad_length`` error, after which the reader resyncs. Fewer than 12
+trailing zero bytes are a ``truncated`` error instead: they could be the start of a batch at offset 0
+that was cut before its size field, and no real batch header starts with 12 zero bytes.
+
+Memory is bounded whatever the bytes say: a batch bigger than ``max_batch_bytes`` (``message.max.bytes``
+style, default :data:`~coordinator_core.records.compression.DEFAULT_MAX_BATCH_BYTES`) is a
+``bad_length`` error, and a compressed payload may not inflate beyond it either.
 """
 
 from __future__ import annotations
 
+import errno
+import mmap
 import os
 import struct
 import zlib
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 
 from crc32c import crc32c
 
@@ -38,9 +54,17 @@ from coordinator_core.records.batch import (
     decode_legacy_message,
     decode_legacy_wrapper,
 )
-from coordinator_core.records.compression import CompressionError, decompress
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES, CompressionError, decompress
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "ErrorSink", "iter_segment_batches", "read_batches"]
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_MAX_BATCH_BYTES",
+    "ErrorSink",
+    "Scan",
+    "iter_segment_batches",
+    "read_batches",
+    "read_entry",
+]
 
 DEFAULT_CHUNK_SIZE = 8 << 20
 _HEAD = struct.Struct(">qi")  # offset / baseOffset, size / length
@@ -48,19 +72,115 @@ _MAGIC_AT = 16  # the magic byte sits 16 bytes into the entry in every format
 _V2_MIN_SIZE = V2_HEADER_SIZE - LOG_OVERHEAD
 _MIN_SIZE = {0: LEGACY_OVERHEAD_V0, 1: LEGACY_OVERHEAD_V1, 2: _V2_MIN_SIZE}
 _U32 = struct.Struct(">I")
+_MAGIC2 = b"\x02"
 
 ErrorSink = list[DecodeError] | Callable[[DecodeError], object]
-
-# What _walk stopped on.
-_END, _NEED, _ZEROS, _STOP = 0, 1, 2, 3
 
 
 def _sink(errors: ErrorSink) -> Callable[[DecodeError], object]:
     return errors.append if isinstance(errors, list) else errors
 
 
+class Scan:
+    """How a walk over one buffer may look ahead: the file (for ``SEEK_DATA``) and page release.
+
+    ``fd`` is the open segment file when the buffer maps it, so that holes of a sparse file are skipped
+    without touching them; ``release(upto)`` drops pages before ``upto`` from memory (mapped files);
+    ``chunk`` is how much is scanned between releases.
+    """
+
+    __slots__ = ("chunk", "fd", "release")
+
+    def __init__(
+        self,
+        fd: int | None = None,
+        release: Callable[[int], None] | None = None,
+        chunk: int = DEFAULT_CHUNK_SIZE,
+    ):
+        self.fd = fd
+        self.release = release
+        self.chunk = max(1 << 16, chunk)
+
+    def next_data(self, pos: int, end: int) -> int:
+        """The first position at or after ``pos`` that is not in a hole of the file (``end`` if none)."""
+        if self.fd is None or not hasattr(os, "SEEK_DATA"):
+            return pos
+        try:
+            return min(end, os.lseek(self.fd, pos, os.SEEK_DATA))
+        except OSError as exc:  # ENXIO: only a hole remains; anything else: the file system cannot tell
+            return end if exc.errno == errno.ENXIO else pos
+
+    def done_with(self, pos: int) -> None:
+        if self.release is not None:
+            self.release(pos)
+
+
+_NO_SCAN = Scan()
+
+
+def zero_run_end(data, pos: int, end: int, scan: Scan = _NO_SCAN) -> int:
+    """The first non-zero byte at or after ``pos`` (``end`` if there is none), without copying the run."""
+    step = scan.chunk
+    i = pos
+    while i < end:
+        i = scan.next_data(i, end)
+        if i >= end:
+            break
+        j = min(end, i + step)
+        chunk = data[i:j]
+        rest = chunk.lstrip(b"\0")
+        if rest:
+            return j - len(rest)
+        i = j
+        scan.done_with(i)
+    return end
+
+
+def resync(data, pos: int, end: int, max_batch_bytes: int, scan: Scan = _NO_SCAN) -> int | None:
+    """The resync rule: the first position after ``pos`` holding a plausible magic-2 batch.
+
+    Plausible means: magic byte 2, a size between the v2 header size and ``max_batch_bytes`` that ends
+    inside the data, a non-negative record count and last offset delta, and a CRC-32C that matches.
+    Returns None when no such position exists before ``end``.
+    """
+    find = data.find
+    i = pos + 1 + _MAGIC_AT
+    unpack = V2_HEADER.unpack_from
+    mv = memoryview(data)
+    next_release = i + scan.chunk
+    while i < end:
+        if scan.fd is not None:
+            nxt = scan.next_data(i, end)
+            if nxt >= end:
+                return None
+            i = max(i, nxt)
+        stop = min(end, i + scan.chunk)
+        j = find(_MAGIC2, i, stop)
+        if j < 0:
+            i = stop
+            if i >= next_release:
+                scan.done_with(i - _MAGIC_AT - 1)
+                next_release = i + scan.chunk
+            continue
+        start = j - _MAGIC_AT
+        i = j + 1
+        if end - start < V2_HEADER_SIZE:
+            return None
+        (_b, size, _e, _m, crc, _a, lod, _t, _x, _p, _pe, _s, count) = unpack(data, start)
+        total = LOG_OVERHEAD + size
+        if (
+            _V2_MIN_SIZE <= size <= max_batch_bytes
+            and start + total <= end
+            and count >= 0
+            and lod >= 0
+            and crc32c(mv[start + 21 : start + total]) == crc
+        ):
+            return start
+    return None
+
+
 def _legacy_batch(
-    data: bytes,
+    data,
     pos: int,
     total: int,
     magic: int,
@@ -68,6 +188,7 @@ def _legacy_batch(
     file: str | None,
     partition: int | None,
     verify_crc: bool,
+    max_batch_bytes: int,
 ) -> RecordBatch:
     """One top-level legacy message as a batch (raises ValueError if its key/value framing is bad)."""
     offset, crc, _magic, attrs, ts, key, value = decode_legacy_message(data, pos, pos + total)
@@ -102,7 +223,7 @@ def _legacy_batch(
     try:
         if value is None:
             raise CompressionError("compressed wrapper message has a null value")
-        payload = decompress(codec, value)
+        payload = decompress(codec, value, limit=max_batch_bytes)
         kind = "corrupt_record"
         records = decode_legacy_wrapper(payload, offset, magic, attrs, ts, verify_crc)
     except (CompressionError, ValueError, struct.error) as exc:
@@ -115,166 +236,205 @@ def _legacy_batch(
     return batch
 
 
-def _walk(
-    data: bytes,
+def _framing_lost(
+    data,
+    pos: int,
+    end: int,
     base: int,
-    limit: int,
+    kind: str,
+    reason: str,
+    offset: int | None,
     file: str | None,
     partition: int | None,
     report: Callable[[DecodeError], object],
-    verify_crc: bool,
-) -> Generator[RecordBatch, None, tuple[int, int, int]]:
-    """Yield the batches of ``data`` (which starts at file position ``base``; the data ends at ``limit``).
+    max_batch_bytes: int,
+    scan: Scan,
+    legacy: bool,
+    tail_kind: str | None,
+) -> int:
+    """Report a framing loss at ``pos`` with what it cost, and return where reading resumes.
 
-    Returns ``(status, pos, need)``: ``_END`` (consumed everything), ``_NEED`` (the batch at ``pos``
-    needs ``need`` bytes but the buffer ends first; only when ``base + len(data) < limit``), ``_ZEROS``
-    (a zero header at ``pos``: the caller decides whether the rest is padding) or ``_STOP`` (an error
-    was reported and the framing is lost).
+    ``tail_kind`` is the kind to report instead when nothing valid follows (a batch that runs past the
+    end is a partial last batch, ``truncated``, unless a later batch shows its length was corrupt).
     """
-    mv = memoryview(data)  # for zero-copy CRC input
-    end = len(data)
-    pos = 0
-    head = _HEAD.unpack_from
-    v2_head = V2_HEADER.unpack_from
-    batch_cls = RecordBatch
-    while pos < end:
-        if end - pos >= V2_HEADER_SIZE and data[pos + _MAGIC_AT] == 2:
-            # Fast path: one unpack for the whole magic-2 header.
-            (base_offset, size, ple, _m, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq, count) = (
-                v2_head(data, pos)
-            )
-            total = LOG_OVERHEAD + size
-            if size >= _V2_MIN_SIZE and pos + total <= end:
-                if verify_crc and crc32c(mv[pos + 21 : pos + total]) != crc:
-                    report(
-                        DecodeError(
-                            "crc_mismatch",
-                            f"stored CRC-32C {crc:#010x} does not match the batch",
-                            file,
-                            partition,
-                            base + pos,
-                            base_offset,
-                        )
-                    )
-                elif count < 0 or lod < 0:
-                    report(
-                        DecodeError(
-                            "corrupt_batch",
-                            f"record count {count} / last offset delta {lod} is negative",
-                            file,
-                            partition,
-                            base + pos,
-                            base_offset,
-                        )
-                    )
-                else:
-                    yield batch_cls(
-                        2,
-                        base_offset,
-                        base_offset + lod,
-                        base + pos,
-                        total,
-                        attrs,
-                        crc,
-                        pid,
-                        pepoch,
-                        bseq,
-                        ple,
-                        base_ts,
-                        max_ts,
-                        count,
-                        file,
-                        partition,
-                        data,
-                        pos,
-                    )
-                pos += total
-                continue
-        # Everything else: legacy messages, and every edge (short tail, bad size, partial batch).
-        rem = end - pos
-        if rem < _MAGIC_AT + 1:
-            if base + end < limit:
-                return _NEED, pos, _MAGIC_AT + 1
-            if not any(data[pos:end]):
-                return _ZEROS, pos, 0
-            off = head(data, pos)[0] if rem >= 12 else None
-            report(
-                DecodeError(
-                    "truncated",
-                    f"{rem} trailing bytes, too few for a batch header",
-                    file,
-                    partition,
-                    base + pos,
-                    off,
-                )
-            )
-            return _STOP, pos, 0
-        offset, size = head(data, pos)
-        if offset == 0 and size == 0:
-            return _ZEROS, pos, 0
-        magic = data[pos + _MAGIC_AT]
-        min_size = _MIN_SIZE.get(magic)
-        if min_size is None:
-            report(
-                DecodeError(
-                    "unknown_magic",
-                    f"magic byte {magic} (known: 0, 1, 2)",
-                    file,
-                    partition,
-                    base + pos,
-                    offset,
-                )
-            )
-            return _STOP, pos, 0
-        if size < min_size:
-            report(
-                DecodeError(
-                    "bad_length",
-                    f"size {size} is below the minimum {min_size} for magic {magic}",
-                    file,
-                    partition,
-                    base + pos,
-                    offset,
-                )
-            )
-            return _STOP, pos, 0
-        total = LOG_OVERHEAD + size
-        if base + pos + total > limit:
-            report(
-                DecodeError(
-                    "truncated",
-                    f"batch of {total} bytes runs past the end of the data ({limit - base - pos} bytes left)",
-                    file,
-                    partition,
-                    base + pos,
-                    offset,
-                )
-            )
-            return _STOP, pos, 0
-        if pos + total > end:
-            return _NEED, pos, total
-        if magic == 2:
-            continue  # complete now that the buffer holds it: the fast path takes it
-        (crc,) = _U32.unpack_from(data, pos + LOG_OVERHEAD)
-        if verify_crc and zlib.crc32(mv[pos + _MAGIC_AT : pos + total]) != crc:
+    resume = None if legacy else resync(data, pos, end, max_batch_bytes, scan)
+    if resume is None:
+        kind = tail_kind or kind
+        how = f"skipped the remaining {end - pos} bytes"
+        how += " (no resync in message format v0/v1)" if legacy else " (no later batch with a valid CRC)"
+        resume = end
+    else:
+        how = f"skipped {resume - pos} bytes, resumed at byte {base + resume} (next batch with a valid CRC)"
+    report(DecodeError(kind, f"{reason}; {how}", file, partition, base + pos, offset, resume - pos))
+    return resume
+
+
+def read_entry(
+    data,
+    pos: int,
+    end: int,
+    *,
+    base: int = 0,
+    file: str | None = None,
+    partition: int | None = None,
+    report: Callable[[DecodeError], object],
+    verify_crc: bool = True,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    scan: Scan = _NO_SCAN,
+    legacy: bool = False,
+) -> tuple[RecordBatch | None, int]:
+    """Read the entry at ``data[pos]`` (file position ``base + pos``): ``(batch or None, next pos)``.
+
+    Every problem is reported; ``next pos`` is where reading goes on (``end`` when nothing is left).
+    ``legacy`` says the walk has seen magic 0/1 data (no resync then). A batch that lives in anything
+    but a ``bytes`` buffer (a mapped file) gets a copy of its own bytes, so it outlives the mapping.
+    """
+    rem = end - pos
+    if rem < _MAGIC_AT + 1:
+        if rem >= LOG_OVERHEAD and not any(data[pos:end]):
+            report(_zero_tail(rem, file, partition, base + pos))
+            return None, end
+        off = _HEAD.unpack_from(data, pos)[0] if rem >= 12 else None
+        reason = f"{rem} trailing bytes, too few for a batch header"
+        report(DecodeError("truncated", f"{reason}; skipped them", file, partition, base + pos, off, rem))
+        return None, end
+    offset, size = _HEAD.unpack_from(data, pos)
+    magic = data[pos + _MAGIC_AT]
+
+    def lost(
+        kind: str, reason: str, off: int | None = offset, tail_kind: str | None = None
+    ) -> tuple[None, int]:
+        nxt = _framing_lost(
+            data, pos, end, base, kind, reason, off, file, partition, report, max_batch_bytes, scan, legacy,
+            tail_kind,
+        )  # fmt: skip
+        return None, nxt
+
+    if offset == 0 and size == 0:
+        zend = zero_run_end(data, pos, end, scan)
+        if zend >= end:
+            report(_zero_tail(end - pos, file, partition, base + pos))
+            return None, end
+        return lost("bad_length", f"{zend - pos} zero bytes (a zero batch header) followed by data", 0)
+    min_size = _MIN_SIZE.get(magic)
+    if min_size is None:
+        return lost("unknown_magic", f"magic byte {magic} (known: 0, 1, 2)")
+    if size < min_size:
+        return lost("bad_length", f"size {size} is below the minimum {min_size} for magic {magic}")
+    total = LOG_OVERHEAD + size
+    if size > max_batch_bytes:
+        return lost("bad_length", f"size {size} is above the batch limit of {max_batch_bytes} bytes")
+    if pos + total > end:
+        reason = f"batch of {total} bytes runs past the end of the data ({rem} bytes left)"
+        return lost("bad_length", reason, tail_kind="truncated")
+    own = data if type(data) is bytes else data[pos : pos + total]
+    start = pos if own is data else 0
+    if magic == 2:
+        (base_offset, _size, ple, _m, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq, count) = (
+            V2_HEADER.unpack_from(own, start)
+        )
+        if verify_crc and crc32c(memoryview(own)[start + 21 : start + total]) != crc:
             report(
                 DecodeError(
                     "crc_mismatch",
-                    f"stored CRC-32 {crc:#010x} does not match the message",
+                    f"stored CRC-32C {crc:#010x} does not match the batch",
                     file,
                     partition,
                     base + pos,
-                    offset,
+                    base_offset,
                 )
             )
-        else:
-            try:
-                yield _legacy_batch(data, pos, total, magic, base + pos, file, partition, verify_crc)
-            except (ValueError, struct.error) as exc:
-                report(DecodeError("corrupt_batch", str(exc), file, partition, base + pos, offset))
-        pos += total
-    # A chunk can end exactly on a batch boundary with more of the file still to come.
-    return (_END if base + end >= limit else _NEED), pos, 0
+            return None, pos + total
+        if count < 0 or lod < 0:
+            report(
+                DecodeError(
+                    "corrupt_batch",
+                    f"record count {count} / last offset delta {lod} is negative",
+                    file,
+                    partition,
+                    base + pos,
+                    base_offset,
+                )
+            )
+            return None, pos + total
+        batch = RecordBatch(
+            2, base_offset, base_offset + lod, base + pos, total, attrs, crc, pid, pepoch, bseq, ple,
+            base_ts, max_ts, count, file, partition, own, start,
+        )  # fmt: skip
+        if max_batch_bytes != DEFAULT_MAX_BATCH_BYTES:
+            batch._limit = max_batch_bytes
+        return batch, pos + total
+    (crc,) = _U32.unpack_from(own, start + LOG_OVERHEAD)
+    if verify_crc and zlib.crc32(memoryview(own)[start + _MAGIC_AT : start + total]) != crc:
+        report(
+            DecodeError(
+                "crc_mismatch",
+                f"stored CRC-32 {crc:#010x} does not match the message",
+                file,
+                partition,
+                base + pos,
+                offset,
+            )
+        )
+        return None, pos + total
+    try:
+        batch = _legacy_batch(
+            own, start, total, magic, base + pos, file, partition, verify_crc, max_batch_bytes
+        )
+    except (ValueError, struct.error) as exc:
+        report(DecodeError("corrupt_batch", str(exc), file, partition, base + pos, offset))
+        return None, pos + total
+    return batch, pos + total
+
+
+def _zero_tail(n: int, file: str | None, partition: int | None, position: int) -> DecodeError:
+    return DecodeError(
+        "zero_tail",
+        f"{n} zero bytes after the last batch (preallocated or crashed segment): end of the valid data",
+        file,
+        partition,
+        position,
+        None,
+        n,
+    )
+
+
+def walk(
+    data,
+    *,
+    base: int = 0,
+    file: str | None = None,
+    partition: int | None = None,
+    report: Callable[[DecodeError], object],
+    verify_crc: bool = True,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    scan: Scan = _NO_SCAN,
+) -> Iterator[RecordBatch]:
+    """Yield every batch of ``data`` (bytes or a mapped file), reporting and resyncing as documented."""
+    pos = 0
+    end = len(data)
+    legacy = False
+    next_release = scan.chunk
+    while pos < end:
+        batch, pos = read_entry(
+            data,
+            pos,
+            end,
+            base=base,
+            file=file,
+            partition=partition,
+            report=report,
+            verify_crc=verify_crc,
+            max_batch_bytes=max_batch_bytes,
+            scan=scan,
+            legacy=legacy,
+        )
+        if batch is not None:
+            legacy = legacy or batch.magic < 2
+            yield batch
+        if pos >= next_release:
+            scan.done_with(pos)
+            next_release = pos + scan.chunk
 
 
 def read_batches(
@@ -285,6 +445,7 @@ def read_batches(
     start_position: int = 0,
     errors: ErrorSink,
     verify_crc: bool = True,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> Iterator[RecordBatch]:
     """Walk a buffer of concatenated batches of any magic (``MemoryRecords.batches``).
 
@@ -293,20 +454,15 @@ def read_batches(
     Batches keep views into ``buf``.
     """
     data = buf if isinstance(buf, bytes) else bytes(buf)
-    report = _sink(errors)
-    limit = start_position + len(data)
-    status, pos, _need = yield from _walk(data, start_position, limit, file, partition, report, verify_crc)
-    if status == _ZEROS and data[pos:].strip(b"\0"):
-        report(
-            DecodeError(
-                "bad_length",
-                "zero batch header followed by non-zero bytes",
-                file,
-                partition,
-                start_position + pos,
-                0,
-            )
-        )
+    yield from walk(
+        data,
+        base=start_position,
+        file=file,
+        partition=partition,
+        report=_sink(errors),
+        verify_crc=verify_crc,
+        max_batch_bytes=max_batch_bytes,
+    )
 
 
 def iter_segment_batches(
@@ -316,12 +472,13 @@ def iter_segment_batches(
     errors: ErrorSink,
     verify_crc: bool = True,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> Iterator[RecordBatch]:
     """Stream the batches of one ``.log`` segment with bounded memory (``FileRecords.batches``).
 
-    The file is read ``chunk_size`` bytes at a time; a batch bigger than a chunk gets a buffer of its
-    own size. Batches keep views into the chunk they came from, so memory stays at about one chunk
-    plus whatever batches the caller holds on to. An unreadable file is one ``io`` error.
+    The file is memory-mapped; pages are released every ``chunk_size`` bytes, and each batch gets a copy
+    of its own bytes, so memory stays at about one chunk plus whatever batches the caller holds on to.
+    An unreadable file is one ``io`` error.
     """
     file = str(path)
     report = _sink(errors)
@@ -332,64 +489,33 @@ def iter_segment_batches(
         return
     with f:
         try:
-            limit = os.fstat(f.fileno()).st_size
-            buf = f.read(chunk_size)
-        except OSError as exc:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
             report(DecodeError("io", f"cannot read: {exc}", file, partition, 0, None))
             return
-        base = 0
-        while True:
-            status, pos, need = yield from _walk(buf, base, limit, file, partition, report, verify_crc)
-            if status == _NEED:
-                rest = buf[pos:]
-                base += pos
-                try:
-                    more = f.read(max(chunk_size, need - len(rest)))
-                except OSError as exc:
-                    report(DecodeError("io", f"cannot read: {exc}", file, partition, base, None))
-                    return
-                if not more:  # the file shrank under us
-                    report(
-                        DecodeError(
-                            "truncated",
-                            "file ended early (shrank while being read)",
-                            file,
-                            partition,
-                            base,
-                            None,
-                        )
-                    )
-                    return
-                buf = rest + more
-                continue
-            if status == _ZEROS:
-                _check_zero_tail(f, buf, pos, base, file, partition, report, chunk_size)
-            return
-
-
-def _check_zero_tail(
-    f: object,
-    buf: bytes,
-    pos: int,
-    base: int,
-    file: str,
-    partition: int | None,
-    report: Callable[[DecodeError], object],
-    chunk_size: int,
-) -> None:
-    """After a zero header: the rest of the file must be zeros (preallocation), else report it."""
-    chunk = buf[pos:]
-    while chunk:
-        if chunk.strip(b"\0"):
-            report(
-                DecodeError(
-                    "bad_length",
-                    "zero batch header followed by non-zero bytes",
-                    file,
-                    partition,
-                    base + pos,
-                    0,
-                )
+        with mm:
+            scan = Scan(f.fileno(), page_release(mm), chunk_size)
+            yield from walk(
+                mm,
+                file=file,
+                partition=partition,
+                report=report,
+                verify_crc=verify_crc,
+                max_batch_bytes=max_batch_bytes,
+                scan=scan,
             )
-            return
-        chunk = f.read(chunk_size)  # type: ignore[attr-defined]
+
+
+def page_release(mm: mmap.mmap) -> Callable[[int], None]:
+    """A ``release(upto)`` for a read-only mapping: pages before ``upto`` are dropped from RSS."""
+
+    def release(upto: int) -> None:
+        # Clean file pages: dropping them keeps RSS flat; touching them again just re-reads the file.
+        page = upto - upto % mmap.PAGESIZE
+        if page > 0 and hasattr(mm, "madvise"):
+            mm.madvise(mmap.MADV_DONTNEED, 0, page)
+
+    return release

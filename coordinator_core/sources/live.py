@@ -7,23 +7,18 @@ whose transaction is still open, and the COMMIT/ABORT control batches that settl
 raw protocol: Metadata for leaders, ListOffsets for the bounds, and Fetch with ``isolation_level=0``
 (READ_UNCOMMITTED) whose record-set bytes go straight to :func:`coordinator_core.records.reader.read_batches`.
 
-Configuration comes from the environment (:meth:`LiveConfig.from_env`) or a Java-style
-``client.properties`` file (:meth:`LiveConfig.from_file`); see the docstrings for the keys.
-Every failure to reach or authenticate to the cluster raises :class:`LiveSourceError`, within
+Settings come from the project's one Kafka client configuration
+(:class:`coordinator_core.kafka_client.KafkaClientConfig`). Every failure to reach or authenticate to
+the cluster raises a :class:`~coordinator_core.kafka_client.KafkaClientError` within
 ``connect_timeout_ms``, naming the bootstrap servers and never a secret.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
-import os
-import re
 import struct
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import kafka.errors as kerr
@@ -33,10 +28,11 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata import MetadataRequest
 
 from coordinator_core.errors import DecodeError
+from coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError, check_connection
 from coordinator_core.records.batch import RecordBatch
 from coordinator_core.records.reader import ErrorSink, read_batches
 
-__all__ = ["CONSUMER_OFFSETS", "LiveConfig", "LiveSource", "LiveSourceError", "complete_prefix"]
+__all__ = ["CONSUMER_OFFSETS", "LiveSource", "LiveSourceError", "complete_prefix"]
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 
@@ -84,235 +80,8 @@ class _LastError(logging.Handler):
             self.message = message[:300]
 
 
-class LiveSourceError(Exception):
+class LiveSourceError(KafkaClientError):
     """The cluster could not be reached, refused us, or answered something we cannot go on from."""
-
-
-def _secret(value: str | None) -> str:
-    return "None" if value is None else "'***'"
-
-
-@dataclass(frozen=True)
-class LiveConfig:
-    """How to reach a cluster (the kafka-python client settings offsetops uses).
-
-    ``bootstrap_servers`` is a comma-separated ``host:port`` list. ``repr`` never shows the SASL
-    password.
-    """
-
-    bootstrap_servers: str
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str | None = None
-    sasl_plain_username: str | None = None
-    sasl_plain_password: str | None = None
-    ssl_cafile: str | None = None
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
-    ssl_check_hostname: bool = True
-    client_id: str = "offsetops"
-    request_timeout_ms: int = 30_000
-    #: Bound on reaching the cluster at all (TCP, TLS, SASL, ApiVersions, first Metadata).
-    connect_timeout_ms: int = 10_000
-    #: Per-partition Fetch size; grown automatically when one batch is bigger.
-    fetch_max_bytes: int = 4 << 20
-
-    def __post_init__(self) -> None:
-        if not self.bootstrap_servers or not self.bootstrap_servers.strip():
-            raise LiveSourceError("bootstrap_servers is empty")
-        protocol = self.security_protocol.upper()
-        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-            raise LiveSourceError(f"unknown security_protocol {self.security_protocol!r}")
-        object.__setattr__(self, "security_protocol", protocol)
-
-    def __repr__(self) -> str:
-        fields = []
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            shown = _secret(value) if f.name == "sasl_plain_password" else repr(value)
-            fields.append(f"{f.name}={shown}")
-        return f"LiveConfig({', '.join(fields)})"
-
-    __str__ = __repr__
-
-    @property
-    def servers(self) -> list[str]:
-        return [s.strip() for s in self.bootstrap_servers.split(",") if s.strip()]
-
-    def client_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for kafka-python's client (includes the password: do not log)."""
-        kwargs: dict[str, Any] = {
-            "bootstrap_servers": self.servers,
-            "client_id": self.client_id,
-            "security_protocol": self.security_protocol,
-            "request_timeout_ms": self.request_timeout_ms,
-            "socket_connection_setup_timeout_ms": self.connect_timeout_ms,
-            "socket_connection_setup_timeout_max_ms": self.connect_timeout_ms,
-            # Keep reconnect back-off short so several attempts fit into connect_timeout_ms.
-            "reconnect_backoff_ms": 100,
-            "reconnect_backoff_max_ms": 1000,
-            # A fetch may carry one batch bigger than fetch_max_bytes (KIP-74), and we grow the size.
-            "receive_message_max_bytes": _MAX_PARTITION_FETCH_BYTES + (1 << 20),
-            "ssl_check_hostname": self.ssl_check_hostname,
-        }
-        for name in ("sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
-                     "ssl_cafile", "ssl_certfile", "ssl_keyfile"):
-            value = getattr(self, name)
-            if value is not None:
-                kwargs[name] = value
-        return kwargs
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LiveConfig:
-        """Build from ``OFFSETOPS_*`` variables.
-
-        ``OFFSETOPS_BOOTSTRAP_SERVERS`` (required), ``OFFSETOPS_SECURITY_PROTOCOL``,
-        ``OFFSETOPS_SASL_MECHANISM``, ``OFFSETOPS_SASL_USERNAME``, ``OFFSETOPS_SASL_PASSWORD``,
-        ``OFFSETOPS_SSL_CAFILE``, ``OFFSETOPS_SSL_CERTFILE``, ``OFFSETOPS_SSL_KEYFILE``,
-        ``OFFSETOPS_SSL_CHECK_HOSTNAME`` (true/false), ``OFFSETOPS_CLIENT_ID``,
-        ``OFFSETOPS_REQUEST_TIMEOUT_MS``, ``OFFSETOPS_CONNECT_TIMEOUT_MS``.
-        """
-        env = os.environ if environ is None else environ
-        if not env.get("OFFSETOPS_BOOTSTRAP_SERVERS"):
-            raise LiveSourceError("OFFSETOPS_BOOTSTRAP_SERVERS is not set")
-        names = {
-            "OFFSETOPS_BOOTSTRAP_SERVERS": "bootstrap_servers",
-            "OFFSETOPS_SECURITY_PROTOCOL": "security_protocol",
-            "OFFSETOPS_SASL_MECHANISM": "sasl_mechanism",
-            "OFFSETOPS_SASL_USERNAME": "sasl_plain_username",
-            "OFFSETOPS_SASL_PASSWORD": "sasl_plain_password",
-            "OFFSETOPS_SSL_CAFILE": "ssl_cafile",
-            "OFFSETOPS_SSL_CERTFILE": "ssl_certfile",
-            "OFFSETOPS_SSL_KEYFILE": "ssl_keyfile",
-            "OFFSETOPS_SSL_CHECK_HOSTNAME": "ssl_check_hostname",
-            "OFFSETOPS_CLIENT_ID": "client_id",
-            "OFFSETOPS_REQUEST_TIMEOUT_MS": "request_timeout_ms",
-            "OFFSETOPS_CONNECT_TIMEOUT_MS": "connect_timeout_ms",
-        }
-        values = {field: env[var] for var, field in names.items() if env.get(var)}
-        return cls._build({**values, **overrides}, source="environment")
-
-    @classmethod
-    def resolve(
-        cls,
-        bootstrap_servers: str | None,
-        client_config: str | os.PathLike[str] | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> LiveConfig:
-        """The settings an operator gave: ``client_config`` (client.properties) when set, else the
-        ``OFFSETOPS_*`` environment; ``bootstrap_servers``, when given, overrides either."""
-        if client_config:
-            overrides = {"bootstrap_servers": bootstrap_servers} if bootstrap_servers else {}
-            return cls.from_file(client_config, **overrides)
-        env = dict(os.environ if environ is None else environ)
-        if bootstrap_servers:
-            env["OFFSETOPS_BOOTSTRAP_SERVERS"] = bootstrap_servers
-        return cls.from_env(env)
-
-    @classmethod
-    def from_file(cls, path: str | os.PathLike[str], **overrides: Any) -> LiveConfig:
-        """Build from a Java ``client.properties`` file (the one ``kafka-console-consumer`` takes).
-
-        Keys read: ``bootstrap.servers``, ``security.protocol``, ``sasl.mechanism``,
-        ``sasl.jaas.config`` (``username="..." password="..."`` of the PLAIN or SCRAM login module),
-        ``ssl.truststore.location`` when ``ssl.truststore.type=PEM``,
-        ``ssl.endpoint.identification.algorithm`` (empty turns hostname checks off), ``client.id``,
-        ``request.timeout.ms``; librdkafka's
-        ``sasl.username``/``sasl.password``, ``ssl.ca.location``, ``ssl.certificate.location`` and
-        ``ssl.key.location`` too. Other keys (consumer/producer tuning) are ignored. JKS/PKCS12
-        stores are refused with a clear error: Python's ssl module needs PEM files.
-        """
-        p = Path(path)
-        try:
-            props = parse_properties(p.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise LiveSourceError(f"cannot read Kafka client properties {p}: {exc.strerror}") from exc
-        values: dict[str, Any] = {}
-        simple = {
-            "bootstrap.servers": "bootstrap_servers",
-            "security.protocol": "security_protocol",
-            "sasl.mechanism": "sasl_mechanism",
-            "sasl.mechanisms": "sasl_mechanism",  # librdkafka spelling
-            "sasl.username": "sasl_plain_username",
-            "sasl.password": "sasl_plain_password",
-            "ssl.ca.location": "ssl_cafile",
-            "ssl.certificate.location": "ssl_certfile",
-            "ssl.key.location": "ssl_keyfile",
-            "client.id": "client_id",
-            "request.timeout.ms": "request_timeout_ms",
-        }
-        for key, field in simple.items():
-            if props.get(key):
-                values[field] = props[key]
-        if "sasl.jaas.config" in props:
-            user, password = _parse_jaas(props["sasl.jaas.config"], p)
-            values.setdefault("sasl_plain_username", user)
-            values.setdefault("sasl_plain_password", password)
-        if props.get("ssl.truststore.location"):
-            if props.get("ssl.truststore.type", "JKS").upper() != "PEM":
-                raise LiveSourceError(
-                    f"{p}: ssl.truststore.location is a {props.get('ssl.truststore.type', 'JKS')} store; "
-                    "offsetops needs PEM: set ssl.truststore.type=PEM or use ssl.ca.location")
-            values.setdefault("ssl_cafile", props["ssl.truststore.location"])
-        if props.get("ssl.keystore.location"):
-            raise LiveSourceError(
-                f"{p}: ssl.keystore.location is not supported; use ssl.certificate.location and "
-                "ssl.key.location (PEM)")
-        if props.get("ssl.endpoint.identification.algorithm", "https") == "":
-            values["ssl_check_hostname"] = False
-        if "bootstrap_servers" not in values and "bootstrap_servers" not in overrides:
-            raise LiveSourceError(f"{p}: bootstrap.servers is not set")
-        return cls._build({**values, **overrides}, source=str(p))
-
-    @classmethod
-    def _build(cls, values: dict[str, Any], *, source: str) -> LiveConfig:
-        for name in ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes"):
-            if name in values and isinstance(values[name], str):
-                try:
-                    values[name] = int(values[name])
-                except ValueError:
-                    raise LiveSourceError(f"{source}: {name} must be an integer") from None
-        if isinstance(values.get("ssl_check_hostname"), str):
-            values["ssl_check_hostname"] = values["ssl_check_hostname"].strip().lower() not in (
-                "0", "false", "no", "")
-        if isinstance(values.get("sasl_mechanism"), str):
-            values["sasl_mechanism"] = values["sasl_mechanism"].upper()
-        return cls(**values)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java ``.properties`` (``key=value`` / ``key: value``, ``#``/``!`` comments, ``\\`` continuations)."""
-    props: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = raw.lstrip() if not logical else raw.strip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        # An odd number of trailing backslashes continues the line.
-        stripped = line.rstrip()
-        trailing = len(stripped) - len(stripped.rstrip("\\"))
-        if trailing % 2 == 1:
-            logical += stripped[:-1]
-            continue
-        logical += stripped
-        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", logical)
-        if m:
-            props[m.group(1)] = m.group(2).strip()
-        logical = ""
-    if logical:
-        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", logical)
-        if m:
-            props[m.group(1)] = m.group(2).strip()
-    return props
-
-
-def _parse_jaas(jaas: str, source: Path) -> tuple[str | None, str | None]:
-    """``username``/``password`` options of a PLAIN or SCRAM ``LoginModule`` line."""
-    if not re.search(r"(PlainLoginModule|ScramLoginModule)", jaas):
-        raise LiveSourceError(
-            f"{source}: sasl.jaas.config uses a login module offsetops does not support "
-            "(only PlainLoginModule and ScramLoginModule)")
-    opts = dict(re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', jaas))
-    return opts.get("username"), opts.get("password")
 
 
 def complete_prefix(buf: bytes | memoryview) -> tuple[int, int | None, bool]:
@@ -353,7 +122,7 @@ class LiveSource:
     Connects lazily; use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, config: LiveConfig, *, topic: str = CONSUMER_OFFSETS):
+    def __init__(self, config: KafkaClientConfig, *, topic: str = CONSUMER_OFFSETS):
         self.config = config
         self.topic = topic
         self._client: Any = None
@@ -378,17 +147,23 @@ class LiveSource:
     # -- connection -------------------------------------------------------------------------------
 
     def _where(self) -> str:
-        return f"Kafka at {self.config.bootstrap_servers} ({self.config.security_protocol})"
+        return self.config.describe()
 
     def _connect(self) -> Any:
         if self._client is not None:
             return self._client
 
         timeout_ms = self.config.connect_timeout_ms
+        # Reach the cluster once, bounded, before kafka-python tries (its TLS handshake has no deadline).
+        check_connection(self.config)
         try:
-            client = KafkaNetClient(**self.config.client_kwargs())
+            client = KafkaNetClient(**self.config.client_kwargs(
+                KafkaNetClient,
+                # A fetch may carry one batch bigger than fetch_max_bytes (KIP-74), and we grow the size.
+                receive_message_max_bytes=_MAX_PARTITION_FETCH_BYTES + (1 << 20)))
         except (ValueError, TypeError, OSError, kerr.KafkaError) as exc:
-            raise LiveSourceError(f"cannot set up a client for {self._where()}: {exc}") from None
+            raise LiveSourceError(self.config.redact(
+                f"cannot set up a client for {self._where()}: {exc}")) from None
         # kafka-python retries a failing connection until the deadline and then only says "timed out";
         # keep the last thing it logged so the error tells an operator *why* (refused, TLS, SASL).
         last = _LastError()
@@ -399,18 +174,19 @@ class LiveSource:
             client.check_version(timeout_ms=timeout_ms)
         except (kerr.SaslAuthenticationFailedError, kerr.AuthorizationError) as exc:
             client.close()
-            raise LiveSourceError(f"authentication to {self._where()} failed: {exc}") from None
+            raise LiveSourceError(self.config.redact(
+                f"authentication to {self._where()} failed: {exc}")) from None
         except kerr.KafkaTimeoutError:
             client.close()
             cause = f"; last error: {last.message}" if last.message else ""
-            raise LiveSourceError(
+            raise LiveSourceError(self.config.redact(
                 f"cannot reach {self._where()} within {timeout_ms / 1000:g}s{cause} "
                 "(check the address, that the broker is up, the listener's security protocol and the "
                 "SASL credentials)"
-            ) from None
+            )) from None
         except (kerr.KafkaError, OSError) as exc:
             client.close()
-            raise LiveSourceError(f"cannot connect to {self._where()}: {exc}") from None
+            raise LiveSourceError(self.config.redact(f"cannot connect to {self._where()}: {exc}")) from None
         finally:
             kafka_log.removeHandler(last)
         self._client = client
@@ -424,11 +200,12 @@ class LiveSource:
         try:
             return client.send_and_receive(node_id, request, timeout_ms=self.config.request_timeout_ms)
         except (kerr.SaslAuthenticationFailedError, kerr.AuthorizationError) as exc:
-            raise LiveSourceError(f"authentication to {self._where()} failed: {exc}") from None
+            raise LiveSourceError(self.config.redact(
+                f"authentication to {self._where()} failed: {exc}")) from None
         except (kerr.KafkaError, OSError) as exc:
-            raise LiveSourceError(
+            raise LiveSourceError(self.config.redact(
                 f"{type(request).__name__} to broker {node_id} of {self._where()} failed: {exc}"
-            ) from None
+            )) from None
 
     # -- metadata ---------------------------------------------------------------------------------
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from coordinator_core.errors import DecodeError
 from coordinator_core.records.batch import RecordBatch
@@ -18,7 +20,6 @@ LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 
-_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _PARTITION_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
@@ -44,13 +45,19 @@ class PartitionDir:
     topic: str
     partition: int
     segments: tuple[Segment, ...]
+    # What listing the dir found wrong (see ``list_segments``); reported by every reader of the dir.
+    anomalies: tuple[DecodeError, ...] = ()
 
     @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self.segments)
 
     def iter_batches(self, errors: list[DecodeError], *, verify_crc: bool = True) -> Iterator[RecordBatch]:
-        """Stream the batches of every segment in order; index files are never consulted."""
+        """Stream the batches of every segment in order; index files are never consulted.
+
+        The listing's anomalies are reported first, then each segment's errors as it is read.
+        """
+        errors.extend(self.anomalies)
         for seg in self.segments:
             yield from iter_segment_batches(
                 seg.path, partition=self.partition, errors=errors, verify_crc=verify_crc
@@ -119,18 +126,193 @@ def write_offset_checkpoint(path: str | os.PathLike[str], entries: dict[tuple[st
     os.replace(tmp, p)
 
 
+#: Suffixes a broker leaves behind while cleaning, swapping or deleting segments (``LogFileUtils``).
+LEFTOVER_SUFFIXES = {
+    ".deleted": "a segment scheduled for deletion; the broker deletes it on startup",
+    ".cleaned": "the output of an interrupted cleaning pass; the broker deletes it on startup",
+    ".swap": "a cleaned segment not yet swapped in; the broker completes the swap on startup, replacing "
+    "the segments it covers",
+}
+
+
+def segment_base_offset(name: str) -> int | None:
+    """The base offset of a ``.log`` file name as Kafka parses it (``LogFileUtils.offsetFromFileName``).
+
+    Kafka takes the text before the first dot as a long, so ``5.log`` is the segment at offset 5 just as
+    ``00000000000000000005.log`` is. None for a name that is not a segment name.
+    """
+    if not name.endswith(".log"):
+        return None
+    head = name[: name.index(".")]
+    if not head.isascii() or not head.isdigit():
+        return None
+    value = int(head)
+    return value if value < 2**63 else None
+
+
+def _anomaly(kind: str, reason: str, path: str | Path, partition: int | None) -> DecodeError:
+    return DecodeError(kind, reason, str(path), partition)
+
+
+def classify_segment_name(name: str) -> tuple[str, int | str | None]:
+    """What a file name in a partition dir is, as ``LogLoader`` sees it.
+
+    ``("segment", base_offset)``, ``("leftover_file", reason)`` for ``*.log.swap``/``.cleaned``/
+    ``.deleted``, ``("bad_segment_name", reason)`` for a ``.log`` whose name is not an offset, or
+    ``("skip", None)`` for everything the load does not need (indexes, snapshots, metadata).
+    """
+    suffix = next((sfx for sfx in LEFTOVER_SUFFIXES if name.endswith(sfx)), None)
+    if suffix is not None and ".log" in name:
+        return "leftover_file", f"{LEFTOVER_SUFFIXES[suffix]} (not read)"
+    if not name.endswith(".log"):
+        return "skip", None
+    base = segment_base_offset(name)
+    if base is None:
+        return (
+            "bad_segment_name",
+            "a .log file whose name is not <offset>.log; the broker cannot load it (not read)",
+        )
+    return "segment", base
+
+
+T = TypeVar("T")
+
+
+def dedupe_segments(
+    segments: list[T], *, key: Callable[[T], tuple[int, str]], partition: int | None
+) -> tuple[list[T], list[DecodeError]]:
+    """One segment per base offset, in base-offset order, and a ``duplicate_segment`` for each other.
+
+    ``key(segment)`` is ``(base offset, file name)``. The broker keeps one segment per base offset; the
+    canonical 20-digit name is the one it wrote, so that one is read.
+    """
+    by_offset: dict[int, list[T]] = {}
+    for seg in segments:
+        by_offset.setdefault(key(seg)[0], []).append(seg)
+    kept: list[T] = []
+    anomalies: list[DecodeError] = []
+    for base, found in sorted(by_offset.items()):
+        found.sort(key=lambda sg: (len(key(sg)[1]) != 24, key(sg)[1]))
+        kept.append(found[0])
+        for other in found[1:]:
+            anomalies.append(
+                _anomaly(
+                    "duplicate_segment",
+                    f"same base offset {base} as {key(found[0])[1]}, which is read instead (not read)",
+                    getattr(other, "path", key(other)[1]),
+                    partition,
+                )
+            )
+    return kept, anomalies
+
+
+def list_segments(path: Path, partition: int | None) -> tuple[list[Segment], list[DecodeError]]:
+    """The segments of one partition dir in Kafka's order, and every anomaly found on the way.
+
+    Mirrors what ``LogLoader`` loads: every ``<offset>.log`` regular file (symlinks followed), ordered by
+    the offset parsed from its name. Anything that would make a load differ from the broker's is
+    reported: a dangling or looping symlink, a ``.log`` that is not a regular file, an unparseable
+    name, leftover ``.swap``/``.cleaned``/``.deleted`` files, two files for the same base offset.
+    """
+    anomalies: list[DecodeError] = []
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError as exc:
+        return [], [
+            _anomaly("unreadable", f"cannot list the partition dir: {exc.strerror or exc}", path, partition)
+        ]
+    candidates: list[Segment] = []
+    for entry in entries:
+        kind, value = classify_segment_name(entry.name)
+        if kind == "skip":
+            continue
+        if kind != "segment":
+            anomalies.append(_anomaly(kind, str(value), entry.path, partition))
+            continue
+        try:
+            st = os.stat(entry.path)
+        except FileNotFoundError:
+            anomalies.append(
+                _anomaly(
+                    "dangling_segment",
+                    "symlink to a missing file: the segment is gone",
+                    entry.path,
+                    partition,
+                )
+            )
+            continue
+        except OSError as exc:
+            anomalies.append(
+                _anomaly("unreadable", f"cannot open: {exc.strerror or exc}", entry.path, partition)
+            )
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            anomalies.append(
+                _anomaly("not_a_file", f"segment name, but {what} (not read)", entry.path, partition)
+            )
+            continue
+        candidates.append(Segment(Path(entry.path), int(value), st.st_size, int(st.st_mtime * 1000)))  # type: ignore[arg-type]
+    segments, dupes = dedupe_segments(
+        candidates, key=lambda sg: (sg.base_offset, sg.path.name), partition=partition
+    )
+    return segments, anomalies + dupes
+
+
+def segment_order_errors(
+    file: str, partition: int | None, base_offset: int, first_offset: int | None, previous_last: int | None
+) -> list[DecodeError]:
+    """Check a segment against its name and the segment before it, once its batches are read.
+
+    A batch below the segment's base offset means the file does not belong under that name; a first
+    offset at or below the previous segment's last offset means two segments overlap, so a stale
+    record could be replayed after a newer one (the log would not be monotonic, as ``LogSegment``
+    requires). A first offset above the name is normal: the cleaner keeps a segment's name when it
+    removes its first records.
+    """
+    errors = []
+    if first_offset is not None and first_offset < base_offset:
+        errors.append(
+            DecodeError(
+                "segment_offset_mismatch",
+                f"first batch starts at offset {first_offset}, below the segment's base offset {base_offset}",
+                file,
+                partition,
+                None,
+                first_offset,
+            )
+        )
+    if first_offset is not None and previous_last is not None and first_offset <= previous_last:
+        errors.append(
+            DecodeError(
+                "overlapping_segments",
+                f"first offset {first_offset} is not after the previous segment's last offset "
+                f"{previous_last}; records are replayed in file order, so older ones may win",
+                file,
+                partition,
+                None,
+                first_offset,
+            )
+        )
+    return errors
+
+
 def _partition_dir(path: Path) -> PartitionDir | None:
     m = _PARTITION_RE.match(path.name)
-    if not m or not path.is_dir():
+    if not m:
         return None
-    segments = []
-    for entry in os.scandir(path):
-        sm = _SEGMENT_RE.match(entry.name)
-        if sm and entry.is_file():
-            st = entry.stat()
-            segments.append(Segment(Path(entry.path), int(sm.group(1)), st.st_size, int(st.st_mtime * 1000)))
-    segments.sort(key=lambda s: s.base_offset)
-    return PartitionDir(path, m.group("topic"), int(m.group("partition")), tuple(segments))
+    number = int(m.group("partition"))
+    try:
+        is_dir = stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as exc:
+        if not os.path.islink(path):
+            return None
+        why = "dangling symlink" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
+        return PartitionDir(path, m.group("topic"), number, (), (_anomaly("unreadable", why, path, number),))
+    if not is_dir:
+        return None
+    segments, anomalies = list_segments(path, number)
+    return PartitionDir(path, m.group("topic"), number, tuple(segments), tuple(anomalies))
 
 
 def open_log_dir(
@@ -144,8 +326,12 @@ def open_log_dir(
     Partitions are returned in partition order, each with its segments in base-offset order.
     """
     root = Path(path)
-    if not root.exists():
-        raise LogDirError(f"{root}: no such file or directory")
+    try:
+        os.stat(root)
+    except FileNotFoundError:
+        raise LogDirError(f"{root}: no such file or directory") from None
+    except OSError as exc:
+        raise LogDirError(f"{root}: {exc.strerror or exc}") from exc
     if not root.is_dir():
         raise LogDirError(f"{root}: not a directory (expected a broker log dir or a {topic}-N dir)")
     single = _partition_dir(root)
@@ -154,8 +340,12 @@ def open_log_dir(
         base = root.parent
     else:
         found = []
-        for entry in sorted(os.scandir(root), key=lambda e: e.name):
-            pd = _partition_dir(Path(entry.path)) if entry.is_dir() else None
+        try:
+            entries = sorted(os.scandir(root), key=lambda e: e.name)
+        except OSError as exc:
+            raise LogDirError(f"{root}: cannot list: {exc.strerror or exc}") from exc
+        for entry in entries:
+            pd = _partition_dir(Path(entry.path))
             if pd is not None and pd.topic == topic:
                 found.append(pd)
         base = root

@@ -26,14 +26,27 @@ anything else                   error (with the error name)
 When OffsetDelete is unsupported but every planned offset of a dead group is still exactly as
 planned, DeleteGroups removes the group together with those offsets; such offset items end as
 ``applied_via_delete_groups``.
+
+The cluster is reached once (:meth:`AdminExecutor.check`) before anything is sent; an answer that
+means the cluster itself is gone (connection lost, timed out) stops the run with
+:class:`~coordinator_core.kafka_client.ClusterUnreachable` instead of being paid again per item.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from coordinator_core.expiration import KIND_GROUP, KIND_OFFSET
+from coordinator_core.kafka_client import (
+    ClusterUnreachable,
+    KafkaClientConfig,
+    check_connection,
+    is_connection_error,
+    unreachable,
+)
 from coordinator_core.tombstones.journal import (
     ALREADY_GONE,
     APPLIED,
@@ -51,6 +64,7 @@ from coordinator_core.tombstones.journal import (
 from coordinator_core.tombstones.runner import VerifyResult
 
 _EMPTY_STATES = frozenset({"Empty", "Dead", "Unknown", "", None})
+_T = TypeVar("_T")
 
 
 def outcome_for_error(error: Any) -> tuple[str, str | None]:
@@ -83,34 +97,44 @@ class AdminExecutor:
 
     name = "admin"
 
-    def __init__(
-        self, bootstrap: str, *, client_config: dict[str, Any] | None = None, request_timeout_ms: int = 30000
-    ) -> None:
-        self.bootstrap = bootstrap
-        self.client_config = client_config or {}
-        self.request_timeout_ms = request_timeout_ms
+    def __init__(self, config: KafkaClientConfig) -> None:
+        self.config = config
         self._admin: Any = None
 
     def target(self) -> dict[str, Any]:
-        return {"bootstrap": self.bootstrap}
+        return {"bootstrap": self.config.bootstrap_servers}
+
+    def check(self) -> None:
+        """Reach the cluster once, within the connect timeout, before the first item."""
+        check_connection(self.config)
 
     @property
     def admin(self) -> Any:
         if self._admin is None:
             from kafka import KafkaAdminClient
 
-            self._admin = KafkaAdminClient(
-                bootstrap_servers=self.bootstrap,
-                request_timeout_ms=self.request_timeout_ms,
-                client_id="offsetops-expire",
-                **self.client_config,
+            self._admin = self._call(
+                "connect",
+                lambda: KafkaAdminClient(
+                    **self.config.client_kwargs(KafkaAdminClient, client_id="offsetops-expire")),
             )
         return self._admin
 
+    def _call(self, what: str, fn: Callable[[], _T]) -> _T:
+        """``fn()``; a failure that means the cluster is gone stops the run, anything else is the caller's."""
+        try:
+            return fn()
+        except Exception as exc:
+            if is_connection_error(exc):
+                raise unreachable(self.config, what, exc) from None
+            raise
+
     def close(self) -> None:
         if self._admin is not None:
-            self._admin.close()
-            self._admin = None
+            admin, self._admin = self._admin, None
+            # Closing a broken client must not hide why the run stopped.
+            with contextlib.suppress(Exception):
+                admin.close()
 
     # -- live state ---------------------------------------------------------------------------------
 
@@ -118,7 +142,9 @@ class AdminExecutor:
         self, group_id: str
     ) -> tuple[dict[tuple[str, int], tuple[int, str]] | None, str | None]:
         try:
-            result = self.admin.list_group_offsets(group_id)
+            result = self._call("OffsetFetch", lambda: self.admin.list_group_offsets(group_id))
+        except ClusterUnreachable:
+            raise
         except Exception as exc:  # an unreadable group must not stop the other groups
             status, detail = outcome_for_error(exc)
             return None, f"OffsetFetch failed: {detail or status}"
@@ -128,9 +154,11 @@ class AdminExecutor:
     def _live_state(self, group_id: str) -> str | None:
         """The group's state from ListGroups (None when the broker does not list it)."""
         try:
-            for g in self.admin.list_groups():
+            for g in self._call("ListGroups", lambda: self.admin.list_groups()):
                 if g.get("group_id") == group_id:
                     return g.get("group_state")
+        except ClusterUnreachable:
+            raise
         except Exception:
             return None
         return None
@@ -189,7 +217,10 @@ class AdminExecutor:
         if to_delete:
             partitions = [TopicPartition(i["topic"], i["partition"]) for i in to_delete]
             try:
-                result = self.admin.delete_group_offsets(group_id, partitions)
+                result = self._call(
+                    "OffsetDelete", lambda: self.admin.delete_group_offsets(group_id, partitions))
+            except ClusterUnreachable:
+                raise
             except Exception as exc:
                 status, detail = outcome_for_error(exc)
                 if status == UNSUPPORTED:
@@ -231,7 +262,9 @@ class AdminExecutor:
             self._record(journal, group_items, NON_EMPTY_GROUP, f"the broker lists the group as {state}")
             return
         try:
-            result = self.admin.delete_groups([group_id])
+            result = self._call("DeleteGroups", lambda: self.admin.delete_groups([group_id]))
+        except ClusterUnreachable:
+            raise
         except Exception as exc:
             status, detail = outcome_for_error(exc)
             self._record(journal, group_items, status, detail)

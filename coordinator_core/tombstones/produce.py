@@ -7,13 +7,25 @@ the mirror keeps Kafka's layout) or wherever the producer's key hash puts it (``
 Idempotence: the target partitions' end offsets are journaled before the first send; a rerun first
 reads from those offsets and marks planned keys that already have a tombstone there as applied (the
 process may have died after the broker acknowledged a record but before the journal said so).
+
+Every client is built from the run's :class:`~coordinator_core.kafka_client.KafkaClientConfig`; the
+cluster is reached once before the first send (:meth:`ProduceExecutor.check`), and a send that fails
+because the cluster is gone stops the run (the journal stays resumable) instead of timing out per item.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
+from coordinator_core.kafka_client import (
+    KafkaClientConfig,
+    check_connection,
+    is_connection_error,
+    unreachable,
+)
 from coordinator_core.sources.logdir import OFFSETS_TOPIC
 from coordinator_core.tombstones.journal import APPLIED, ERROR, Journal, fault_point
 from coordinator_core.tombstones.runner import ExecutorRefused, VerifyResult
@@ -32,55 +44,76 @@ the topic of a cluster with no live groups, pass --allow-internal-topic-write.""
 PARTITIONING = ("same", "key")
 
 
-def _client_kwargs(config: dict[str, Any] | None) -> dict[str, Any]:
-    return dict(config or {})
+_T = TypeVar("_T")
+
+
+def _guard(config: KafkaClientConfig, what: str, fn: Callable[[], _T]) -> _T:
+    """``fn()``, with a failure that means the cluster is gone turned into ``ClusterUnreachable``."""
+    try:
+        return fn()
+    except Exception as exc:
+        if is_connection_error(exc):
+            raise unreachable(config, what, exc) from None
+        raise
+
+
+@contextlib.contextmanager
+def _consumer(config: KafkaClientConfig, **extra: Any) -> Iterator[Any]:
+    """A ``KafkaConsumer`` without a group, built from ``config``; closed on exit."""
+    from kafka import KafkaConsumer
+
+    consumer = _guard(config, "connect", lambda: KafkaConsumer(**config.client_kwargs(
+        KafkaConsumer, enable_auto_commit=False, group_id=None, auto_offset_reset="earliest", **extra)))
+    try:
+        yield consumer
+    finally:
+        with contextlib.suppress(Exception):
+            consumer.close()
 
 
 def read_partitions(
-    bootstrap: str,
+    config: KafkaClientConfig,
     topic: str,
     start_offsets: dict[int, int] | None,
     *,
     partitions: list[int] | None = None,
-    client_config: dict[str, Any] | None = None,
     timeout_s: float = 30.0,
 ) -> list[tuple[int, int, bytes | None, bytes | None]]:
     """Every record ``(partition, offset, key, value)`` of ``topic`` from ``start_offsets`` (or the
     beginning) up to the end offsets as of the call, in offset order per partition."""
-    from kafka import KafkaConsumer, TopicPartition
+    with _consumer(config) as consumer:
+        return _guard(config, f"reading {topic}",
+                      lambda: _read(consumer, topic, start_offsets, partitions, timeout_s))
 
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        enable_auto_commit=False,
-        group_id=None,
-        auto_offset_reset="earliest",
-        **_client_kwargs(client_config),
-    )
-    try:
-        if partitions is None:
-            partitions = sorted(consumer.partitions_for_topic(topic) or ())
-        tps = [TopicPartition(topic, p) for p in partitions]
-        if not tps:
-            return []
-        consumer.assign(tps)
-        ends = consumer.end_offsets(tps)
-        begins = consumer.beginning_offsets(tps)
-        for tp in tps:
-            start = (start_offsets or {}).get(tp.partition, begins[tp])
-            consumer.seek(tp, max(start, begins[tp]))
-        out: list[tuple[int, int, bytes | None, bytes | None]] = []
-        deadline = time.monotonic() + timeout_s
-        while any(consumer.position(tp) < ends[tp] for tp in tps):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic} did not reach the end offsets within {timeout_s:.0f}s")
-            for tp, records in consumer.poll(timeout_ms=500).items():
-                for r in records:
-                    if r.offset < ends[tp]:
-                        out.append((tp.partition, r.offset, r.key, r.value))
-        out.sort(key=lambda r: (r[0], r[1]))
-        return out
-    finally:
-        consumer.close()
+
+def _read(
+    consumer: Any, topic: str, start_offsets: dict[int, int] | None, partitions: list[int] | None,
+    timeout_s: float,
+) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    from kafka import TopicPartition
+
+    if partitions is None:
+        partitions = sorted(consumer.partitions_for_topic(topic) or ())
+    tps = [TopicPartition(topic, p) for p in partitions]
+    if not tps:
+        return []
+    consumer.assign(tps)
+    ends = consumer.end_offsets(tps)
+    begins = consumer.beginning_offsets(tps)
+    for tp in tps:
+        start = (start_offsets or {}).get(tp.partition, begins[tp])
+        consumer.seek(tp, max(start, begins[tp]))
+    out: list[tuple[int, int, bytes | None, bytes | None]] = []
+    deadline = time.monotonic() + timeout_s
+    while any(consumer.position(tp) < ends[tp] for tp in tps):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"reading {topic} did not reach the end offsets within {timeout_s:.0f}s")
+        for tp, records in consumer.poll(timeout_ms=500).items():
+            for r in records:
+                if r.offset < ends[tp]:
+                    out.append((tp.partition, r.offset, r.key, r.value))
+    out.sort(key=lambda r: (r[0], r[1]))
+    return out
 
 
 class ProduceExecutor:
@@ -90,12 +123,11 @@ class ProduceExecutor:
 
     def __init__(
         self,
-        bootstrap: str,
+        config: KafkaClientConfig,
         topic: str,
         *,
         partitioning: str = "same",
         allow_internal_topic_write: bool = False,
-        client_config: dict[str, Any] | None = None,
         timeout_s: float = 30.0,
     ) -> None:
         if topic == OFFSETS_TOPIC and not allow_internal_topic_write:
@@ -107,33 +139,34 @@ class ProduceExecutor:
                 f"a tombstone for {OFFSETS_TOPIC} must go to the partition its group maps to "
                 "(partition_for); --target-partition key would put it where the coordinator never reads it"
             )
-        self.bootstrap = bootstrap
+        self.config = config
         self.topic = topic
         self.partitioning = partitioning
         self.internal = topic == OFFSETS_TOPIC
-        self.client_config = client_config or {}
         self.timeout_s = timeout_s
         self._producer: Any = None
 
     def target(self) -> dict[str, Any]:
-        return {"bootstrap": self.bootstrap, "topic": self.topic, "partitioning": self.partitioning}
+        bootstrap = self.config.bootstrap_servers
+        return {"bootstrap": bootstrap, "topic": self.topic, "partitioning": self.partitioning}
+
+    def check(self) -> None:
+        """Reach the cluster once, within the connect timeout, before the first send."""
+        check_connection(self.config)
 
     def close(self) -> None:
         if self._producer is not None:
-            self._producer.close(timeout=self.timeout_s)
-            self._producer = None
+            producer, self._producer = self._producer, None
+            # A producer that lost its cluster must not hold the run for close()'s full timeout.
+            with contextlib.suppress(Exception):
+                producer.close(timeout=min(self.timeout_s, self.config.connect_timeout_ms / 1000))
 
     def _partitions(self, items: list[dict[str, Any]]) -> tuple[list[int], set[int]]:
         """The target partitions the items touch, and every partition of the topic."""
-        from kafka import KafkaConsumer
-
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, **_client_kwargs(self.client_config))
-        try:
-            available = consumer.partitions_for_topic(self.topic)
-        finally:
-            consumer.close()
+        with _consumer(self.config) as consumer:
+            available = _guard(self.config, "Metadata", lambda: consumer.partitions_for_topic(self.topic))
         if not available:
-            raise ExecutorRefused(f"topic {self.topic!r} does not exist on {self.bootstrap}")
+            raise ExecutorRefused(f"topic {self.topic!r} does not exist on {self.config.describe()}")
         if self.partitioning == "key":
             return sorted(available), set(available)
         wanted = sorted({i["offsets_partition"] for i in items})
@@ -147,13 +180,11 @@ class ProduceExecutor:
         return wanted, set(available)
 
     def _end_offsets(self, partitions: list[int]) -> dict[int, int]:
-        from kafka import KafkaConsumer, TopicPartition
+        from kafka import TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, **_client_kwargs(self.client_config))
-        try:
-            ends = consumer.end_offsets([TopicPartition(self.topic, p) for p in partitions])
-        finally:
-            consumer.close()
+        with _consumer(self.config) as consumer:
+            ends = _guard(self.config, "ListOffsets", lambda: consumer.end_offsets(
+                [TopicPartition(self.topic, p) for p in partitions]))
         return {tp.partition: off for tp, off in ends.items()}
 
     def apply(self, journal: Journal, todo: list[dict[str, Any]]) -> None:
@@ -164,12 +195,7 @@ class ProduceExecutor:
         if prepared:
             start = {int(p): o for p, o in prepared[0]["end_offsets"].items()}
             seen = read_partitions(
-                self.bootstrap,
-                self.topic,
-                start,
-                partitions=sorted(start),
-                client_config=self.client_config,
-                timeout_s=self.timeout_s,
+                self.config, self.topic, start, partitions=sorted(start), timeout_s=self.timeout_s
             )
             tombstoned = {k for _p, _o, k, v in seen if k is not None and v is None}
             reconciled = [i for i in todo if bytes.fromhex(i["key_hex"]) in tombstoned]
@@ -184,15 +210,14 @@ class ProduceExecutor:
         if not todo:
             return
         self._partitions(todo)
-        self._producer = KafkaProducer(
-            bootstrap_servers=self.bootstrap,
+        self._producer = _guard(self.config, "connect", lambda: KafkaProducer(**self.config.client_kwargs(
+            KafkaProducer,
             acks="all",
             retries=5,
             max_in_flight_requests_per_connection=1,
             linger_ms=0,
             client_id="__admin_client" if self.internal else "offsetops-tombstones",
-            **_client_kwargs(self.client_config),
-        )
+        )))
         now_ms = journal.plan["now_ms"]
         for item in todo:
             partition = item["offsets_partition"] if self.partitioning == "same" else None
@@ -205,6 +230,9 @@ class ProduceExecutor:
                     timestamp_ms=now_ms,
                 ).get(timeout=self.timeout_s)
             except KafkaError as exc:
+                if is_connection_error(exc):
+                    # Not journaled as an error: the record may have landed; a resume reconciles it.
+                    raise unreachable(self.config, "Produce", exc) from None
                 journal.record([item["item_id"]], ERROR, f"{type(exc).__name__}: {exc}")
                 continue
             fault_point("send")
@@ -216,13 +244,6 @@ class ProduceExecutor:
             parts = sorted({i["offsets_partition"] for i in journal.items})
         else:
             parts = None
-        records = read_partitions(
-            self.bootstrap,
-            self.topic,
-            None,
-            partitions=parts,
-            client_config=self.client_config,
-            timeout_s=self.timeout_s,
-        )
+        records = read_partitions(self.config, self.topic, None, partitions=parts, timeout_s=self.timeout_s)
         latest = latest_values((k, v) for _p, _o, k, v in records)
         return classify(journal.items, latest)

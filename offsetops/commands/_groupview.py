@@ -9,10 +9,11 @@ import sys
 
 from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
+from coordinator_core.kafka_client import KafkaClientError
 from coordinator_core.sources.logdir import LogDirError
 from coordinator_core.timefmt import now_ms, time_arg
-from offsetops.commands._common import die
-from offsetops.commands._load import add_source_args, load_caches
+from offsetops.commands._common import die, kafka_client_config
+from offsetops.commands._load import add_source_args, check_source, is_live, load_caches
 
 FORMATS = ("text", "json", "csv")
 
@@ -55,8 +56,9 @@ def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
 
 def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[GroupView], str] | int:
     """Load, look up log offsets and describe; an int is an exit code after a printed error."""
-    if not args.path and not args.bootstrap:
-        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    problem = check_source(args)
+    if problem:
+        return die(problem)
     bad = check_log_dirs(args)
     if bad is not None:
         return bad
@@ -71,10 +73,8 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
         caches = load_caches(args)
     except LogDirError as exc:
         return die(str(exc))
-    except Exception as exc:  # a live-source failure names the cluster; nothing else is expected here
-        if type(exc).__name__ == "LiveSourceError":
-            return die(str(exc))
-        raise
+    except KafkaClientError as exc:  # names the cluster and the reason, never a secret
+        return die(str(exc))
     offsets, where = lookup_offsets(args, wanted_partitions(caches, flt))
     views = describe_groups(caches, offsets, flt)
     missing = sorted(set(groups) - {v.group_id for v in views})
@@ -82,8 +82,10 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
         print(f"offsetops: group {gid!r} not found in the loaded partitions", file=sys.stderr)
     errors = sum(len(c.stats.errors) for c in caches)
     if errors:
-        print(f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
-              file=sys.stderr)
+        print(
+            f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
+            file=sys.stderr,
+        )
     return views, where
 
 
@@ -99,10 +101,8 @@ def lookup_offsets(
     args: argparse.Namespace, wanted: set[tuple[str, int]]
 ) -> tuple[dict[tuple[str, int], PartitionOffsets], str]:
     """Log start/end of the wanted data partitions: ListOffsets live, partition dirs offline."""
-    if args.bootstrap:
-        from coordinator_core.sources.live import LiveConfig
-
-        config = LiveConfig.resolve(args.bootstrap, args.client_config)
+    if is_live(args):
+        config = kafka_client_config(args)
         return live_offsets(config, wanted), "ListOffsets on the cluster"
     dirs = [logdir_root(args.path), *args.log_dir]
     return offline_offsets(dirs, wanted), "data-topic partition dirs and checkpoints in " + ", ".join(dirs)

@@ -10,22 +10,31 @@ from coordinator_core.asof import Cut, load_as_of
 from coordinator_core.cache import CoordinatorCache
 from coordinator_core.loader import load_partition_dir, load_partition_from
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from coordinator_core.sources.logdir import open_log_dir
 from coordinator_core.timefmt import parse_time
-from offsetops.commands._common import parse_partitions
+from offsetops.commands._common import (
+    CLIENT_CONFIG_HELP,
+    kafka_client_config,
+    non_negative_int,
+    parse_partitions,
+    positive_int,
+)
 from offsetops.progress import Progress
 
 
 def add_source_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
     if path:
         p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument(
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
-    p.add_argument("--client-config", metavar="FILE", help="client properties for --bootstrap (SASL/SSL)")
+    p.add_argument("--client-config", metavar="FILE", help=f"read from a live cluster: {CLIENT_CONFIG_HELP}")
     p.add_argument("--topic-name", dest="offsets_topic", default="__consumer_offsets", help=argparse.SUPPRESS)
     p.add_argument(
         "--num-partitions",
-        type=int,
+        type=positive_int,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions, for partition_for checks (default 50)",
     )
@@ -37,6 +46,20 @@ def add_source_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
     )
 
 
+def is_live(args: argparse.Namespace) -> bool:
+    """A live cluster was asked for: ``--bootstrap``, or ``--client-config`` alone (its bootstrap.servers)."""
+    return bool(getattr(args, "bootstrap", None) or getattr(args, "client_config", None))
+
+
+def check_source(args: argparse.Namespace) -> str | None:
+    """Why the source arguments cannot work, or None."""
+    if not getattr(args, "path", None) and not is_live(args):
+        return "give a log dir PATH, or --bootstrap HOST:PORT / --client-config FILE"
+    if getattr(args, "path", None) and is_live(args):
+        return "give either a log dir PATH or a live cluster (--bootstrap/--client-config), not both"
+    return None
+
+
 def parse_until(text: str) -> Cut:
     """``--until``: a plain integer is a log offset; anything else a time (ISO-8601, -2h, 1700000000000ms)."""
     body = text.strip()
@@ -45,21 +68,19 @@ def parse_until(text: str) -> Cut:
     try:
         return Cut(until_ms=parse_time(body))
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"--until takes a log offset (e.g. 1200) or a time: {exc}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"--until takes a log offset (e.g. 1200) or a time: {exc}") from None
 
 
 def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[CoordinatorCache]:
-    """Load the chosen partitions from ``args.path`` or ``args.bootstrap`` (LogDirError and
-    LiveSourceError propagate with the path or cluster in them)."""
+    """Load the chosen partitions from ``args.path`` or the live cluster of ``--bootstrap`` /
+    ``--client-config`` (LogDirError and KafkaClientError propagate with the path or cluster in them)."""
     cut = cut or Cut()
     whole = cut.until_offset is None and cut.until_ms is None
     kw = {"num_partitions": args.num_partitions, "semantics": args.semantics}
-    if args.bootstrap:
-        from coordinator_core.sources.live import LiveConfig, LiveSource
+    if is_live(args):
+        from coordinator_core.sources.live import LiveSource
 
-        config = LiveConfig.resolve(args.bootstrap, args.client_config)
+        config = kafka_client_config(args)
         with LiveSource(config, topic=getattr(args, "offsets_topic", "__consumer_offsets")) as source:
             parts = parse_partitions(args.partition) or source.partitions()
             out = []
@@ -68,6 +89,7 @@ def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[Coordi
                     if whole:
                         out.append(load_partition_from(source, part, **kw))
                     else:
+
                         def batches(errors, p=part):
                             return source.iter_batches(p, errors)
 
@@ -79,7 +101,8 @@ def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[Coordi
     with Progress("reading", total=len(logdir.partitions), unit="partitions") as progress:
         for pdir in logdir.partitions:
             if whole:
-                out.append(load_partition_dir(pdir, **kw))
+                limit = getattr(args, "max_batch_bytes", DEFAULT_MAX_BATCH_BYTES)
+                out.append(load_partition_dir(pdir, max_batch_bytes=limit, **kw))
             else:
                 out.append(load_as_of(pdir.iter_batches, partition=pdir.partition, cut=cut, **kw))
             progress.advance(1, pdir.size_bytes, what=f"__consumer_offsets-{pdir.partition}")

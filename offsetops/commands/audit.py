@@ -8,8 +8,7 @@ import sys
 from coordinator_core.cleaner.broker_log import read_broker_logs
 from coordinator_core.cleaner.config import (
     CleanerConfig,
-    ClusterConfigError,
-    fetch_live_config,
+    fetch_cluster_config,
     known_config_keys,
     parse_config_overrides,
     read_broker_id,
@@ -24,8 +23,16 @@ from coordinator_core.cleaner_audit import (
     format_duration,
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import time_arg
-from offsetops.commands._common import die, parse_partitions, print_json
+from offsetops.commands._common import (
+    CLIENT_CONFIG_HELP,
+    die,
+    epoch_time,
+    escape,
+    kafka_client_config,
+    non_negative_int,
+    parse_partitions,
+    print_json,
+)
 from offsetops.commands.failover import failover_json
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
@@ -42,10 +49,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "verdict with reasons and remedies. See docs/cleaner-audit.md.",
     )
     p.add_argument("path", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
-    p.add_argument("--bootstrap", metavar="HOST:PORT", help="read topic and broker config from this cluster")
     p.add_argument(
-        "--timeout-ms", type=int, default=10_000, help="--bootstrap connect/request timeout (default 10000)"
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
+    p.add_argument("--bootstrap", metavar="HOST:PORT", help="read topic and broker config from this cluster")
+    p.add_argument("--client-config", metavar="FILE", help=f"live config: {CLIENT_CONFIG_HELP}")
+    p.add_argument(
+        "--timeout-ms",
+        type=int,
+        help="--bootstrap connect and request timeout (default: the client config's, else 10000 / 30000)",
     )
     p.add_argument("--broker-id", type=int, help="broker for DescribeConfigs (default: meta.properties)")
     p.add_argument(
@@ -57,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state-dir", metavar="DIR", help="keep audit history (audits.jsonl) here")
     p.add_argument("--no-record", action="store_true", help="read history but do not append this audit")
     p.add_argument(
-        "--now", type=time_arg, metavar="TIME", help="audit as of this time (epoch ms, ISO-8601, --now=-2h)"
+        "--now", type=epoch_time, metavar="TIME", help="audit as of this time (epoch ms, ISO-8601, --now=-2h)"
     )
     p.add_argument(
         "--config",
@@ -95,11 +107,17 @@ def run(args: argparse.Namespace) -> int:
 
     config = CleanerConfig()
     live = None
-    if args.bootstrap:
+    if args.bootstrap or args.client_config:
+        from coordinator_core.kafka_client import KafkaClientError
+
         broker_id = args.broker_id if args.broker_id is not None else read_broker_id(logdir.path)
         try:
-            live = fetch_live_config(args.bootstrap, broker_id=broker_id, timeout_ms=args.timeout_ms)
-        except ClusterConfigError as exc:
+            client = kafka_client_config(args)
+            if args.timeout_ms is not None:
+                timeout = args.timeout_ms
+                client = client.replace(connect_timeout_ms=timeout, request_timeout_ms=timeout)
+            live = fetch_cluster_config(client, broker_id=broker_id)
+        except KafkaClientError as exc:
             return die(f"{exc} (give the config with --config KEY=VALUE instead, or fix --bootstrap)")
         config = live.apply(config)
     try:
@@ -216,7 +234,7 @@ def print_table(audit: CleanerAudit) -> None:
             f"max-clean-time-secs={_num(m.max_clean_time_secs)}\n"
         )
     for note in audit.notes:
-        out.write(f"note: {note}\n")
+        out.write(f"note: {escape(note)}\n")
     out.write(f"\nverdict: {audit.verdict}\n")
     for r in audit.reasons:
         out.write(f"  [{r.severity}] {r.message}\n      remedy: {r.remedy}\n")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 
 from coordinator_core.schema import SchemaError, UnknownKey, decode_key, decode_value, key_json, value_json
-from offsetops.commands._common import die, print_json
+from offsetops.commands._common import EXIT_ERRORS, die, print_json
+
+MAX_KNOWN_RECORD_TYPE = 24  # CoordinatorRecordType up to Kafka 4.1 (streams groups)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,13 +41,17 @@ def run(args: argparse.Namespace) -> int:
         return die(f"key: {exc}")
     if isinstance(key, UnknownKey):
         print_json({"key": {"type": str(key.record_type), "data": "unknown"}, "value": None})
-        return 1
+        return die(
+            f"key: record type {key.record_type} is not a __consumer_offsets record type "
+            f"(known: 0 to {MAX_KNOWN_RECORD_TYPE})",
+            EXIT_ERRORS,
+        )
     doc = {"key": key_json(key), "value": None}
     if value_bytes is not None:
         try:
             doc["value"] = value_json(key.record_type, decode_value(key.record_type, value_bytes))
         except SchemaError as exc:
             print_json({**doc, "error": str(exc)})
-            return 1
+            return die(f"value: {exc}", EXIT_ERRORS)
     print_json(doc)
     return 0

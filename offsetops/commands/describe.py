@@ -13,14 +13,42 @@ from offsetops.commands._groupview import add_view_args, build_views, now_of
 from offsetops.commands._table import cell, print_table, write_csv
 
 HEADERS = (
-    "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-START-OFFSET", "LOG-END-OFFSET", "LAG", "STATUS",
-    "LAST-COMMIT", "CONSUMER-ID", "HOST", "CLIENT-ID",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-START-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "STATUS",
+    "LAST-COMMIT",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
 )
 CSV_HEADERS = (
-    "group_id", "group_type", "state", "protocol", "generation", "coordinator_partition", "topic",
-    "partition", "committed_offset", "leader_epoch", "log_start_offset", "log_end_offset", "lag", "status",
-    "commit_timestamp_ms", "commit_time", "commit_age", "metadata", "member_id", "client_id", "host",
-    "group_instance_id", "offsets_source",
+    "group_id",
+    "group_type",
+    "state",
+    "protocol",
+    "generation",
+    "coordinator_partition",
+    "topic",
+    "partition",
+    "committed_offset",
+    "leader_epoch",
+    "log_start_offset",
+    "log_end_offset",
+    "lag",
+    "status",
+    "commit_timestamp_ms",
+    "commit_time",
+    "commit_age",
+    "metadata",
+    "member_id",
+    "client_id",
+    "host",
+    "group_instance_id",
+    "offsets_source",
 )
 
 
@@ -95,8 +123,17 @@ def print_group(view: GroupView, now: int, out: Any = None) -> None:
             out.write(f"    {cell(line)}\n")
     rows = [
         (
-            r.topic, r.partition, r.committed_offset, r.log_start_offset, r.log_end_offset, r.lag, _status(r),
-            _when(r.commit_timestamp, now), r.member_id, r.host, r.client_id,
+            r.topic,
+            r.partition,
+            r.committed_offset,
+            r.log_start_offset,
+            r.log_end_offset,
+            r.lag,
+            _status(r),
+            _when(r.commit_timestamp, now),
+            r.member_id,
+            r.host,
+            r.client_id,
         )
         for r in view.rows
     ]
@@ -110,10 +147,29 @@ def print_group(view: GroupView, now: int, out: Any = None) -> None:
 def csv_rows(views: list[GroupView], now: int) -> list[tuple[Any, ...]]:
     return [
         (
-            v.group_id, v.group_type, v.state, v.protocol, v.generation, v.coordinator_partition, r.topic,
-            r.partition, r.committed_offset, r.leader_epoch, r.log_start_offset, r.log_end_offset, r.lag,
-            r.status, r.commit_timestamp, iso_utc(r.commit_timestamp), ago(r.commit_timestamp, now),
-            r.metadata, r.member_id, r.client_id, r.host, r.group_instance_id, r.offsets_source,
+            v.group_id,
+            v.group_type,
+            v.state,
+            v.protocol,
+            v.generation,
+            v.coordinator_partition,
+            r.topic,
+            r.partition,
+            r.committed_offset,
+            r.leader_epoch,
+            r.log_start_offset,
+            r.log_end_offset,
+            r.lag,
+            r.status,
+            r.commit_timestamp,
+            iso_utc(r.commit_timestamp),
+            ago(r.commit_timestamp, now),
+            r.metadata,
+            r.member_id,
+            r.client_id,
+            r.host,
+            r.group_instance_id,
+            r.offsets_source,
         )
         for v in views
         for r in v.rows
@@ -122,7 +178,7 @@ def csv_rows(views: list[GroupView], now: int) -> list[tuple[Any, ...]]:
 
 def run(args: argparse.Namespace) -> int:
     targets = list(args.targets)
-    args.path = None if args.bootstrap or not targets else targets.pop(0)
+    args.path = None if args.bootstrap or args.client_config or not targets else targets.pop(0)
     args.groups = [*targets, *args.group]
     built = build_views(args, args.groups)
     if isinstance(built, int):

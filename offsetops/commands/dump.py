@@ -12,6 +12,7 @@ from typing import Any
 
 from coordinator_core.errors import DecodeError, OffsetsDecodeException
 from coordinator_core.records.batch import RecordBatch
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.schema import (
     SchemaError,
@@ -24,7 +25,14 @@ from coordinator_core.schema import (
     value_json,
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.commands._common import die, report_errors
+from offsetops.commands._common import (
+    die,
+    escape,
+    non_negative_int,
+    positive_int,
+    report_errors,
+    strict_exit,
+)
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
@@ -37,41 +45,57 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Dump segment files batch by batch. PATH is a .log file, a partition dir or a log dir.",
     )
     p.add_argument("path")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument(
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
     p.add_argument("--json", action="store_true", help="JSON lines: one object per batch and per record")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
+    p.add_argument(
+        "--max-batch-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_BATCH_BYTES,
+        metavar="N",
+        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
+    )
     p.set_defaults(func=run)
 
 
-def _files(path: Path, partitions: list[int] | None) -> Iterator[tuple[Path, int | None]]:
+def _files(
+    path: Path, partitions: list[int] | None
+) -> Iterator[tuple[Path | None, int | None, tuple[DecodeError, ...]]]:
+    """``(segment, partition, listing anomalies)``; the anomalies come with a partition's first entry,
+    and a partition with anomalies but no segment is one entry without a segment."""
     if path.is_file():
         part = None
         with contextlib.suppress(IndexError, ValueError):
             part = int(path.parent.name.rsplit("-", 1)[1])
-        yield path, part
+        yield path, part, ()
         return
     logdir = open_log_dir(path, partitions=partitions)
     for pdir in logdir.partitions:
-        for seg in pdir.segments:
-            yield seg.path, pdir.partition
+        if not pdir.segments:
+            yield None, pdir.partition, pdir.anomalies
+        for i, seg in enumerate(pdir.segments):
+            yield seg.path, pdir.partition, pdir.anomalies if i == 0 else ()
 
 
-def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
-    """The key and payload columns: JSON objects, or Kafka's words for what it could not decode."""
+def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any, tuple[str, str] | None]:
+    """The key and payload columns (JSON objects, or Kafka's words for what it could not decode), and
+    the ``(kind, reason)`` of a decode error, if any."""
     if key is None:
-        return "Error: record has no key", None
+        return "Error: record has no key", None, ("missing_key", "record has no key")
     try:
         k = decode_key(key)
     except SchemaError as exc:
-        return f"Error: {exc}", None
+        return f"Error: {exc}", None, (exc.kind, f"record key: {exc}")
     if isinstance(k, UnknownKey):
-        return f"Unknown record type {k.record_type}", None
+        return f"Unknown record type {k.record_type}", None, None
     if value is None:
-        return key_json(k), "<DELETE>"
+        return key_json(k), "<DELETE>", None
     try:
-        return key_json(k), value_json(k.record_type, decode_value(k.record_type, value))
+        return key_json(k), value_json(k.record_type, decode_value(k.record_type, value)), None
     except SchemaError as exc:
-        return key_json(k), f"Error: {exc}"
+        return key_json(k), f"Error: {exc}", (exc.kind, f"record type {k.record_type} value: {exc}")
 
 
 def _batch_line(b: RecordBatch) -> str:
@@ -120,17 +144,24 @@ def _batch_json(b: RecordBatch, file: Path) -> dict[str, Any]:
     }
 
 
-def _control(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any]]:
+def _control(key: bytes | None, value: bytes | None) -> tuple[str, dict[str, Any], str | None]:
     try:
         ctype = decode_control_key(key or b"").type
+    except SchemaError as exc:
+        return f" control: Error: {exc}", {"control_error": str(exc)}, f"control record key: {exc}"
+    if ctype not in CONTROL_TYPES:
+        # LEADER_CHANGE and KRaft markers carry other values; only transaction markers are decoded.
+        return f" control: type {ctype}", {"control_type": ctype}, None
+    try:
         epoch = decode_end_txn_marker(value or b"").coordinator_epoch
     except SchemaError as exc:
-        return f" control: Error: {exc}", {"control_error": str(exc)}
+        return f" control: Error: {exc}", {"control_error": str(exc)}, f"end transaction marker: {exc}"
     name = CONTROL_TYPES.get(ctype, f"type {ctype}")
-    return f" endTxnMarker: {name} coordinatorEpoch: {epoch}", {
-        "end_txn_marker": name,
-        "coordinator_epoch": epoch,
-    }
+    return (
+        f" endTxnMarker: {name} coordinatorEpoch: {epoch}",
+        {"end_txn_marker": name, "coordinator_epoch": epoch},
+        None,
+    )
 
 
 def _show_errors(out, errors: list[DecodeError], shown: int, as_json: bool) -> int:
@@ -139,7 +170,7 @@ def _show_errors(out, errors: list[DecodeError], shown: int, as_json: bool) -> i
         if as_json:
             out.write(json.dumps({"type": "error", **err.to_dict()}) + "\n")
         else:
-            out.write(f"Error: {err}\n")
+            out.write(f"{'Notice' if err.is_notice else 'Error'}: {escape(err)}\n")
     return len(errors)
 
 
@@ -154,12 +185,18 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     if not path.exists():
         return die(f"{path}: no such file or directory")
-    for file, part in files:
+    for file, part, anomalies in files:
+        errors.extend(anomalies)
+        shown = _show_errors(out, errors, shown, args.json)
+        if file is None:
+            continue
         if not args.json:
-            out.write(f"Dumping {file}\n")
+            out.write(f"Dumping {escape(file)}\n")
             with contextlib.suppress(ValueError):
                 out.write(f"Log starting offset: {int(file.stem)}\n")
-        for batch in iter_segment_batches(file, partition=part, errors=errors):
+        for batch in iter_segment_batches(
+            file, partition=part, errors=errors, max_batch_bytes=args.max_batch_bytes
+        ):
             shown = _show_errors(out, errors, shown, args.json)
             if args.json:
                 out.write(json.dumps(_batch_json(batch, file)) + "\n")
@@ -171,11 +208,16 @@ def run(args: argparse.Namespace) -> int:
                         -1 if batch.base_sequence < 0 else batch.base_sequence + (offset - batch.base_offset)
                     )
                     if batch.is_control:
-                        text, extra = _control(key, value)
+                        text, extra, problem = _control(key, value)
                         k = p = None
+                        failed = None if problem is None else ("corrupt_record", problem)
                     else:
-                        k, p = _decode(key, value)
+                        k, p, failed = _decode(key, value)
                         text, extra = "", {}
+                    if failed is not None:
+                        # Counted (--strict fails on it) and listed at the end; shown inline on the record.
+                        errors.append(DecodeError(*failed, str(file), part, batch.position, offset))
+                        shown = len(errors) if not args.json else shown
                     if args.json:
                         rec = {
                             "type": "record",
@@ -211,4 +253,4 @@ def run(args: argparse.Namespace) -> int:
         shown = _show_errors(out, errors, shown, args.json)
     if errors:
         report_errors(errors)
-    return 1 if errors and args.strict else 0
+    return strict_exit(errors, args.strict)

@@ -20,8 +20,20 @@ from coordinator_core.expiration import (
 )
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import time_arg
-from offsetops.commands._common import die, parse_partitions, print_json, report_errors
+from offsetops.commands._common import (
+    CLIENT_CONFIG_HELP,
+    die,
+    epoch_time,
+    escape,
+    kafka_client_config,
+    non_negative_float,
+    non_negative_int,
+    parse_partitions,
+    positive_int,
+    print_json,
+    quote,
+    report_errors,
+)
 
 EXECUTORS = ("admin", "produce", "segment")
 
@@ -35,14 +47,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "within --forecast-hours. Nothing is written unless --execute is given.",
     )
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
     p.add_argument(
-        "--now", type=time_arg, metavar="TIME",
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
+    p.add_argument(
+        "--now",
+        type=epoch_time,
+        metavar="TIME",
         help="the time to expire at: epoch ms, ISO-8601 or --now=-2h (default: now)",
     )
     p.add_argument(
         "--retention-ms",
-        type=int,
+        type=positive_int,
         metavar="MS",
         help=f"offsets.retention.minutes in ms (default {DEFAULT_RETENTION_MS}, 7 days)",
     )
@@ -53,25 +69,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--broker-version",
+        type=broker_version,
         metavar="X.Y",
         help="the brokers' Kafka version; picks --coordinator (< 4.0: legacy; default kip848)",
     )
     p.add_argument(
         "--forecast-hours",
-        type=float,
+        type=non_negative_float,
         default=24.0,
         metavar="H",
         help="forecast offsets that expire within H hours (default 24)",
     )
     p.add_argument(
         "--what-if-retention-ms",
-        type=int,
+        type=positive_int,
         metavar="MS",
         help="also plan and forecast at this retention (reported under what_if)",
     )
     p.add_argument(
         "--num-partitions",
-        type=int,
+        type=positive_int,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions (default 50)",
     )
@@ -93,6 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="start a new plan even though an unfinished one targets the same destination",
     )
     ex.add_argument("--bootstrap", metavar="HOST:PORT", help="cluster for the admin and produce executors")
+    ex.add_argument("--client-config", metavar="FILE", help=f"admin and produce: {CLIENT_CONFIG_HELP}")
     ex.add_argument("--target-topic", metavar="TOPIC", help="topic the produce executor writes to")
     ex.add_argument(
         "--target-partition",
@@ -107,6 +125,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ex.add_argument("--output-dir", metavar="DIR", help="segment: where the copy of the log dir is made")
     p.set_defaults(func=run)
+
+
+#: The newest Kafka major version this tool knows the coordinator of.
+NEWEST_MAJOR = 4
+
+
+def broker_version(text: str) -> str:
+    """An argparse type: a released Kafka version like ``3.9`` or ``4.0.0`` (0.8 up to 4.x)."""
+    parts = text.strip().lstrip("v").split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Kafka version like 3.9 or 4.0.0")
+    if not 0 <= int(parts[0]) <= NEWEST_MAJOR or (int(parts[0]) == 0 and int(parts[1]) < 8):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Kafka version this tool knows (0.8 to {NEWEST_MAJOR}.x)"
+        )
+    return text.strip()
 
 
 def _coordinator(args: argparse.Namespace) -> str:
@@ -126,6 +160,21 @@ def _load(args: argparse.Namespace, coordinator: str) -> list:
     ]
 
 
+def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> Any:
+    """The Kafka client configuration of the admin and produce executors (a resumed plan keeps its
+    cluster: its bootstrap servers are part of the plan id)."""
+    from coordinator_core.kafka_client import ClientConfigError
+
+    try:
+        return kafka_client_config(args, args.bootstrap or target.get("bootstrap"))
+    except ClientConfigError:
+        if args.bootstrap or args.client_config or target.get("bootstrap"):
+            raise
+        raise ValueError(
+            f"--executor {executor} needs --bootstrap HOST:PORT (or --client-config FILE with "
+            "bootstrap.servers)") from None
+
+
 def _make_executor(
     args: argparse.Namespace, name: str, target: dict[str, Any] | None = None, coordinator: str = "kip848"
 ) -> Any:
@@ -133,19 +182,15 @@ def _make_executor(
     if name == "admin":
         from coordinator_core.tombstones.admin import AdminExecutor
 
-        bootstrap = args.bootstrap or target.get("bootstrap")
-        if not bootstrap:
-            raise ValueError("--executor admin needs --bootstrap HOST:PORT")
-        return AdminExecutor(bootstrap)
+        return AdminExecutor(_client(args, name, target))
     if name == "produce":
         from coordinator_core.tombstones.produce import ProduceExecutor
 
-        bootstrap = args.bootstrap or target.get("bootstrap")
         topic = args.target_topic or target.get("topic")
-        if not bootstrap or not topic:
-            raise ValueError("--executor produce needs --bootstrap HOST:PORT and --target-topic TOPIC")
+        if not topic:
+            raise ValueError("--executor produce needs --target-topic TOPIC")
         return ProduceExecutor(
-            bootstrap,
+            _client(args, name, target),
             topic,
             partitioning=target.get("partitioning", args.target_partition),
             allow_internal_topic_write=args.allow_internal_topic_write,
@@ -160,8 +205,9 @@ def _make_executor(
 
 
 def run(args: argparse.Namespace) -> int:
+    from coordinator_core.kafka_client import KafkaClientError
     from coordinator_core.tombstones.journal import JournalError
-    from coordinator_core.tombstones.runner import ExecutorRefused
+    from coordinator_core.tombstones.runner import ExecutorRefused, RunStopped
 
     if args.execute and not (args.executor or args.resume):
         return die("--execute needs --executor admin|produce|segment")
@@ -170,7 +216,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.resume:
             return _resume(args)
-    except (JournalError, ExecutorRefused, ValueError) as exc:
+    except RunStopped as exc:
+        return die(f"{exc}: rerun with --resume {exc.plan_id} once the cluster is reachable")
+    except (JournalError, ExecutorRefused, ValueError, KafkaClientError) as exc:
         return die(str(exc))
     if not args.path:
         return die("give a log dir PATH (or --resume PLAN_ID)")
@@ -213,7 +261,10 @@ def run(args: argparse.Namespace) -> int:
             )
         try:
             report = _execute(args, plan, coordinator)
-        except (JournalError, ExecutorRefused, ValueError) as exc:
+        except RunStopped as exc:
+            return die(f"{exc}: rerun the same command, or --resume {exc.plan_id}, once the cluster is "
+                       "reachable")
+        except (JournalError, ExecutorRefused, ValueError, KafkaClientError) as exc:
             return die(str(exc))
         doc["execution"] = report.to_json()
     if args.json:
@@ -282,11 +333,11 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
         f"{len(plan.tombstones)} tombstones, {len(plan.dead_groups)} dead groups\n"
     )
     for t in plan.tombstones:
-        what = f"{t.topic}-{t.partition}" if t.kind == "offset_commit" else t.kind
-        out.write(f"  [{t.offsets_partition}] {t.group_id!r} {what}: {t.reason}, age {_age(t.age_ms)}\n")
+        what = escape(f"{t.topic}-{t.partition}" if t.kind == "offset_commit" else t.kind)
+        out.write(f"  [{t.offsets_partition}] {quote(t.group_id)} {what}: {t.reason}, age {_age(t.age_ms)}\n")
     for d in plan.dead_groups:
         out.write(
-            f"  dead: [{d.offsets_partition}] {d.group_id!r} generation {d.generation}, "
+            f"  dead: [{d.offsets_partition}] {quote(d.group_id)} generation {d.generation}, "
             f"{d.tombstones} group tombstone(s) ({d.reason})\n"
         )
     _print_forecast(plan.forecast, args.forecast_hours, out)
@@ -308,8 +359,8 @@ def _print_forecast(forecast: list, hours: float, out: Any) -> None:
     for (part, gid), entries in sorted(by_group.items(), key=lambda kv: kv[1][0].expires_at):
         first = entries[0]
         out.write(
-            f"  [{part}] {gid!r} loses {len(entries)} offset(s), the first in "
-            f"{_age(first.expires_in_ms)} ({first.topic}-{first.partition}, {first.reason})\n"
+            f"  [{part}] {quote(gid)} loses {len(entries)} offset(s), the first in "
+            f"{_age(first.expires_in_ms)} ({escape(first.topic)}-{first.partition}, {first.reason})\n"
         )
 
 
@@ -323,9 +374,12 @@ def _print_execution(ex: dict[str, Any]) -> None:
     for item in ex["items"]:
         if item["status"] not in ("applied", "already_gone", "applied_via_delete_groups"):
             where = f"{item['topic']}-{item['partition']}" if item["topic"] is not None else item["kind"]
-            out.write(f"  {item['group_id']!r} {where}: {item['status']} {item['detail'] or ''}\n")
+            detail = escape(item["detail"] or "")
+            out.write(f"  {quote(item['group_id'])} {escape(where)}: {item['status']} {detail}\n")
     v = ex["verification"]
     out.write(f"verification: {v['checked']} keys checked, {len(v['not_gone'])} not gone\n")
     for r in v["not_gone"]:
         where = f"{r['topic']}-{r['partition']}" if r["topic"] is not None else "group"
-        out.write(f"  NOT GONE: {r['group_id']!r} {where}: {r['state']} {r['detail'] or ''}\n")
+        out.write(
+            f"  NOT GONE: {quote(r['group_id'])} {escape(where)}: {r['state']} {escape(r['detail'] or '')}\n"
+        )

@@ -11,7 +11,7 @@ from coordinator_core.expiration import DEFAULT_RETENTION_MS
 from coordinator_core.failover import DEFAULT_SLOW_MS
 from offsetops.commands._common import die
 from offsetops.commands._groupview import check_log_dirs
-from offsetops.commands._load import add_source_args
+from offsetops.commands._load import add_source_args, check_source
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
 
     from offsetops.exporter import OffsetsCollector, build_snapshot
 
-    if not args.path and not args.bootstrap:
-        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    problem = check_source(args)
+    if problem:
+        return die(problem)
     bad = check_log_dirs(args)
     if bad is not None:
         return bad
@@ -82,8 +83,11 @@ def run(args: argparse.Namespace) -> int:
         server, _thread = start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
         return die(f"cannot listen on {host}:{port}: {exc}")
-    print(f"serving http://{host}:{server.server_port}/metrics (refresh every {args.interval:g} s)",
-          file=sys.stderr, flush=True)
+    print(
+        f"serving http://{host}:{server.server_port}/metrics (refresh every {args.interval:g} s)",
+        file=sys.stderr,
+        flush=True,
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -93,4 +97,3 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.shutdown()
     return 0
-

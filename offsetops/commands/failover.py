@@ -15,10 +15,11 @@ from coordinator_core.failover import (
     loads_from_caches,
     read_load_logs,
 )
+from coordinator_core.kafka_client import KafkaClientError
 from coordinator_core.sources.logdir import LogDirError
 from coordinator_core.timefmt import format_duration
 from offsetops.commands._common import die, print_json
-from offsetops.commands._load import add_source_args, load_caches
+from offsetops.commands._load import add_source_args, check_source, load_caches
 from offsetops.commands._table import print_table
 
 HEADERS = ("PARTITION", "SIZE", "BATCHES", "RECORDS", "LIVE-KEYS", "ESTIMATED-LOAD", "OBSERVED-LOAD", "SLOW")
@@ -72,8 +73,13 @@ def print_forecast(fc: FailoverForecast, out: Any = None) -> None:
     out.write(f"rate: {fc.calibration.note}\n")
     rows = [
         (
-            p.load.partition, format_bytes(p.load.bytes), p.load.batches, p.load.records, p.load.live_keys,
-            f"{p.estimated_ms} ms", None if p.observed_ms is None else f"{p.observed_ms} ms",
+            p.load.partition,
+            format_bytes(p.load.bytes),
+            p.load.batches,
+            p.load.records,
+            p.load.live_keys,
+            f"{p.estimated_ms} ms",
+            None if p.observed_ms is None else f"{p.observed_ms} ms",
             "SLOW" if p.slow else "",
         )
         for p in fc.partitions
@@ -82,8 +88,9 @@ def print_forecast(fc: FailoverForecast, out: Any = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.path and not args.bootstrap:
-        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    problem = check_source(args)
+    if problem:
+        return die(problem)
     if args.threshold_ms <= 0:
         return die(f"--threshold-ms must be positive, got {args.threshold_ms}")
     try:
@@ -95,10 +102,8 @@ def run(args: argparse.Namespace) -> int:
         caches = load_caches(args)
     except LogDirError as exc:
         return die(str(exc))
-    except Exception as exc:
-        if type(exc).__name__ == "LiveSourceError":
-            return die(str(exc))
-        raise
+    except KafkaClientError as exc:
+        return die(str(exc))
     fc = forecast_failover(loads_from_caches(caches), observed=observed, threshold_ms=args.threshold_ms)
     if args.json:
         print_json(fc.to_json())

@@ -11,13 +11,34 @@ from offsetops.commands._groupview import add_view_args, build_views, now_of
 from offsetops.commands._table import print_table, write_csv
 
 HEADERS = (
-    "GROUP", "TYPE", "STATE", "PROTOCOL", "GENERATION", "COORDINATOR", "MEMBERS", "PARTITIONS", "TOTAL-LAG",
-    "OUT-OF-RANGE", "LAST-COMMIT",
+    "GROUP",
+    "TYPE",
+    "STATE",
+    "PROTOCOL",
+    "GENERATION",
+    "COORDINATOR",
+    "MEMBERS",
+    "PARTITIONS",
+    "TOTAL-LAG",
+    "OUT-OF-RANGE",
+    "LAST-COMMIT",
 )
 CSV_HEADERS = (
-    "group_id", "group_type", "state", "protocol_type", "protocol", "generation", "coordinator_partition",
-    "members", "partitions", "total_lag", "max_lag", "out_of_range", "last_commit_timestamp_ms",
-    "last_commit_time", "last_commit_age",
+    "group_id",
+    "group_type",
+    "state",
+    "protocol_type",
+    "protocol",
+    "generation",
+    "coordinator_partition",
+    "members",
+    "partitions",
+    "total_lag",
+    "max_lag",
+    "out_of_range",
+    "last_commit_timestamp_ms",
+    "last_commit_time",
+    "last_commit_age",
 )
 
 
@@ -56,18 +77,45 @@ def run(args: argparse.Namespace) -> int:
     for v in views:
         last = v.last_commit_timestamp
         proto = "/".join(x for x in (v.protocol_type, v.protocol) if x) or None
-        rows.append((
-            v.group_id, v.group_type, v.state, proto,
-            v.generation, v.coordinator_partition, v.members, len(v.rows), v.total_lag, v.out_of_range,
-            None if last is None else f"{iso_utc(last)} ({ago(last, now)})",
-        ))
+        rows.append(
+            (
+                v.group_id,
+                v.group_type,
+                v.state,
+                proto,
+                v.generation,
+                v.coordinator_partition,
+                v.members,
+                len(v.rows),
+                v.total_lag,
+                v.out_of_range,
+                None if last is None else f"{iso_utc(last)} ({ago(last, now)})",
+            )
+        )
     if args.format == "csv":
-        write_csv(CSV_HEADERS, [
-            (v.group_id, v.group_type, v.state, v.protocol_type, v.protocol, v.generation,
-             v.coordinator_partition, v.members, len(v.rows), v.total_lag, v.max_lag, v.out_of_range,
-             v.last_commit_timestamp, iso_utc(v.last_commit_timestamp), ago(v.last_commit_timestamp, now))
-            for v in views
-        ])
+        write_csv(
+            CSV_HEADERS,
+            [
+                (
+                    v.group_id,
+                    v.group_type,
+                    v.state,
+                    v.protocol_type,
+                    v.protocol,
+                    v.generation,
+                    v.coordinator_partition,
+                    v.members,
+                    len(v.rows),
+                    v.total_lag,
+                    v.max_lag,
+                    v.out_of_range,
+                    v.last_commit_timestamp,
+                    iso_utc(v.last_commit_timestamp),
+                    ago(v.last_commit_timestamp, now),
+                )
+                for v in views
+            ],
+        )
         return 0
     bad = [v for v in views if v.out_of_range]
     sys.stdout.write(

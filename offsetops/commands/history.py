@@ -15,21 +15,38 @@ from coordinator_core.history import (
     CommitHistory,
     replay_history,
 )
+from coordinator_core.kafka_client import KafkaClientError
 from coordinator_core.partitioner import partition_for
 from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from coordinator_core.timefmt import ago, iso_utc, now_ms, time_arg, time_json
-from offsetops.commands._common import die, print_json, report_errors
+from offsetops.commands._common import die, kafka_client_config, print_json, report_errors
 from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
-from offsetops.commands._load import add_source_args
+from offsetops.commands._load import add_source_args, check_source, is_live
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.progress import Progress
 
 HEADERS = ("LOG-OFFSET", "TIME", "TOPIC", "PARTITION", "OFFSET", "DELTA", "EPOCH", "TXN", "OWNER", "FLAGS")
 CSV_HEADERS = (
-    "record_offset", "timestamp_ms", "time", "topic", "partition", "offset", "previous_offset",
-    "leader_epoch", "metadata", "transactional", "producer_id", "outcome", "generation", "group_state",
-    "members", "member_id", "client_id", "host", "flags",
+    "record_offset",
+    "timestamp_ms",
+    "time",
+    "topic",
+    "partition",
+    "offset",
+    "previous_offset",
+    "leader_epoch",
+    "metadata",
+    "transactional",
+    "producer_id",
+    "outcome",
+    "generation",
+    "group_state",
+    "members",
+    "member_id",
+    "client_id",
+    "host",
+    "flags",
 )
 
 
@@ -88,13 +105,13 @@ class _LiveEnds:
 
     def __call__(self, tp: tuple[str, int]) -> PartitionOffsets | None:
         if tp[0] not in self._topics:
-            from coordinator_core.sources.live import LiveSource, LiveSourceError
+            from coordinator_core.sources.live import LiveSource
 
             self._topics.add(tp[0])
             try:
                 with LiveSource(self._config, topic=tp[0]) as source:
                     parts = source.partitions()
-            except LiveSourceError:
+            except KafkaClientError:
                 parts = [tp[1]]  # live_offsets then names the error per partition
             self._found.update(live_offsets(self._config, {(tp[0], p) for p in parts}))
         return self._found.get(tp)
@@ -103,10 +120,10 @@ class _LiveEnds:
 def _history(args: argparse.Namespace) -> CommitHistory:
     partition = partition_for(args.group, args.num_partitions)
     kw = {"offsets_partition": partition, "keep": _window(args), "max_commits": args.max_commits}
-    if args.bootstrap:
-        from coordinator_core.sources.live import LiveConfig, LiveSource
+    if is_live(args):
+        from coordinator_core.sources.live import LiveSource
 
-        config = LiveConfig.resolve(args.bootstrap, args.client_config)
+        config = kafka_client_config(args)
         errors: list = []
         with LiveSource(config, topic=args.offsets_topic) as source:
             return replay_history(source.iter_batches(partition, errors), args.group, errors=errors,
@@ -116,6 +133,7 @@ def _history(args: argparse.Namespace) -> CommitHistory:
     errors = []
     label = f"replaying __consumer_offsets-{partition}"
     with Progress(label, total=len(pdir.segments), unit="segments") as pr:
+
         def batches():
             for seg in pdir.segments:
                 yield from iter_segment_batches(seg.path, partition=partition, errors=errors)
@@ -140,8 +158,9 @@ def _txn(c: CommitEvent) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.path and not args.bootstrap:
-        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    problem = check_source(args)
+    if problem:
+        return die(problem)
     if args.num_partitions <= 0:
         return die(f"--num-partitions must be positive, got {args.num_partitions}")
     if args.max_commits <= 0:
@@ -155,10 +174,8 @@ def run(args: argparse.Namespace) -> int:
         return die(f"{exc} (group {args.group!r} lives in partition "
                    f"{partition_for(args.group, args.num_partitions)} with --num-partitions "
                    f"{args.num_partitions})")
-    except Exception as exc:
-        if type(exc).__name__ == "LiveSourceError":
-            return die(str(exc))
-        raise
+    except KafkaClientError as exc:
+        return die(str(exc))
     now = args.now if args.now is not None else now_ms()
     commits = _selected(hist, args)
     if hist.dropped_commits:
@@ -179,13 +196,33 @@ def run(args: argparse.Namespace) -> int:
             "errors": [e.to_dict() for e in hist.errors],
         })
     elif args.format == "csv":
-        write_csv(CSV_HEADERS, [
-            (c.record_offset, c.timestamp, iso_utc(c.timestamp), c.topic, c.partition, c.offset,
-             c.previous_offset, c.leader_epoch, c.metadata, c.transactional, c.producer_id, c.outcome,
-             c.generation, c.group_state, c.members, c.owner.member_id if c.owner else None,
-             c.owner.client_id if c.owner else None, c.owner.host if c.owner else None, " ".join(c.flags))
-            for c in commits
-        ])
+        write_csv(
+            CSV_HEADERS,
+            [
+                (
+                    c.record_offset,
+                    c.timestamp,
+                    iso_utc(c.timestamp),
+                    c.topic,
+                    c.partition,
+                    c.offset,
+                    c.previous_offset,
+                    c.leader_epoch,
+                    c.metadata,
+                    c.transactional,
+                    c.producer_id,
+                    c.outcome,
+                    c.generation,
+                    c.group_state,
+                    c.members,
+                    c.owner.member_id if c.owner else None,
+                    c.owner.client_id if c.owner else None,
+                    c.owner.host if c.owner else None,
+                    " ".join(c.flags),
+                )
+                for c in commits
+            ],
+        )
     else:
         _print_text(hist, commits, now)
     if hist.errors:
@@ -227,13 +264,36 @@ def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> No
     for c in commits:
         while pending is not None and pending.record_offset < c.record_offset:
             what = f"generation {pending.generation}, {pending.state}, {len(pending.members)} members"
-            rows.append((pending.record_offset, iso_utc(pending.timestamp), "(group)", None, None, None, None,
-                         None, what, None))
+            rows.append(
+                (
+                    pending.record_offset,
+                    iso_utc(pending.timestamp),
+                    "(group)",
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    what,
+                    None,
+                )
+            )
             pending = next(changes, None)
         known = c.offset is not None and c.previous_offset is not None
         delta = f"{c.offset - c.previous_offset:+d}" if known else None
-        rows.append((c.record_offset, iso_utc(c.timestamp), c.topic, c.partition,
-                     "tombstone" if c.offset is None else c.offset, delta, c.leader_epoch, _txn(c), _owner(c),
-                     " ".join(c.flags) or "-"))
+        rows.append(
+            (
+                c.record_offset,
+                iso_utc(c.timestamp),
+                c.topic,
+                c.partition,
+                "tombstone" if c.offset is None else c.offset,
+                delta,
+                c.leader_epoch,
+                _txn(c),
+                _owner(c),
+                " ".join(c.flags) or "-",
+            )
+        )
     if rows:
         print_table(HEADERS, rows)

@@ -8,10 +8,20 @@ import sys
 from coordinator_core.asof import Cut
 from coordinator_core.cache import CoordinatorCache
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from coordinator_core.sources.logdir import LogDirError
 from coordinator_core.timefmt import describe_time, now_ms
-from offsetops.commands._common import die, print_json, report_errors
-from offsetops.commands._load import load_caches, parse_until
+from offsetops.commands._common import (
+    CLIENT_CONFIG_HELP,
+    die,
+    non_negative_int,
+    positive_int,
+    print_json,
+    quote,
+    report_errors,
+    strict_exit,
+)
+from offsetops.commands._load import check_source, load_caches, parse_until
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,13 +32,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "partition (doLoadGroupsAndOffsets), and print the groups, offsets and load statistics.",
     )
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    p.add_argument(
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
-    p.add_argument("--client-config", metavar="FILE", help="client properties for --bootstrap (SASL/SSL)")
+    p.add_argument("--client-config", metavar="FILE", help=f"read from a live cluster: {CLIENT_CONFIG_HELP}")
     p.add_argument("--topic", default="__consumer_offsets", help=argparse.SUPPRESS)
     p.add_argument(
         "--num-partitions",
-        type=int,
+        type=positive_int,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions, for partition_for checks (default 50)",
     )
@@ -45,23 +57,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="rebuild the cache as it stood then: before log offset OFFSET, or at TIME "
         "(ISO-8601, relative like -2h, or epoch ms as 1700000000000ms)",
     )
+    p.add_argument(
+        "--max-batch-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_BATCH_BYTES,
+        metavar="N",
+        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.path and not args.bootstrap:
-        return die("give a log dir PATH or --bootstrap HOST:PORT")
+    from coordinator_core.kafka_client import KafkaClientError
+
+    problem = check_source(args)
+    if problem:
+        return die(problem)
     try:
         args.offsets_topic = args.topic
         caches = load_caches(args, args.until)
     except LogDirError as exc:
         return die(str(exc))
-    except Exception as exc:  # a live-source failure must name the cluster, not dump a traceback
-        if type(exc).__name__ == "LiveSourceError":
-            return die(str(exc))
-        raise
+    except KafkaClientError as exc:  # names the cluster and the reason, never a secret
+        return die(str(exc))
     errors = [e for c in caches for e in c.stats.errors]
     if args.json:
         doc = {"partitions": [c.to_json() for c in caches]}
@@ -74,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         _print_summary(caches)
     if errors:
         report_errors(errors)
-    return 1 if errors and args.strict else 0
+    return strict_exit(errors, args.strict)
 
 
 def _print_cut(cut: Cut) -> None:
@@ -103,14 +123,16 @@ def _print_summary(caches: list[CoordinatorCache]) -> None:
             g = c.groups[gid]
             pending = sum(len(v) for v in g.pending_offsets.values())
             extra = f", {pending} pending txn offsets" if pending else ""
+            ptype = quote(g.protocol_type) if g.protocol_type else "-"
             out.write(
-                f"  {gid!r}: {g.state}, protocol_type={g.protocol_type or '-'}, "
+                f"  {quote(gid)}: {g.state}, protocol_type={ptype}, "
                 f"generation={g.generation}, {len(g.members)} members, {len(g.offsets)} offsets{extra}\n"
             )
         if c.misplaced_groups:
+            names = ", ".join(quote(g) for g in c.misplaced_groups[:10])
             out.write(
                 f"  WARNING: {len(c.misplaced_groups)} group(s) do not belong in partition {c.partition} "
-                f"by partition_for with {c.num_partitions} partitions: {', '.join(c.misplaced_groups[:10])}\n"
+                f"by partition_for with {c.num_partitions} partitions: {names}\n"
             )
     out.write(
         f"total: {len(caches)} partitions, {total_groups} groups, {total_offsets} offsets, "

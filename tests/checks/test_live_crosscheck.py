@@ -28,9 +28,9 @@ from checks.live_crosscheck import (
     live_log_ranges,
     log_dir_log_ranges,
 )
+from coordinator_core.kafka_client import KafkaClientConfig
 from coordinator_core.records.builder import build_record_batch
 from coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
-from coordinator_core.sources.live import LiveConfig
 from coordinator_core.sources.logdir import write_offset_checkpoint
 from tests.support.broker import BrokerClient
 
@@ -128,7 +128,7 @@ def test_cross_check_on_loopback_broker(kafka_broker) -> None:
         CachedOffset(0, group, data, 2, 250, 0),
         CachedOffset(0, group, data, 3, 10, 0),
     ]
-    config = LiveConfig(bootstrap_servers=bs, request_timeout_ms=15_000)
+    config = KafkaClientConfig(bootstrap_servers=bs, request_timeout_ms=15_000)
     groups = {group: {"offsets_partition": 0, "state": "Empty", "protocol_type": "consumer"}}
     rows = cross_check(config, cached, groups, topic=mirror)
     by_partition = {r.partition: r for r in rows if r.kind == "offset"}

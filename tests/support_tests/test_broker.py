@@ -48,11 +48,24 @@ def test_raw_batches_keep_producer_state_and_control_flag(kafka_broker: TansuBro
         bc.create_topic(topic)
         pid, epoch = bc.init_producer_id()
         bc.produce_raw(topic, 0, kafka_python_batch([(b"k", b"v")]))
-        bc.produce_raw(topic, 0, kafka_python_batch(
-            [(b"t", b"x")], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True))
-        bc.produce_raw(topic, 0, kafka_python_batch(
-            [end_txn_marker(commit=True)], producer_id=pid, producer_epoch=epoch, transactional=True,
-            control=True))
+        bc.produce_raw(
+            topic,
+            0,
+            kafka_python_batch(
+                [(b"t", b"x")], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True
+            ),
+        )
+        bc.produce_raw(
+            topic,
+            0,
+            kafka_python_batch(
+                [end_txn_marker(commit=True)],
+                producer_id=pid,
+                producer_epoch=epoch,
+                transactional=True,
+                control=True,
+            ),
+        )
         raw = bc.fetch_raw(topic, 0)
     assert _batches(raw) == [
         (0, 0x00, -1, -1),
@@ -67,8 +80,11 @@ def test_unknown_producer_id_is_refused(kafka_broker: TansuBroker) -> None:
     with BrokerClient(kafka_broker.bootstrap) as bc:
         bc.create_topic(topic)
         with pytest.raises(RuntimeError, match="error 59"):
-            bc.produce_raw(topic, 0, kafka_python_batch(
-                [(b"k", b"v")], producer_id=987_654, producer_epoch=0, base_sequence=0))
+            bc.produce_raw(
+                topic,
+                0,
+                kafka_python_batch([(b"k", b"v")], producer_id=987_654, producer_epoch=0, base_sequence=0),
+            )
 
 
 def test_start_and_stop_release_the_port() -> None:

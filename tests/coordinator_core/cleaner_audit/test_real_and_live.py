@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator_core.cleaner.config import ClusterConfigError, fetch_live_config
+from coordinator_core.cleaner.config import fetch_cluster_config
 from coordinator_core.cleaner_audit import audit_log_dir
+from coordinator_core.kafka_client import ClusterUnreachable, KafkaClientConfig
 from offsetops.cli import main
 from tests.coordinator_core.cleaner_audit.scenarios import T0, checkpoints, healthy_partition
 from tests.support.broker import TansuBroker, free_port
@@ -77,7 +78,7 @@ def test_describe_configs_against_tansu(kafka_broker: TansuBroker, tmp_path: Pat
                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     # Tansu answers DescribeConfigs with no entries and does not support DescribeLogDirs (see
     # docs/cleaner-audit.md): the audit falls back to Kafka's defaults and says so.
-    live = fetch_live_config(kafka_broker.bootstrap, timeout_ms=5000)
+    live = fetch_cluster_config(KafkaClientConfig(kafka_broker.bootstrap, connect_timeout_ms=5000))
     assert live.broker_id is not None
     assert live.topic_configs == {} and live.log_dir_sizes is None
     assert any("no config entries for topic" in n for n in live.notes)
@@ -98,8 +99,8 @@ def test_describe_configs_against_tansu(kafka_broker: TansuBroker, tmp_path: Pat
 
 def test_unreachable_cluster_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     port = free_port()
-    with pytest.raises(ClusterConfigError, match=f"cannot reach Kafka at 127.0.0.1:{port}"):
-        fetch_live_config(f"127.0.0.1:{port}", timeout_ms=1000)
+    with pytest.raises(ClusterUnreachable, match=f"cannot reach Kafka at 127.0.0.1:{port}"):
+        fetch_cluster_config(KafkaClientConfig(f"127.0.0.1:{port}", connect_timeout_ms=1000))
     healthy_partition(tmp_path, 0)
     assert main(["audit", str(tmp_path), "--bootstrap", f"127.0.0.1:{port}", "--timeout-ms", "1000"]) == 2
     err = capsys.readouterr().err

@@ -20,6 +20,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
+from coordinator_core.kafka_client import KafkaClientConfig
 from coordinator_core.tombstones.admin import outcome_for_error
 from coordinator_core.tombstones.journal import FAULT_ENV
 from coordinator_core.tombstones.produce import read_partitions
@@ -178,14 +179,14 @@ def test_produce_executor_writes_each_tombstone_once(kafka_broker, tmp_path: Pat
     assert main(_produce_argv(src, bs, topic, tmp_path / "j")) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["execution"]["complete"] and doc["execution"]["verification"]["not_gone"] == []
-    records = read_partitions(bs, topic, None)
+    records = read_partitions(KafkaClientConfig(bs), topic, None)
     assert {r[0] for r in records} == {P}
     assert [r[2].hex() for r in records] == [t["key_hex"] for t in doc["tombstones"]]
     assert all(r[3] is None for r in records)
     # A rerun of the same plan sends nothing.
     assert main(_produce_argv(src, bs, topic, tmp_path / "j")) == 0
     assert json.loads(capsys.readouterr().out)["execution"]["skipped_already_applied"] == len(records)
-    assert len(read_partitions(bs, topic, None)) == len(records)
+    assert len(read_partitions(KafkaClientConfig(bs), topic, None)) == len(records)
 
 
 def test_produce_refuses_the_internal_topic(tmp_path: Path, capsys) -> None:
@@ -213,7 +214,7 @@ def test_interrupted_produce_run_resumes_without_duplicates(kafka_broker, tmp_pa
         timeout=120,
     )
     assert killed.returncode == -9, killed.stderr
-    partial = read_partitions(bs, topic, None)
+    partial = read_partitions(KafkaClientConfig(bs), topic, None)
     n = int(fault.split(":")[1])
     assert len(partial) == n  # stopped midway: n records acknowledged
     done = subprocess.run(
@@ -227,7 +228,7 @@ def test_interrupted_produce_run_resumes_without_duplicates(kafka_broker, tmp_pa
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["execution"]["resumed"] and doc["execution"]["complete"]
-    records = read_partitions(bs, topic, None)
+    records = read_partitions(KafkaClientConfig(bs), topic, None)
     keys = [r[2].hex() for r in records]
     assert sorted(keys) == sorted(t["key_hex"] for t in doc["tombstones"])  # each exactly once
 

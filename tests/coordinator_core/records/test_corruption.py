@@ -126,16 +126,43 @@ def test_truncated_inside_the_header(keep: int) -> None:
 
 
 @pytest.mark.parametrize("size", [-1, -1000, 0, 5, 13])
-def test_bad_length_stops_the_file(tmp_path: Path, size: int) -> None:
+def test_bad_length_resyncs_at_the_next_valid_batch(tmp_path: Path, size: int) -> None:
     parts = _batches(3)
     bad = bytearray(parts[1])
     struct.pack_into(">i", bad, 8, size)
     path = _write(tmp_path, parts[0] + bytes(bad) + parts[2])
     batches, errors = _read_file(path)
-    assert [b.base_offset for b in batches] == [0]  # framing is lost: nothing after it is read
-    assert [(e.kind, e.position, e.offset, e.partition) for e in errors] == [
-        ("bad_length", len(parts[0]), 2, 7)
+    # framing is lost at batch 2; the next batch with a valid CRC-32C is found and read
+    assert [b.base_offset for b in batches] == [0, 4]
+    assert [(e.kind, e.position, e.offset, e.partition, e.skipped_bytes) for e in errors] == [
+        ("bad_length", len(parts[0]), 2, 7, len(bad))
     ]
+    resumed = len(parts[0]) + len(bad)
+    assert f"skipped {len(bad)} bytes, resumed at byte {resumed}" in errors[0].reason
+
+
+def test_bad_length_with_nothing_valid_after_it_skips_the_rest_and_says_so() -> None:
+    parts = _batches(2)
+    bad = bytearray(parts[1])
+    struct.pack_into(">i", bad, 8, 5)
+    errors: list[DecodeError] = []
+    batches = list(read_batches(parts[0] + bytes(bad) + b"\x02" * 100, errors=errors))
+    assert [b.base_offset for b in batches] == [0]
+    assert [(e.kind, e.skipped_bytes) for e in errors] == [("bad_length", len(bad) + 100)]
+    assert f"skipped the remaining {len(bad) + 100} bytes" in errors[0].reason
+
+
+def test_batch_above_the_size_limit_is_bad_length_and_resyncs() -> None:
+    parts = _batches(3)
+    errors: list[DecodeError] = []
+    limit = len(parts[1]) - 12  # the middle batch is bigger than this "message.max.bytes"
+    big = bytearray(parts[1])
+    big += b"x" * 40
+    struct.pack_into(">i", big, 8, len(big) - 12)
+    batches = list(read_batches(parts[0] + bytes(big) + parts[2], errors=errors, max_batch_bytes=limit))
+    assert [b.base_offset for b in batches] == [0, 4]
+    assert [(e.kind, e.position) for e in errors] == [("bad_length", len(parts[0]))]
+    assert "above the batch limit" in errors[0].reason
 
 
 def test_v2_size_below_header_is_bad_length() -> None:
@@ -157,15 +184,15 @@ def test_length_beyond_the_file_is_reported_as_truncated() -> None:
 
 
 @pytest.mark.parametrize("chunk_size", CHUNKS)
-def test_unknown_magic_stops_the_file(tmp_path: Path, chunk_size: int) -> None:
+def test_unknown_magic_resyncs(tmp_path: Path, chunk_size: int) -> None:
     parts = _batches(3)
     bad = bytearray(parts[1])
     bad[16] = 3
     path = _write(tmp_path, parts[0] + bytes(bad) + parts[2])
     batches, errors = _read_file(path, chunk_size)
-    assert [b.base_offset for b in batches] == [0]
-    assert [(e.kind, e.file, e.position, e.offset) for e in errors] == [
-        ("unknown_magic", str(path), len(parts[0]), 2)
+    assert [b.base_offset for b in batches] == [0, 4]
+    assert [(e.kind, e.file, e.position, e.offset, e.skipped_bytes) for e in errors] == [
+        ("unknown_magic", str(path), len(parts[0]), 2, len(bad))
     ]
 
 
@@ -254,11 +281,15 @@ def test_record_length_overrun_is_corrupt_record() -> None:
 @pytest.mark.parametrize("chunk_size", [*CHUNKS, 5])
 @pytest.mark.parametrize("padding", [1, 11, 12, 5000])
 def test_trailing_zero_padding_is_the_end_of_the_log(tmp_path: Path, chunk_size: int, padding: int) -> None:
-    """log.preallocate leaves zeros after the last batch: that is the end, not an error loop."""
+    """log.preallocate leaves zeros after the last batch: the end of the data, reported as a notice."""
     parts = _batches(2)
     path = _write(tmp_path, b"".join(parts) + bytes(padding))
     batches, errors = _read_file(path, chunk_size)
-    assert errors == []
+    # Fewer than 12 zero bytes could be a batch at offset 0 cut before its size field: an error.
+    kind, notice = ("zero_tail", True) if padding >= 12 else ("truncated", False)
+    assert [(e.kind, e.position, e.skipped_bytes, e.is_notice) for e in errors] == [
+        (kind, len(parts[0]) + len(parts[1]), padding, notice)
+    ]
     assert [b.base_offset for b in batches] == [0, 2]
 
 
@@ -267,8 +298,8 @@ def test_zeros_then_data_is_reported_once(tmp_path: Path, chunk_size: int) -> No
     parts = _batches(2)
     path = _write(tmp_path, parts[0] + bytes(40) + parts[1])
     batches, errors = _read_file(path, chunk_size)
-    assert [b.base_offset for b in batches] == [0]
-    assert [(e.kind, e.position) for e in errors] == [("bad_length", len(parts[0]))]
+    assert [b.base_offset for b in batches] == [0, 2]  # resynced after the zero run
+    assert [(e.kind, e.position, e.skipped_bytes) for e in errors] == [("bad_length", len(parts[0]), 40)]
 
 
 def test_missing_file_is_an_io_error(tmp_path: Path) -> None:

@@ -7,9 +7,10 @@ import uuid
 
 import pytest
 
+from coordinator_core.kafka_client import KafkaClientConfig
 from coordinator_core.loader import load_partition, load_partition_dir
 from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.live import LiveConfig, LiveSource
+from coordinator_core.sources.live import LiveSource
 from coordinator_core.sources.logdir import open_log_dir
 from offsetops.cli import main
 from tests.support.broker import BrokerClient
@@ -44,7 +45,7 @@ def test_live_reload_equals_file_reload(kafka_broker, logdir, partition):
     assert from_files.groups or from_files.stats.tombstones
     topic = _replay(kafka_broker.bootstrap, pdir)
     errors: list = []
-    with LiveSource(LiveConfig(bootstrap_servers=kafka_broker.bootstrap), topic=topic) as source:
+    with LiveSource(KafkaClientConfig(bootstrap_servers=kafka_broker.bootstrap), topic=topic) as source:
         live = load_partition(source.iter_batches(0, errors), partition=partition)
     assert errors == [] and live.stats.errors == []
     assert live.stats.records == from_files.stats.records

@@ -1,0 +1,810 @@
+"""The one Kafka client configuration every connection offsetops makes is built from.
+
+Every kafka-python client in the project (the live reload's raw-protocol client, the admin and
+produce executors' ``KafkaAdminClient``/``KafkaConsumer``/``KafkaProducer``, the cleaner audit's
+DescribeConfigs) takes its settings from a :class:`KafkaClientConfig`, and connects only after
+:func:`check_connection` has reached the cluster once within ``connect_timeout_ms``.
+
+Settings come from, in increasing precedence: the ``OFFSETOPS_*`` environment, a Java
+``client.properties`` file (the one ``kafka-console-consumer --consumer.config`` takes, parsed with
+Java's own ``.properties`` rules), and explicit overrides (``--bootstrap``). Secrets (the SASL
+password, the TLS private-key password) never appear in ``repr``, in log lines offsetops writes, or
+in any error it raises: :meth:`KafkaClientConfig.redact` scrubs them from text that came from
+elsewhere.
+
+Why a probe of our own: kafka-python 3.0's TLS handshake waits for the server without a deadline, so
+``security.protocol=SSL`` against a PLAINTEXT listener (the server reads the ClientHello as the start
+of a Kafka request and waits for the rest) hangs forever inside ``check_version`` or the clients'
+bootstrap. :func:`check_connection` does TCP, TLS (with the very ``SSLContext`` the clients then
+use), ApiVersions, the SASL mechanism handshake and Metadata with blocking sockets and a deadline,
+and reaches every broker the cluster advertises the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import re
+import socket
+import ssl
+import struct
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import javaproperties
+
+__all__ = [
+    "ClientConfigError",
+    "ClusterUnreachable",
+    "ConnectionCheck",
+    "KafkaClientConfig",
+    "KafkaClientError",
+    "check_connection",
+    "is_connection_error",
+    "parse_properties",
+    "quiet_kafka_logging",
+    "read_properties",
+    "unreachable",
+]
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
+DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+_MASK = "'***'"
+
+#: ``OFFSETOPS_*`` variable -> field.
+ENVIRONMENT: dict[str, str] = {
+    "OFFSETOPS_BOOTSTRAP_SERVERS": "bootstrap_servers",
+    "OFFSETOPS_SECURITY_PROTOCOL": "security_protocol",
+    "OFFSETOPS_SASL_MECHANISM": "sasl_mechanism",
+    "OFFSETOPS_SASL_USERNAME": "sasl_plain_username",
+    "OFFSETOPS_SASL_PASSWORD": "sasl_plain_password",
+    "OFFSETOPS_SSL_CAFILE": "ssl_cafile",
+    "OFFSETOPS_SSL_CERTFILE": "ssl_certfile",
+    "OFFSETOPS_SSL_KEYFILE": "ssl_keyfile",
+    "OFFSETOPS_SSL_KEY_PASSWORD": "ssl_password",
+    "OFFSETOPS_SSL_CHECK_HOSTNAME": "ssl_check_hostname",
+    "OFFSETOPS_CLIENT_ID": "client_id",
+    "OFFSETOPS_REQUEST_TIMEOUT_MS": "request_timeout_ms",
+    "OFFSETOPS_CONNECT_TIMEOUT_MS": "connect_timeout_ms",
+}
+
+#: ``client.properties`` key -> field, for keys that map one to one (Java names, then librdkafka's).
+PROPERTIES: dict[str, str] = {
+    "bootstrap.servers": "bootstrap_servers",
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "client.id": "client_id",
+    "request.timeout.ms": "request_timeout_ms",
+    "socket.connection.setup.timeout.ms": "connect_timeout_ms",
+    "ssl.key.password": "ssl_password",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+}
+
+_SECRET_FIELDS = ("sasl_plain_password", "ssl_password")
+_MIN_SCRUB = 4
+_INT_FIELDS = ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes")
+
+
+class KafkaClientError(Exception):
+    """A Kafka connection cannot be configured or made; the message names the cluster, never a secret."""
+
+
+class ClientConfigError(KafkaClientError):
+    """The client settings are unusable (an unreadable file, a bad value, an unsupported key store)."""
+
+
+class ClusterUnreachable(KafkaClientError):
+    """The cluster could not be reached, refused the TLS or SASL handshake, or stopped answering."""
+
+
+class _Redact(logging.Filter):
+    """Replaces registered secrets in every record a handler emits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = record.getMessage()
+            for secret in self.secrets:
+                message = message.replace(secret, "***")
+            record.msg, record.args = message, None
+        return True
+
+
+_REDACT = _Redact()
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """A Java ``.properties`` document, with ``java.util.Properties.load`` semantics.
+
+    ``key=value``/``key: value``/``key value``, ``#``/``!`` comments, ``\\`` line continuations,
+    escapes including ``\\uXXXX``. The one ``.properties`` reader of the project.
+    """
+    return dict(javaproperties.loads(text))
+
+
+def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
+    """:func:`parse_properties` of a file (Java reads ``.properties`` as ISO-8859-1; UTF-8 is what
+    operators write today, and ``\\uXXXX`` escapes mean the same in both)."""
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    return parse_properties(text)
+
+
+def _parse_bool(value: str, name: str, source: str) -> bool:
+    v = value.strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no", ""):
+        return False
+    raise ClientConfigError(f"{source}: {name} must be true or false, got {value!r}")
+
+
+@dataclass(frozen=True, repr=False)
+class KafkaClientConfig:
+    """How to reach a cluster: bootstrap servers, security protocol, SASL, TLS and timeouts.
+
+    ``bootstrap_servers`` is a comma-separated ``host:port`` list. ``repr``/``str`` mask the SASL
+    password and the TLS key password.
+    """
+
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_plain_username: str | None = None
+    sasl_plain_password: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    #: Password of the TLS private key (``ssl.key.password``).
+    ssl_password: str | None = None
+    ssl_check_hostname: bool = True
+    client_id: str = "offsetops"
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
+    #: Bound on reaching the cluster at all (TCP, TLS, ApiVersions, SASL, first Metadata).
+    connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
+    #: Per-partition Fetch size of the live reload; grown automatically when one batch is bigger.
+    fetch_max_bytes: int = 4 << 20
+    #: Where the settings came from (for error messages).
+    source: str = dataclasses.field(default="arguments", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap_servers or not self.bootstrap_servers.strip():
+            raise ClientConfigError(f"{self.source}: bootstrap servers are empty")
+        for server in self.servers:
+            host, _, port = server.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ClientConfigError(f"{self.source}: bootstrap server {server!r} is not host:port")
+        protocol = self.security_protocol.strip().upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ClientConfigError(
+                f"{self.source}: unknown security.protocol {self.security_protocol!r} "
+                f"(one of {', '.join(SECURITY_PROTOCOLS)})"
+            )
+        object.__setattr__(self, "security_protocol", protocol)
+        if self.sasl_mechanism is not None:
+            mechanism = self.sasl_mechanism.strip().upper()
+            if mechanism not in SASL_MECHANISMS:
+                raise ClientConfigError(
+                    f"{self.source}: unknown sasl.mechanism {self.sasl_mechanism!r} "
+                    f"(one of {', '.join(SASL_MECHANISMS)})"
+                )
+            object.__setattr__(self, "sasl_mechanism", mechanism)
+        if self.uses_sasl and self.sasl_mechanism is None:
+            object.__setattr__(self, "sasl_mechanism", "PLAIN")  # Kafka's default sasl.mechanism
+        if self.uses_sasl and self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and (
+            not self.sasl_plain_username or self.sasl_plain_password is None
+        ):
+            raise ClientConfigError(
+                f"{self.source}: SASL {self.sasl_mechanism} needs a username and a password "
+                "(sasl.jaas.config, or OFFSETOPS_SASL_USERNAME and OFFSETOPS_SASL_PASSWORD)"
+            )
+        for name in ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes"):
+            if getattr(self, name) <= 0:
+                raise ClientConfigError(f"{self.source}: {name} must be positive")
+        # Whatever logs through a handler quiet_kafka_logging() set up masks these from now on.
+        _REDACT.secrets.update(self.secrets())
+
+    # -- what it says -------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in dataclasses.fields(self):
+            if f.name == "source":
+                continue
+            value = getattr(self, f.name)
+            masked = f.name in _SECRET_FIELDS and value is not None
+            shown.append(f"{f.name}={_MASK if masked else repr(value)}")
+        return f"KafkaClientConfig({', '.join(shown)})"
+
+    __str__ = __repr__
+
+    @property
+    def servers(self) -> list[str]:
+        return [s.strip() for s in self.bootstrap_servers.split(",") if s.strip()]
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    def describe(self) -> str:
+        """``Kafka at host:port (SASL_SSL)``: how errors name the cluster."""
+        return f"Kafka at {self.bootstrap_servers} ({self.security_protocol})"
+
+    def secrets(self) -> tuple[str, ...]:
+        """The secrets to scrub from foreign text. Scrubbing a 1-3 character password would garble
+        every message that contains those letters; offsetops never puts a secret into a message of its
+        own, so scrubbing is the second line of defence and needs no such cases."""
+        return tuple(v for v in (getattr(self, n) for n in _SECRET_FIELDS) if v and len(v) >= _MIN_SCRUB)
+
+    def redact(self, text: object) -> str:
+        """``text`` with every secret of this configuration replaced by ``***``."""
+        out = str(text)
+        for secret in self.secrets():
+            out = out.replace(secret, "***")
+        return out
+
+    def replace(self, **changes: Any) -> KafkaClientConfig:
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    # -- what kafka-python gets ---------------------------------------------------------------------
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of this configuration (None for PLAINTEXT/SASL_PLAINTEXT).
+
+        Built here rather than by kafka-python so the connection check and every client verify the
+        broker with exactly the same CA, hostname rule and client certificate.
+        """
+        if not self.uses_ssl:
+            return None
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.check_hostname = self.ssl_check_hostname
+        try:
+            if self.ssl_cafile:
+                ctx.load_verify_locations(cafile=self.ssl_cafile)
+            else:
+                ctx.load_default_certs()
+        except (OSError, ssl.SSLError) as exc:
+            raise ClientConfigError(
+                f"{self.source}: cannot load the CA file {self.ssl_cafile}: {_reason(exc)}"
+            ) from None
+        if self.ssl_certfile:
+            try:
+                ctx.load_cert_chain(self.ssl_certfile, self.ssl_keyfile, password=self.ssl_password or None)
+            except (OSError, ssl.SSLError) as exc:
+                # The exception text never carries the key password, but be certain.
+                raise ClientConfigError(
+                    self.redact(
+                        f"{self.source}: cannot load the client certificate {self.ssl_certfile}"
+                        f"{f' / key {self.ssl_keyfile}' if self.ssl_keyfile else ''}: {_reason(exc)} "
+                        "(wrong ssl.key.password, or key and certificate do not match)"
+                    )
+                ) from None
+        return ctx
+
+    def client_kwargs(
+        self, client: Any = None, *, ssl_context: ssl.SSLContext | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        """Keyword arguments for a kafka-python client class (``KafkaAdminClient``, ``KafkaConsumer``,
+        ``KafkaProducer``, ``KafkaNetClient``); keys that class does not know are left out.
+
+        Includes the password: never log the result.
+        """
+        kwargs: dict[str, Any] = {
+            "bootstrap_servers": self.servers,
+            "client_id": self.client_id,
+            "security_protocol": self.security_protocol,
+            "request_timeout_ms": self.request_timeout_ms,
+            "bootstrap_timeout_ms": self.connect_timeout_ms,
+            "socket_connection_setup_timeout_ms": self.connect_timeout_ms,
+            "socket_connection_setup_timeout_max_ms": self.connect_timeout_ms,
+            # A short back-off, so several attempts fit into connect_timeout_ms.
+            "reconnect_backoff_ms": 100,
+            "reconnect_backoff_max_ms": 1000,
+            # KafkaProducer.send blocks on metadata for at most this long.
+            "max_block_ms": self.connect_timeout_ms + self.request_timeout_ms,
+        }
+        if self.uses_ssl:
+            kwargs["ssl_context"] = ssl_context or self.ssl_context()
+            kwargs["ssl_check_hostname"] = self.ssl_check_hostname
+        if self.uses_sasl:
+            kwargs["sasl_mechanism"] = self.sasl_mechanism
+            kwargs["sasl_plain_username"] = self.sasl_plain_username
+            kwargs["sasl_plain_password"] = self.sasl_plain_password
+        kwargs.update(extra)
+        known = _known_keys(client)
+        return kwargs if known is None else {k: v for k, v in kwargs.items() if k in known}
+
+    # -- where it comes from ------------------------------------------------------------------------
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> KafkaClientConfig:
+        """From ``OFFSETOPS_*`` variables (see :data:`ENVIRONMENT`); ``OFFSETOPS_BOOTSTRAP_SERVERS``
+        is required unless ``bootstrap_servers`` is passed."""
+        return cls._build(_env_values(environ), overrides, source="environment")
+
+    @classmethod
+    def from_file(
+        cls, path: str | os.PathLike[str], environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> KafkaClientConfig:
+        """From a Java ``client.properties`` file, over the ``OFFSETOPS_*`` environment when
+        ``environ`` is given (a password can stay out of the file).
+
+        Keys: ``bootstrap.servers``, ``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``
+        (``username``/``password`` of the PLAIN or SCRAM login module), ``ssl.truststore.location``
+        with ``ssl.truststore.type=PEM``, ``ssl.keystore.location`` with ``ssl.keystore.type=PEM``
+        (key and certificate chain in one file), ``ssl.key.password``,
+        ``ssl.endpoint.identification.algorithm`` (empty turns hostname checks off), ``client.id``,
+        ``request.timeout.ms``, ``socket.connection.setup.timeout.ms``; librdkafka's
+        ``sasl.username``/``sasl.password``, ``ssl.ca.location``, ``ssl.certificate.location``,
+        ``ssl.key.location``. Consumer and producer tuning keys are ignored. JKS and PKCS12 stores are
+        refused with a clear error: Python's ``ssl`` module reads PEM.
+        """
+        p = Path(path)
+        try:
+            props = read_properties(p)
+        except OSError as exc:
+            raise ClientConfigError(
+                f"cannot read Kafka client properties {p}: {exc.strerror or exc}"
+            ) from None
+        values = _env_values(environ) if environ is not None else {}
+        values.update(_property_values(props, str(p)))
+        return cls._build(values, overrides, source=str(p))
+
+    @classmethod
+    def resolve(
+        cls,
+        bootstrap_servers: str | None = None,
+        client_config: str | os.PathLike[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> KafkaClientConfig:
+        """What an operator gave: the ``OFFSETOPS_*`` environment, then ``client_config``
+        (client.properties) over it, then ``bootstrap_servers`` and ``overrides`` over both."""
+        env = os.environ if environ is None else environ
+        overrides = {"bootstrap_servers": bootstrap_servers, **overrides}
+        if client_config:
+            return cls.from_file(client_config, env, **overrides)
+        return cls.from_env(env, **overrides)
+
+    @classmethod
+    def _build(
+        cls, values: dict[str, Any], overrides: Mapping[str, Any], *, source: str
+    ) -> KafkaClientConfig:
+        values = {**values, **{k: v for k, v in overrides.items() if v is not None}}
+        if not values.get("bootstrap_servers"):
+            where = (
+                "bootstrap.servers is not set"
+                if source != "environment"
+                else (
+                    "no bootstrap servers: give --bootstrap HOST:PORT, a client config with "
+                    "bootstrap.servers, or set OFFSETOPS_BOOTSTRAP_SERVERS"
+                )
+            )
+            raise ClientConfigError(f"{source}: {where}" if source != "environment" else where)
+        for name in _INT_FIELDS:
+            if isinstance(values.get(name), str):
+                try:
+                    values[name] = int(values[name].strip())
+                except ValueError:
+                    raise ClientConfigError(f"{source}: {name} must be an integer") from None
+        if isinstance(values.get("ssl_check_hostname"), str):
+            values["ssl_check_hostname"] = _parse_bool(
+                values["ssl_check_hostname"], "ssl_check_hostname", source
+            )
+        return cls(**values, source=source)
+
+
+def _env_values(environ: Mapping[str, str] | None) -> dict[str, Any]:
+    env = os.environ if environ is None else environ
+    return {field: env[var] for var, field in ENVIRONMENT.items() if env.get(var, "").strip()}
+
+
+def _property_values(props: Mapping[str, str], source: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, field in PROPERTIES.items():
+        if props.get(key, "").strip():
+            values.setdefault(field, props[key].strip())
+    if props.get("sasl.jaas.config", "").strip():
+        user, password = _parse_jaas(props["sasl.jaas.config"], source)
+        values.setdefault("sasl_plain_username", user)
+        values.setdefault("sasl_plain_password", password)
+    for store, field in (("truststore", "ssl_cafile"), ("keystore", "ssl_certfile")):
+        location = props.get(f"ssl.{store}.location", "").strip()
+        if not location:
+            continue
+        kind = props.get(f"ssl.{store}.type", "JKS").strip().upper()
+        if kind != "PEM":
+            raise ClientConfigError(
+                f"{source}: ssl.{store}.location is a {kind} store; offsetops reads PEM: set "
+                f"ssl.{store}.type=PEM (convert with keytool/openssl) or use librdkafka's "
+                f"{'ssl.ca.location' if store == 'truststore' else 'ssl.certificate.location'}"
+            )
+        values.setdefault(field, location)
+    for inline in ("ssl.truststore.certificates", "ssl.keystore.key", "ssl.keystore.certificate.chain"):
+        if props.get(inline, "").strip():
+            raise ClientConfigError(
+                f"{source}: {inline} (PEM inline in the file) is not supported; "
+                "put the PEM in a file and point ssl.*.location at it"
+            )
+    if "ssl.endpoint.identification.algorithm" in props:
+        values["ssl_check_hostname"] = props["ssl.endpoint.identification.algorithm"].strip() != ""
+    return values
+
+
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
+
+
+def _parse_jaas(jaas: str, source: str) -> tuple[str | None, str | None]:
+    """``username``/``password`` of a PLAIN or SCRAM ``LoginModule`` entry (``JaasConfig``: inside
+    quotes a backslash escapes the next character)."""
+    if not re.search(r"\b(PlainLoginModule|ScramLoginModule)\b", jaas):
+        raise ClientConfigError(
+            f"{source}: sasl.jaas.config uses a login module offsetops does not support "
+            "(PlainLoginModule and ScramLoginModule are)"
+        )
+    opts: dict[str, str] = {}
+    for name, quoted, bare in _JAAS_OPTION.findall(jaas):
+        opts[name] = re.sub(r"\\(.)", r"\1", quoted) if quoted or not bare else bare
+    return opts.get("username"), opts.get("password")
+
+
+def _known_keys(client: Any) -> set[str] | None:
+    """The configuration keys a kafka-python client class accepts (None: pass everything)."""
+    if client is None:
+        return None
+    from kafka.net.compat import KafkaNetClient
+
+    if client is KafkaNetClient:
+        from kafka.net.manager import KafkaConnectionManager
+
+        return set(KafkaConnectionManager.DEFAULT_CONFIG)
+    defaults = getattr(client, "DEFAULT_CONFIG", None)
+    return set(defaults) if defaults is not None else None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"certificate verify failed: {exc.verify_message}"
+    if isinstance(exc, ssl.SSLError):
+        return exc.reason or exc.strerror or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+# -- the connection check ---------------------------------------------------------------------------
+
+_API_VERSIONS, _SASL_HANDSHAKE, _METADATA = 18, 17, 3
+# SaslHandshake error codes (Errors.java): 33 UNSUPPORTED_SASL_MECHANISM, 34 ILLEGAL_SASL_STATE.
+_SASL_ERRORS = {33: "UNSUPPORTED_SASL_MECHANISM", 34: "ILLEGAL_SASL_STATE", 35: "UNSUPPORTED_VERSION"}
+
+
+@dataclass(frozen=True)
+class ConnectionCheck:
+    """What :func:`check_connection` found: the server that answered, and the brokers advertised."""
+
+    bootstrap: str
+    brokers: tuple[tuple[int, str, int], ...]
+    elapsed_ms: float
+
+
+class _Probe:
+    """One blocking connection with a deadline: TCP, then TLS, then Kafka requests."""
+
+    def __init__(
+        self, config: KafkaClientConfig, ctx: ssl.SSLContext | None, host: str, port: int, deadline: float
+    ) -> None:
+        self.config, self.ctx, self.host, self.port, self.deadline = config, ctx, host, port, deadline
+        self.sock: socket.socket | None = None
+        self.correlation = 0
+
+    def _left(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        return left
+
+    def _resolve(self) -> list[str]:
+        """The host's addresses; ``getaddrinfo`` has no timeout, so it runs where we can stop waiting."""
+        result: list[Any] = []
+
+        def lookup() -> None:
+            try:
+                result.append(socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM))
+            except OSError as exc:
+                result.append(exc)
+
+        thread = threading.Thread(target=lookup, name="offsetops-dns", daemon=True)
+        thread.start()
+        thread.join(self._left())
+        if not result:
+            raise ClusterUnreachable(f"DNS lookup of {self.host} did not answer in time")
+        if isinstance(result[0], OSError):
+            raise ClusterUnreachable(f"cannot resolve {self.host}: {_reason(result[0])}")
+        return list(dict.fromkeys(str(info[4][0]) for info in result[0]))
+
+    def _connect_any(self) -> socket.socket:
+        """TCP to each address in turn, as ``socket.create_connection`` does, within the deadline."""
+        last: OSError | None = None
+        for address in self._resolve():
+            try:
+                return socket.create_connection((address, self.port), timeout=self._left())
+            except TimeoutError:
+                raise
+            except OSError as exc:
+                last = exc
+        raise last or OSError("no address")
+
+    def connect(self) -> None:
+        try:
+            sock = self._connect_any()
+        except TimeoutError:
+            raise ClusterUnreachable("TCP connect timed out") from None
+        except OSError as exc:
+            raise ClusterUnreachable(f"TCP connect failed: {_reason(exc)}") from None
+        self.sock = sock
+        if self.ctx is None:
+            return
+        try:
+            sock.settimeout(self._left())
+            tls = self.ctx.wrap_socket(sock, server_hostname=self.host, do_handshake_on_connect=False)
+            self.sock = tls
+            tls.do_handshake()
+        except TimeoutError:
+            raise ClusterUnreachable(
+                "no TLS answer (the listener is probably PLAINTEXT or SASL_PLAINTEXT: check "
+                "security.protocol)"
+            ) from None
+        except ssl.SSLCertVerificationError as exc:
+            raise ClusterUnreachable(
+                f"TLS certificate verification failed: {exc.verify_message} (check ssl.truststore / "
+                "ssl.ca.location, and that the certificate names the host you connect to)"
+            ) from None
+        except (ssl.SSLEOFError, ConnectionResetError, BrokenPipeError):
+            raise ClusterUnreachable(
+                "the server closed the connection during the TLS handshake (a PLAINTEXT listener, or "
+                "one that requires a client certificate)"
+            ) from None
+        except ssl.SSLError as exc:
+            raise ClusterUnreachable(f"TLS handshake failed: {_reason(exc)}") from None
+        except OSError as exc:
+            raise ClusterUnreachable(f"TLS handshake failed: {_reason(exc)}") from None
+
+    def request(self, api_key: int, version: int, body: bytes, name: str, hint: str | None = None) -> bytes:
+        assert self.sock is not None
+        self.correlation += 1
+        client_id = self.config.client_id.encode()
+        header = struct.pack(">hhih", api_key, version, self.correlation, len(client_id)) + client_id
+        hint = hint or (
+            "not a Kafka listener, or a TLS one: check the address and security.protocol"
+            if not self.config.uses_ssl
+            else "not a Kafka listener behind the TLS?"
+        )
+        try:
+            self.sock.settimeout(self._left())
+            self.sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+            (size,) = struct.unpack(">i", self._recv(4))
+            if not 4 <= size <= 64 << 20:
+                raise ClusterUnreachable(f"{name}: the answer is not Kafka's ({hint})")
+            payload = self._recv(size)
+        except TimeoutError:
+            raise ClusterUnreachable(f"no answer to {name} ({hint})") from None
+        except ConnectionError:
+            raise ClusterUnreachable(f"the server closed the connection at {name} ({hint})") from None
+        except ssl.SSLError as exc:
+            raise ClusterUnreachable(f"TLS failed at {name}: {_reason(exc)}") from None
+        except OSError as exc:
+            raise ClusterUnreachable(f"{name} failed: {_reason(exc)}") from None
+        (correlation,) = struct.unpack_from(">i", payload, 0)
+        if correlation != self.correlation:
+            raise ClusterUnreachable(f"{name}: the answer is not Kafka's ({hint})")
+        return payload[4:]
+
+    def _recv(self, n: int) -> bytes:
+        assert self.sock is not None
+        buf = bytearray()
+        while len(buf) < n:
+            self.sock.settimeout(self._left())
+            chunk = self.sock.recv(min(n - len(buf), 1 << 16))
+            if not chunk:
+                raise ConnectionError
+            buf += chunk
+        return bytes(buf)
+
+    def close(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+            self.sock = None
+
+
+def _string(b: bytes, pos: int) -> tuple[str, int]:
+    (n,) = struct.unpack_from(">h", b, pos)
+    pos += 2
+    if n < 0:
+        return "", pos
+    return b[pos : pos + n].decode("utf-8", "replace"), pos + n
+
+
+def _probe_server(
+    config: KafkaClientConfig,
+    ctx: ssl.SSLContext | None,
+    host: str,
+    port: int,
+    deadline: float,
+    *,
+    metadata: bool,
+) -> list[tuple[int, str, int]]:
+    probe = _Probe(config, ctx, host, port, deadline)
+    try:
+        probe.connect()
+        # ApiVersions v0 comes before SASL on every listener (KIP-35), so it tells a Kafka listener apart.
+        answer = probe.request(_API_VERSIONS, 0, b"", "ApiVersions")
+        (error,) = struct.unpack_from(">h", answer, 0)
+        if error:
+            raise ClusterUnreachable(f"ApiVersions failed with error {error}")
+        if config.uses_sasl:
+            mechanism = (config.sasl_mechanism or "PLAIN").encode()
+            answer = probe.request(
+                _SASL_HANDSHAKE,
+                1,
+                struct.pack(">h", len(mechanism)) + mechanism,
+                "SaslHandshake",
+                f"the listener does not take SASL {config.sasl_mechanism}: check sasl.mechanism",
+            )
+            (error,) = struct.unpack_from(">h", answer, 0)
+            if error:
+                (count,) = struct.unpack_from(">i", answer, 2)
+                offered, pos = [], 6
+                for _ in range(max(count, 0)):
+                    name, pos = _string(answer, pos)
+                    offered.append(name)
+                raise ClusterUnreachable(
+                    f"SASL handshake refused: {_SASL_ERRORS.get(error, f'error {error}')} for mechanism "
+                    f"{config.sasl_mechanism} (the broker enables: {', '.join(offered) or 'none'})"
+                )
+            # The credentials themselves are checked by the client's SaslAuthenticate, which is bounded.
+            return []
+        if not metadata:
+            return []
+        # Metadata v1 with an empty topic list: the brokers only (KIP-4), where clients go next.
+        answer = probe.request(
+            _METADATA,
+            1,
+            struct.pack(">i", 0),
+            "Metadata",
+            "a SASL listener answers ApiVersions but nothing else before login: check security.protocol",
+        )
+        (count,) = struct.unpack_from(">i", answer, 0)
+        brokers, pos = [], 4
+        for _ in range(count):
+            (node,) = struct.unpack_from(">i", answer, pos)
+            bhost, pos = _string(answer, pos + 4)
+            (bport,) = struct.unpack_from(">i", answer, pos)
+            _rack, pos = _string(answer, pos + 4)
+            brokers.append((node, bhost, bport))
+        return brokers
+    except (TimeoutError, struct.error) as exc:
+        raise ClusterUnreachable(
+            "no usable answer in time" if isinstance(exc, TimeoutError) else "the answer is not Kafka's"
+        ) from None
+    finally:
+        probe.close()
+
+
+def check_connection(config: KafkaClientConfig, *, timeout_ms: int | None = None) -> ConnectionCheck:
+    """Reach the cluster once, within ``connect_timeout_ms``, as its clients will.
+
+    Each bootstrap server in turn until one answers: TCP, TLS (certificate verified with the
+    configured CA), ApiVersions, and for SASL the mechanism handshake; then every broker the cluster
+    advertises (Metadata) gets TCP, TLS and ApiVersions too, since clients connect there next.
+    Raises :class:`ClusterUnreachable` naming the cluster and the reason, never a secret.
+    """
+    started = time.monotonic()
+    timeout_ms = timeout_ms or config.connect_timeout_ms
+    deadline = started + timeout_ms / 1000
+    ctx = config.ssl_context()
+    failures: list[str] = []
+    servers = config.servers
+    for i, server in enumerate(servers):
+        host, _, port = server.rpartition(":")
+        # Every server gets a fair share of what is left, so one black hole cannot eat the rest.
+        share = (deadline - time.monotonic()) / (len(servers) - i)
+        try:
+            brokers = _probe_server(
+                config, ctx, host.strip("[]"), int(port), time.monotonic() + share, metadata=True
+            )
+        except ClusterUnreachable as exc:
+            failures.append(f"{server}: {exc}")
+            continue
+        for node, bhost, bport in brokers:
+            if f"{bhost}:{bport}" == server:
+                continue
+            try:
+                _probe_server(config, ctx, bhost, bport, deadline, metadata=False)
+            except ClusterUnreachable as exc:
+                raise ClusterUnreachable(
+                    config.redact(
+                        f"{config.describe()}: broker {node} at {bhost}:{bport}, as the cluster "
+                        f"advertises it, is not reachable: {exc} (check advertised.listeners)"
+                    )
+                ) from None
+        return ConnectionCheck(server, tuple(brokers), (time.monotonic() - started) * 1000)
+    raise ClusterUnreachable(
+        config.redact(
+            f"cannot reach {config.describe()} within {timeout_ms / 1000:g}s: {'; '.join(failures)}"
+        )
+    )
+
+
+# -- kafka-python's own failures --------------------------------------------------------------------
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """True when a kafka-python error means the cluster itself is gone (not one request refused).
+
+    Such an error stops a run instead of being paid again, timeout after timeout, for every item.
+    """
+    import kafka.errors as kerr
+
+    gone = tuple(
+        getattr(kerr, name)
+        for name in (
+            "KafkaConnectionError",
+            "NoBrokersAvailable",
+            "NodeNotReadyError",
+            "KafkaTimeoutError",
+            "RequestTimedOutError",
+            "MetadataEmptyBrokerList",
+        )
+        if hasattr(kerr, name)
+    )
+    return isinstance(exc, (*gone, ConnectionError, TimeoutError))
+
+
+def unreachable(config: KafkaClientConfig, what: str, exc: BaseException) -> ClusterUnreachable:
+    """A :class:`ClusterUnreachable` for a kafka-python failure during ``what``."""
+    return ClusterUnreachable(
+        config.redact(f"lost {config.describe()} during {what}: {type(exc).__name__}: {exc}")
+    )
+
+
+def quiet_kafka_logging(verbose: bool, handlers: Iterable[logging.Handler] = ()) -> None:
+    """Keep kafka-python's retry chatter out of the terminal unless ``verbose``.
+
+    offsetops reports a failed connection itself, in one line that says why; kafka-python logs every
+    retry at WARNING/ERROR. Records still reach handlers attached to the ``kafka`` logger (the live
+    source keeps the last one as the error's cause). ``handlers`` get a filter that masks the secrets
+    of every :class:`KafkaClientConfig` built in this process.
+    """
+    kafka_log = logging.getLogger("kafka")
+    kafka_log.propagate = verbose
+    if not any(isinstance(h, logging.NullHandler) for h in kafka_log.handlers):
+        kafka_log.addHandler(logging.NullHandler())
+    for handler in handlers:
+        if _REDACT not in handler.filters:
+            handler.addFilter(_REDACT)
