@@ -10,7 +10,7 @@ DEMO_OUT    ?= out/demo
 .PHONY: help setup system-deps test lint demo clean
 
 help:
-	@echo "make setup        create/refresh $(VENV) (pip install -e '.[all]'; quick when unchanged)"
+	@echo "make setup        create/refresh $(VENV) (pinned requirements-dev.lock, then -e . --no-deps; quick when unchanged)"
 	@echo "make system-deps  install Java 17+ and Debian chromium if missing (apt-get)"
 	@echo "make test         run the test suite (PYTEST_ARGS='-m broker' etc.)"
 	@echo "make lint         ruff check"

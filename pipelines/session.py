@@ -14,7 +14,7 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark import SparkConf
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
@@ -71,6 +71,11 @@ def build_session(
     ``ship_code`` zips ``coordinator_core`` and ``pipelines`` and adds them with ``addPyFile`` so that
     executors on a cluster can import them; by default it is on for any non-local master.
     """
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # Under spark-submit its settings (--master, --conf, spark-defaults.conf) live in the JVM that
+        # launched us; SparkConf() only sees them once the gateway is up. Without this, a job submitted
+        # to a cluster would silently fall back to local[*] inside the driver.
+        SparkContext._ensure_initialized()
     defaults = SparkConf()
     builder = SparkSession.builder.appName(app_name)
     if master:

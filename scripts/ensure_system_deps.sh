@@ -2,6 +2,8 @@
 # Make sure the system packages offsetops' tests need are present:
 #   - Java 17+ (PySpark's local SparkSession)
 #   - Debian's chromium + chromium-driver (browser checks of Data Docs / the Dagster UI)
+#   - Debian's postgresql server binaries (the Dagster-on-Postgres deployment test starts a throwaway
+#     cluster with initdb/pg_ctl on a free loopback port; no system-wide cluster is created)
 #   - Debian's stunnel4 (the TLS listener in front of the test broker, for the SSL tests)
 # Idempotent: when everything is already there it only runs a few version checks.
 # Installs with apt-get (as root, or through sudo when available); `apt-get update` runs at most once.
@@ -47,6 +49,15 @@ else
     missing+=(chromium-driver)
 fi
 
+# The tests run initdb/pg_ctl from /usr/lib/postgresql/<major>/bin themselves.
+if compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null; then
+    log "postgresql present ($(ls -d /usr/lib/postgresql/*/bin | tr '\n' ' '))"
+else
+    log "postgresql missing"
+    missing+=(postgresql)
+    need_pg=1
+fi
+
 if command -v stunnel4 >/dev/null 2>&1 || command -v stunnel >/dev/null 2>&1; then
     log "stunnel present"
 else
@@ -65,8 +76,14 @@ if [ "$SUDO" = "__none__" ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
+if [ "${need_pg:-0}" = "1" ] && [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+    # Debian's postinst would create and start a "main" cluster on port 5432; nothing here needs it.
+    $SUDO mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null
+fi
 log "apt-get update"
 $SUDO apt-get update -qq
 log "apt-get install ${missing[*]}"
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends \
+    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
 log "installed: ${missing[*]}"

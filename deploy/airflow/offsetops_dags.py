@@ -1,0 +1,309 @@
+"""offsetops on Apache Airflow: the Dagster schedules as three DAGs, on the same Spark jobs and alerting.
+
+| DAG | schedule (UTC) | tasks |
+|---|---|---|
+| ``offsetops_cleaner_audit`` | ``15 * * * *`` | ``audit`` (spark-submit) -> ``alert_cleaner`` |
+| ``offsetops_reload_and_validation`` | ``0 5 * * *`` | ``reload`` -> ``validate`` (spark-submit) |
+| ``offsetops_expiration_forecast`` | ``30 5 * * *`` | ``expire`` (spark-submit) -> ``alert_forecast`` |
+
+Every DAG ends with ``page_failures`` (runs only when a task failed). Nothing here reimplements
+offsetops: the Spark tasks ``spark-submit`` the ``pipelines/`` jobs exactly as docs/pipelines.md says
+(``--py-files`` zip), and the alert tasks run in the offsetops environment (``ExternalPythonOperator``)
+and call the Dagster alert sensor's own evidence rules and condition lifecycle
+(``cleaner_observations``, ``offsets_observations``, ``advance``), ``failure_alert`` and
+``SlackNotifier`` (durable queue, RESOLVED messages, outbox). Airflow's environment
+needs only Airflow; offsetops lives in its own venv, named by ``OFFSETOPS_PYTHON``.
+
+Settings (environment of the scheduler and workers, read when the DAG file is parsed):
+``OFFSETOPS_PYTHON`` (required), ``OFFSETOPS_HOME`` (dir holding ``pipelines/*.py``; default
+``/opt/offsetops``), ``OFFSETOPS_PY_FILES`` (default ``$OFFSETOPS_HOME/offsetops.zip``),
+``OFFSETOPS_SPARK_SUBMIT`` (default ``spark-submit``), ``OFFSETOPS_SPARK_MASTER``,
+``OFFSETOPS_SPARK_CONF`` (``key=value`` pairs separated by commas), ``OFFSETOPS_LOG_DIR``,
+``OFFSETOPS_OUTPUT_DIR``, ``OFFSETOPS_STATE_DIR`` (default ``$OFFSETOPS_OUTPUT_DIR/state``),
+``OFFSETOPS_NUM_PARTITIONS``, ``OFFSETOPS_FORECAST_HOURS`` (default 24), ``OFFSETOPS_SLACK_CHANNEL``,
+``OFFSETOPS_SLACK_BASE_URL``,
+``OFFSETOPS_AIRFLOW_URL``; the Slack token is the ``SLACK_BOT_TOKEN`` environment variable of the
+worker (from a Kubernetes secret or Airflow's secrets backend), never a DAG argument.
+
+Each run evaluates "now" as its data interval's end, so a backfill audits and forecasts as of its
+own slot, and writes under ``$OFFSETOPS_OUTPUT_DIR/airflow/<dag>/<run timestamp>/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from datetime import datetime, timedelta, timezone
+
+from airflow import DAG
+from airflow.operators.bash import BashOperator
+from airflow.operators.python import ExternalPythonOperator
+
+NOW_MS = "{{ data_interval_end.int_timestamp * 1000 }}"
+RUN_DIR = "{{ dag.dag_id }}/{{ ts_nodash }}"
+RUN_URL = "{{ ti.log_url }}"
+
+
+def _env(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name, default)
+    if value is None:
+        raise RuntimeError(f"offsetops DAGs: set {name} in the Airflow scheduler's and workers' environment")
+    return value
+
+
+PYTHON = _env("OFFSETOPS_PYTHON", "/opt/offsetops/venv/bin/python")
+HOME = _env("OFFSETOPS_HOME", "/opt/offsetops")
+PY_FILES = _env("OFFSETOPS_PY_FILES", f"{HOME}/offsetops.zip")
+SPARK_SUBMIT = _env("OFFSETOPS_SPARK_SUBMIT", "spark-submit")
+SPARK_MASTER = _env("OFFSETOPS_SPARK_MASTER", "local[*]")
+SPARK_CONF = [c.strip() for c in _env("OFFSETOPS_SPARK_CONF", "").split(",") if c.strip()]
+LOG_DIR = _env("OFFSETOPS_LOG_DIR", "/kafka-data")
+OUTPUT_DIR = _env("OFFSETOPS_OUTPUT_DIR", "/data/offsetops")
+STATE_DIR = _env("OFFSETOPS_STATE_DIR", f"{OUTPUT_DIR}/state")
+NUM_PARTITIONS = _env("OFFSETOPS_NUM_PARTITIONS", "50")
+SLACK_CHANNEL = _env("OFFSETOPS_SLACK_CHANNEL", "#offsetops-alerts")
+SLACK_BASE_URL = _env("OFFSETOPS_SLACK_BASE_URL", "")
+FORECAST_HOURS = float(_env("OFFSETOPS_FORECAST_HOURS", "24"))
+
+DEFAULT_ARGS = {"owner": "kafka-ops", "retries": 1, "retry_delay": timedelta(minutes=5)}
+
+
+def job_dir(job: str) -> str:
+    return f"{OUTPUT_DIR}/airflow/{RUN_DIR}/{job}"
+
+
+def spark_submit(job: str, *args: str) -> str:
+    """The command docs/pipelines.md gives operators, for one job of ``pipelines/``."""
+    argv = [
+        SPARK_SUBMIT,
+        "--master",
+        SPARK_MASTER,
+        "--name",
+        f"offsetops-{job}",
+        "--py-files",
+        PY_FILES,
+        "--conf",
+        f"spark.pyspark.python={PYTHON}",
+        "--conf",
+        f"spark.pyspark.driver.python={PYTHON}",
+    ]
+    for conf in SPARK_CONF:
+        argv += ["--conf", conf]
+    argv += [f"{HOME}/pipelines/{job}.py", "--num-partitions", NUM_PARTITIONS, *args]
+    # Templated values (now, run dir) are rendered by Jinja first; quote everything else.
+    return " ".join(a if "{{" in a else shlex.quote(a) for a in argv)
+
+
+def spark_task(job: str, *args: str, retries: int = 1) -> BashOperator:
+    return BashOperator(task_id=job, bash_command=spark_submit(job, *args), append_env=True, retries=retries)
+
+
+# -- the alert callable: runs inside OFFSETOPS_PYTHON (ExternalPythonOperator ships only its source) ------
+
+
+def send_alerts(
+    rule: str,
+    state_dir: str,
+    channel: str,
+    base_url: str,
+    run_id: str,
+    run_url: str,
+    table_dir: str = "",
+    hours: float = 0.0,
+    now_ms: str = "0",
+    dag_id: str = "",
+    failed: str = "",
+) -> str:
+    """The Dagster alert sensor's evidence rules and lifecycle over a job's tables, through ``SlackNotifier``.
+
+    ``audit``: ``cleaner_observations`` on ``cleaner_audit``; ``forecast``: ``offsets_observations`` on
+    ``tombstones``/``dead_groups``/``expiration_forecast``; both then ``advance`` the shared condition
+    state (open, escalate, resolve) exactly as ``evaluate_alerts`` does. ``failure``: ``failure_alert``.
+    """
+    import json
+    import os
+    import time
+
+    import pyarrow.parquet as pq
+
+    from assets.alerting.blocks import AlertLinks, condition_blocks, condition_text
+    from assets.alerting.evidence import cleaner_observations, forget_long_lost, offsets_observations
+    from assets.alerting.lifecycle import advance, message_groups
+    from assets.alerting.model import Transition
+    from assets.alerting.notifier import OutgoingMessage, SlackNotifier
+    from assets.alerting.sensors import failure_alert
+
+    class Links(AlertLinks):  # links go to the Airflow task log, not to a Dagster UI
+        def run(self, _run_id: str) -> str:
+            return run_url
+
+        def asset_partition(self, _asset: str, _partition: int) -> str:
+            return run_url
+
+    notifier = SlackNotifier(
+        os.environ.get("SLACK_BOT_TOKEN"),
+        channel,
+        base_url=base_url or None,
+        state_path=f"{state_dir}/alerts/state.json",
+        outbox_path=f"{state_dir}/alerts/outbox.jsonl",
+    )
+    if rule == "failure":
+        steps = [s for s in failed.split(",") if s]
+        reason = f"failed task(s): {', '.join(steps)}; see the task logs"
+        return notifier.send(failure_alert(dag_id, run_id, {}, reason, steps, run_url)).status.value
+
+    def rows(table: str) -> list[dict]:
+        return pq.read_table(f"{table_dir}/{table}").to_pylist()
+
+    now = time.time()
+    with notifier.store.locked() as alert_state:
+        if rule == "audit":
+            # The per-partition metadata the cleaner_audit asset records, from the audit job's rows.
+            latest = {
+                r["offsets_partition"]: (
+                    {
+                        "partition_verdicts": {str(r["offsets_partition"]): r["verdict"]},
+                        "findings": json.loads(r["audit_json"]).get("reasons", []),
+                    },
+                    run_id,
+                )
+                for r in rows("cleaner_audit")
+            }
+            observations = cleaner_observations(latest)
+        elif rule == "forecast":
+            # The per-partition plan documents the expiration_plan asset writes, from the expire job's rows.
+            plans: dict[int, dict] = {}
+            for table, key in (
+                ("tombstones", "tombstones"),
+                ("dead_groups", "dead_groups"),
+                ("expiration_forecast", "forecast"),
+            ):
+                for r in rows(table):
+                    doc = plans.setdefault(
+                        r["offsets_partition"],
+                        {
+                            "partition": r["offsets_partition"],
+                            "run_id": run_id,
+                            "now_ms": int(now_ms),
+                            "forecast_horizon_ms": int(hours * 3_600_000),
+                            "tombstones": [],
+                            "dead_groups": [],
+                            "forecast": [],
+                        },
+                    )
+                    doc[key].append(r)
+            observations = offsets_observations(plans, alert_state.conditions, {})
+        else:
+            raise ValueError(f"unknown alert rule {rule!r}")
+        changes = advance(alert_state.conditions, observations, now)
+        forget_long_lost(alert_state.conditions, now)
+        queued = notifier.queue(
+            OutgoingMessage(
+                "recovery" if group[0].transition is Transition.RESOLVED else "alert",
+                ",".join(c.observation.key for c in group),
+                condition_text(group),
+                condition_blocks(group, Links(dagster_url=run_url), now),
+                {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
+            )
+            for group in message_groups(changes)
+        )
+    results = notifier.deliver(queued)
+    return ", ".join(f"{r.kind} {r.status.value}" for r in results) or "nothing changed"
+
+
+def external(task_id: str, rule: str, trigger_rule: str = "all_success", **kwargs: object):
+    """An ``ExternalPythonOperator`` running :func:`send_alerts` with ``rule`` in the offsetops venv."""
+    common = {
+        "run_id": "{{ run_id }}",
+        "state_dir": STATE_DIR,
+        "channel": SLACK_CHANNEL,
+        "base_url": SLACK_BASE_URL,
+        "run_url": RUN_URL,
+    }
+    return ExternalPythonOperator(
+        task_id=task_id,
+        python=PYTHON,
+        python_callable=send_alerts,
+        op_kwargs={**common, "rule": rule, **kwargs},
+        expect_airflow=False,  # offsetops' venv does not have Airflow, and must not need it
+        trigger_rule=trigger_rule,
+        retries=0,
+    )
+
+
+def failure_pager() -> ExternalPythonOperator:
+    """``page_failures``: runs when any task of the DAG run failed."""
+    failed = "{{ dag_run.get_task_instances(state='failed') | map(attribute='task_id') | join(',') }}"
+    return external(
+        "page_failures", "failure", trigger_rule="one_failed", dag_id="{{ dag.dag_id }}", failed=failed
+    )
+
+
+def _dag(dag_id: str, schedule: str, doc: str) -> DAG:
+    return DAG(
+        dag_id,
+        schedule=schedule,
+        # Early enough for backfills of old log copies; catchup stays off.
+        start_date=datetime(2015, 1, 1, tzinfo=timezone.utc),  # noqa: UP017
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        tags=["offsetops", "kafka"],
+        doc_md=doc,
+    )
+
+
+with _dag(
+    "offsetops_cleaner_audit", "15 * * * *", "Hourly at :15: the Log Cleaner audit of every partition."
+) as cleaner_audit:
+    audit = spark_task("audit", "--input", LOG_DIR, "--output", job_dir("audit"), "--now-ms", NOW_MS)
+    alert = external("alert_cleaner", "audit", table_dir=job_dir("audit"))
+    audit >> alert
+    [audit, alert] >> failure_pager()
+
+with _dag(
+    "offsetops_reload_and_validation",
+    "0 5 * * *",
+    "Daily at 05:00 UTC: full reload into the cache tables, then the Great Expectations validation "
+    "(an error-level failure fails the validate task and pages).",
+) as reload_and_validation:
+    reload = spark_task("reload", "--input", LOG_DIR, "--output", job_dir("reload"))
+    validate = spark_task(
+        "validate",
+        "--input",
+        job_dir("reload"),
+        "--output",
+        job_dir("validate"),
+        "--now-ms",
+        NOW_MS,
+        retries=0,  # exit 1 means an error-level expectation failed: retrying cannot fix the data
+    )
+    reload >> validate
+    [reload, validate] >> failure_pager()
+
+with _dag(
+    "offsetops_expiration_forecast",
+    "30 5 * * *",
+    "Daily at 05:30 UTC: expiration dry run and forecast; pages when groups lose offsets within the "
+    "forecast window (24 h by default).",
+) as expiration_forecast:
+    expire = spark_task(
+        "expire",
+        "--input",
+        LOG_DIR,
+        "--output",
+        job_dir("expire"),
+        "--now-ms",
+        NOW_MS,
+        "--forecast-hours",
+        str(FORECAST_HOURS),
+    )
+    alert = external(
+        "alert_forecast",
+        "forecast",
+        table_dir=job_dir("expire"),
+        now_ms=NOW_MS,
+        hours=FORECAST_HOURS,
+    )
+    expire >> alert
+    [expire, alert] >> failure_pager()

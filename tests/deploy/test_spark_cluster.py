@@ -1,0 +1,212 @@
+"""The four Spark jobs on a real standalone cluster, submitted as docs/pipelines.md tells operators to.
+
+One cluster for the module (a master and two one-core workers on loopback). Each job is submitted
+with ``spark-submit --py-files offsetops.zip`` (the zip from ``pipelines.session.package_zip``); the
+executors run a Python without offsetops installed, so a job only passes when the documented
+packaging delivers the code. The tables must equal the single-process core's results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coordinator_core.cleaner_audit import audit_log_dir
+from coordinator_core.expiration import DEFAULT_RETENTION_MS, KIP848, plan_expiration
+from coordinator_core.loader import load_log_dir
+from coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
+from tests.deploy.conftest import REPO, VENV_BIN, build_py_files, java_available
+from tests.deploy.spark_cluster import SparkCluster, run_cluster, spark_home
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+DAY_MS = 86_400_000
+PARTITIONS = 3
+SUBMIT_TIMEOUT_S = 420
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    if not java_available():
+        pytest.skip("Java is needed for the Spark master and workers")
+    yield from run_cluster(tmp_path_factory.mktemp("spark-cluster"))
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
+    """Kafka 4.0 data, mixed codecs, 8 KiB segments: several segments per partition, open transactions."""
+    return simulate(
+        SimulationConfig(
+            out_dir=tmp_path_factory.mktemp("sim") / "logdir",
+            groups=24,
+            partitions=PARTITIONS,
+            days=0.15,
+            seed=1,
+            segment_bytes=8 * 1024,
+            kafka_version="4.0",
+            compression="mixed",
+        )
+    )
+
+
+@pytest.fixture(scope="module")
+def py_files(cluster: SparkCluster) -> Path:
+    """The zip, built exactly as docs/pipelines.md says."""
+    return build_py_files(cluster.root / "offsetops.zip")
+
+
+def submit(cluster: SparkCluster, py_files: Path, job: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``spark-submit --master spark://... --py-files offsetops.zip pipelines/<job>.py ...``."""
+    argv = [
+        str(VENV_BIN / "spark-submit"),
+        "--master",
+        cluster.master_url,
+        "--py-files",
+        str(py_files),
+        "--conf",
+        f"spark.pyspark.python={cluster.executor_python}",
+        "--conf",
+        f"spark.pyspark.driver.python={VENV_BIN / 'python'}",
+        "--conf",
+        "spark.driver.host=127.0.0.1",
+        "--conf",
+        "spark.driver.bindAddress=127.0.0.1",
+        "--conf",
+        "spark.executor.memory=512m",
+        "--conf",
+        "spark.executor.cores=1",
+        "--conf",
+        "spark.sql.shuffle.partitions=4",
+        "--conf",
+        "spark.ui.enabled=false",
+        f"pipelines/{job}.py",
+        "--num-partitions", str(PARTITIONS),  # offsets.topic.num.partitions of the simulated cluster
+        *args,
+    ]
+    # A pip-installed pyspark: SPARK_HOME is the package dir (docs/pipelines.md says to export it).
+    env = {**os.environ, "SPARK_HOME": str(spark_home())}
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
+    assert done.returncode == 0, (
+        f"{job} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    )
+    return done
+
+
+@pytest.fixture(scope="module")
+def outputs(cluster: SparkCluster, py_files: Path, log_dir: SimulationResult) -> dict[str, Path]:
+    """All four jobs, one after the other, on the cluster."""
+    out = cluster.root / "out"
+    now = str(log_dir.simulated_until_ms + 8 * DAY_MS)
+    src = str(log_dir.out_dir)
+    submit(cluster, py_files, "reload", "--input", src, "--output", str(out / "reload"))
+    submit(cluster, py_files, "expire", "--input", src, "--output", str(out / "expire"), "--now-ms", now)
+    submit(cluster, py_files, "audit", "--input", src, "--output", str(out / "audit"), "--now-ms", now)
+    submit(
+        cluster,
+        py_files,
+        "validate",
+        "--input",
+        str(out / "reload"),
+        "--output",
+        str(out / "validate"),
+        "--now-ms",
+        now,
+    )
+    return {
+        "reload": out / "reload",
+        "expire": out / "expire",
+        "audit": out / "audit",
+        "validate": out / "validate",
+    }
+
+
+@pytest.fixture(scope="module")
+def reader() -> Iterator:
+    """A local SparkSession to read the cluster's Parquet back with the explicit schemas."""
+    from pipelines.session import build_session
+
+    yield build_session("local[1]", app_name="offsetops-deploy-tests", quiet=True, ship_code=False)
+
+
+def test_executors_cannot_import_offsetops_without_py_files(cluster: SparkCluster) -> None:
+    probe = subprocess.run(
+        [str(cluster.executor_python), "-c", "import pyarrow, zstandard, pyspark; import coordinator_core"],
+        cwd=cluster.root,
+        capture_output=True,
+        text=True,
+        timeout=60,  # an executor's cwd is not the repo
+    )
+    assert probe.returncode != 0 and "No module named 'coordinator_core'" in probe.stderr, probe.stderr
+
+
+def test_jobs_ran_on_both_workers(cluster: SparkCluster, outputs: dict[str, Path]) -> None:
+    apps = cluster.state()["completedapps"]
+    assert sorted(a["name"] for a in apps) == sorted(
+        f"offsetops-{j}" for j in ("reload", "expire", "audit", "validate")
+    )
+    for i in range(2):  # each worker started executors for each application
+        assert len(list((cluster.root / f"work-{i}").glob("app-*"))) == 4
+
+
+def test_reload_tables_equal_the_single_process_reload(
+    outputs: dict[str, Path], log_dir: SimulationResult, reader
+) -> None:
+    from pipelines.reload import read_tables
+    from pipelines.schemas import TABLE_SCHEMAS
+    from pipelines.tables import all_cache_rows, comparable
+
+    ref = all_cache_rows(load_log_dir(log_dir.out_dir, num_partitions=PARTITIONS))
+    tables = read_tables(reader, str(outputs["reload"]))
+    for name, schema in TABLE_SCHEMAS.items():
+        drop = ["elapsed_ms"] if name == "load_stats" else []
+        got = comparable([tuple(r) for r in tables[name].collect()], schema, drop=drop)
+        assert got == comparable(ref[name], schema, drop=drop), name
+    assert ref["offsets"] and ref["pending_offsets"], "the data must exercise offsets and open transactions"
+
+
+def test_expire_tables_equal_the_single_process_plan(
+    outputs: dict[str, Path], log_dir: SimulationResult, reader
+) -> None:
+    from pipelines.expire import EXPIRE_SCHEMAS, plan_rows
+    from pipelines.reload import read_tables
+    from pipelines.tables import comparable
+
+    now = log_dir.simulated_until_ms + 8 * DAY_MS
+    plan = plan_expiration(
+        load_log_dir(log_dir.out_dir, num_partitions=PARTITIONS),
+        now_ms=now,
+        retention_ms=DEFAULT_RETENTION_MS,
+        coordinator=KIP848,
+        forecast_horizon_ms=DAY_MS,
+    )
+    want = plan_rows(plan, -1)
+    tables = read_tables(reader, str(outputs["expire"]), EXPIRE_SCHEMAS)
+    for name, schema in EXPIRE_SCHEMAS.items():
+        got = comparable([tuple(r) for r in tables[name].collect()], schema)
+        assert got == comparable(want[name], schema), name
+    assert want["tombstones"]
+
+
+def test_audit_equals_the_single_process_audit(
+    outputs: dict[str, Path], log_dir: SimulationResult, reader
+) -> None:
+    from pipelines.audit import CLEANER_AUDIT_SCHEMA
+
+    now = log_dir.simulated_until_ms + 8 * DAY_MS
+    rows = reader.read.schema(CLEANER_AUDIT_SCHEMA).parquet(str(outputs["audit"] / "cleaner_audit")).collect()
+    core = audit_log_dir(log_dir.out_dir, now_ms=now, record_history=False)
+    assert sorted(r["offsets_partition"] for r in rows) == [p.partition for p in core.partitions]
+    for row in rows:
+        expect = next(p for p in core.partitions if p.partition == row["offsets_partition"]).to_json()
+        assert json.loads(row["audit_json"]) == json.loads(json.dumps(expect))
+
+
+def test_validate_writes_data_docs_from_the_cluster_tables(outputs: dict[str, Path]) -> None:
+    reports = outputs["validate"] / "reports"
+    assert (reports / "index.html").is_file()
+    assert any((reports / "data_docs").rglob("*.html"))
