@@ -23,12 +23,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from coordinator_core.data_offsets import (
+    SOURCE_PARTITION_DIR,
+    PartitionOffsets,
+    live_offsets,
+    offline_offsets,
+)
 from coordinator_core.errors import DecodeError
-from coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError, check_connection
-from coordinator_core.records.reader import iter_segment_batches
+from coordinator_core.kafka_client import KafkaClientConfig, check_connection
 from coordinator_core.schema import OffsetCommitKey, decode_key, decode_offset_commit_value
 from coordinator_core.sources.live import CONSUMER_OFFSETS, LiveSource, LiveSourceError
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
 
 logger = logging.getLogger(__name__)
 
@@ -347,66 +351,33 @@ class LogRange:
         return asdict(self)
 
 
+def _ranges(found: dict[TopicPartition, PartitionOffsets], source: str) -> list[LogRange]:
+    """The partitions whose both bounds are known, as table rows (unknown ones are not judged)."""
+    return [
+        LogRange(topic, part, po.log_start_offset, po.log_end_offset, source)
+        for (topic, part), po in sorted(found.items())
+        if po.log_start_offset is not None and po.log_end_offset is not None
+    ]
+
+
 def live_log_ranges(config: KafkaClientConfig, partitions: Iterable[TopicPartition]) -> list[LogRange]:
-    """ListOffsets earliest/latest of each data partition (topics that do not exist are skipped)."""
-    by_topic: dict[str, set[int]] = {}
-    for topic, p in partitions:
-        by_topic.setdefault(topic, set()).add(p)
-    out = []
-    for topic, wanted in sorted(by_topic.items()):
-        with LiveSource(config, topic=topic) as source:
-            try:
-                present = sorted(wanted & set(source.partitions()))
-            except KafkaClientError:
-                continue  # deleted topic: its committed offsets are for the expiration plan, not here
-            if not present:
-                continue
-            starts, ends = source.start_offsets(present), source.end_offsets(present)
-            out += [LogRange(topic, p, starts[p], ends[p], "ListOffsets") for p in present]
-    return out
-
-
-def _log_end(segments: list[Any], errors: list[DecodeError]) -> int:
-    """Last offset + 1 of the newest segment holding a batch (only that segment is read)."""
-    for seg in reversed(segments):
-        last = None
-        for batch in iter_segment_batches(seg.path, errors=errors):
-            last = batch.last_offset
-        if last is not None:
-            return last + 1
-        if seg is segments[-1] and seg.base_offset:
-            return seg.base_offset  # an empty active segment starts at the log end
-    return segments[0].base_offset if segments else 0
+    """ListOffsets earliest/latest of each data partition (topics that do not exist are skipped:
+    their committed offsets are for the expiration plan, not for range checks)."""
+    return _ranges(live_offsets(config, partitions), "ListOffsets")
 
 
 def log_dir_log_ranges(
     log_dir: str | Path, partitions: Iterable[TopicPartition] | None = None
 ) -> list[LogRange]:
     """Bounds of the data partitions found in a broker log dir (``<topic>-<n>`` folders), only those
-    in ``partitions`` when given (each costs a read of its newest segment).
-
-    Log start: ``log-start-offset-checkpoint`` when it has the partition, else the first segment's base
-    offset. Log end: after the last batch of the newest non-empty segment.
+    in ``partitions`` when given. See :mod:`coordinator_core.data_offsets` for how each bound is found.
     """
     root = Path(log_dir)
-    keys = None if partitions is None else set(partitions)
-    wanted = None if keys is None else {t for t, _ in keys}
-    names = set()
-    for entry in os.scandir(root):
-        topic, _, number = entry.name.rpartition("-")
-        is_data = entry.is_dir() and topic and number.isdigit() and topic != CONSUMER_OFFSETS
-        if is_data and (wanted is None or topic in wanted):
-            names.add(topic)
-    out = []
-    for topic in sorted(names):
-        try:
-            logdir = open_log_dir(root, topic=topic)
-        except LogDirError:
-            continue
-        for pd in logdir.partitions:
-            if not pd.segments or (keys is not None and (topic, pd.partition) not in keys):
-                continue
-            errors: list[DecodeError] = []
-            start = logdir.log_start_checkpoint.get((topic, pd.partition), pd.segments[0].base_offset)
-            out.append(LogRange(topic, pd.partition, start, _log_end(list(pd.segments), errors), "log dir"))
-    return out
+    if partitions is None:
+        partitions = []
+        for entry in os.scandir(root):
+            topic, _, number = entry.name.rpartition("-")
+            if entry.is_dir() and topic and number.isdigit() and topic != CONSUMER_OFFSETS:
+                partitions.append((topic, int(number)))
+    found = offline_offsets([root], partitions)
+    return _ranges({tp: po for tp, po in found.items() if po.source == SOURCE_PARTITION_DIR}, "log dir")
