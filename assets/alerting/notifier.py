@@ -8,7 +8,8 @@ that never answers or one that trickles bytes stops delivery for this evaluation
 stays in the outbox, which the next evaluation sends first. Nothing is lost, and a message is only
 sent again when Slack's answer to an earlier attempt never arrived (the delivered copy says so).
 
-Without a token (local runs, the demo) the outbox is where the messages stay: one warning each.
+Without a token (local runs, the demo) the outbox is where the messages stay: one warning each,
+kept to the newest message per alert that still holds, at most ``MAX_UNSENT`` of them.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from assets.alerting.state import AlertStateStore, FiringEntry
 from assets.alerting.transport import DeadlineWebClient, SlackTransportError
 
 log = logging.getLogger(__name__)
+
+#: Messages kept in the outbox while no token is configured (the newest per alert that still holds).
+MAX_UNSENT = 200
 
 # What an operator should do about the Slack errors we can name.
 _ERROR_HINTS: dict[str, str] = {
@@ -338,6 +342,9 @@ class SlackNotifier:
             }
         )
         if self._client is None:
+            dropped = self._outbox.compact_unsent(MAX_UNSENT)
+            if dropped:
+                log.info("outbox %s: %d superseded unsent message(s) dropped", self.outbox_path, dropped)
             # No token is a deployment choice (local runs, the demo), not a failure: a warning.
             log.warning(
                 "slack %s %r not posted to %s: %s; kept in outbox %s",
@@ -384,6 +391,14 @@ class SlackNotifier:
                         "another process is delivering the outbox %s; leaving it to it", self.outbox_path
                     )
                     return []
+                dropped = self._outbox.compact_unsent()
+                if dropped:
+                    log.warning(
+                        "outbox %s: %d message(s) queued while no Slack token was configured were "
+                        "superseded (a newer message for the same alert, or it resolved) and are not sent",
+                        self.outbox_path,
+                        dropped,
+                    )
                 for entry in self._outbox.pending():
                     result = self._deliver_entry(entry)
                     out.append((str(entry.get("id")), result))

@@ -9,7 +9,10 @@ the file atomically. Two locks (``flock`` on sibling files) keep concurrent sens
 * ``<outbox>.flush.lock`` is held by the one process delivering, for its whole (time-bounded)
   delivery; another process finding it taken leaves delivery to it, so no entry goes out twice.
 
-When no Slack token is configured the outbox is simply where the messages stay, for a person to read.
+When no Slack token is configured the outbox is where the messages stay, for a person to read. It is
+kept to what is still true (:meth:`Outbox.compact_unsent`): per alert only the newest message, nothing
+for an alert that has since resolved, and at most a bounded number, so that a token added months later
+pages on-call with the conditions that hold, not with the whole history.
 """
 
 from __future__ import annotations
@@ -119,3 +122,39 @@ class Outbox:
 
     def _write(self, lines: list[str]) -> None:
         atomic_write_text(self.path, "".join(line + "\n" for line in lines))
+
+    def compact_unsent(self, max_entries: int | None = None) -> int:
+        """Drop messages queued while no token was configured that are no longer worth sending.
+
+        Only never-attempted ``missing_token`` entries are touched: per alert key the newest one is
+        kept, none where the newest is a recovery (the condition cleared while Slack was off), and at
+        most ``max_entries`` of them (the newest). Returns how many were dropped.
+        """
+        with self._locked():
+            try:
+                lines = self.path.read_text(encoding="utf-8").splitlines()
+            except FileNotFoundError:
+                return 0
+            parsed: list[dict[str, Any] | None] = []
+            for line in lines:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    entry = None
+                parsed.append(entry if isinstance(entry, dict) else None)
+            unsent = [
+                i
+                for i, e in enumerate(parsed)
+                if e is not None and e.get("error") == "missing_token" and not e.get("attempts")
+            ]
+            newest: dict[str, int] = {}
+            for i in unsent:
+                newest[str(parsed[i].get("key"))] = i  # type: ignore[union-attr]
+            keep = [i for i in newest.values() if parsed[i].get("kind") != "recovery"]  # type: ignore[union-attr]
+            keep.sort()
+            if max_entries is not None and len(keep) > max_entries:
+                keep = keep[len(keep) - max_entries :]
+            drop = set(unsent) - set(keep)
+            if drop:
+                self._write([line for i, line in enumerate(lines) if i not in drop])
+            return len(drop)

@@ -415,6 +415,44 @@ def test_missing_token_goes_to_outbox_with_zero_requests(
     assert {r.levelno for r in caplog.records if r.name.startswith("assets.alerting")} == {logging.WARNING}
 
 
+def test_messages_queued_without_a_token_are_kept_to_what_still_holds(
+    make_notifier: Any, slack_server: SlackTestServer, tmp_path: Path, clock: FakeClock
+) -> None:
+    """Months without a token must not become a flood of stale pages once a token is added."""
+    stalled = "audit:critical:partition-7"
+    gone = "audit:critical:partition-9"
+    quiet = make_notifier(token=None)
+    assert quiet.send(make_alert(stalled, severity="warning")).outboxed
+    clock.advance(60)
+    assert make_notifier(token=None).send(make_alert(stalled)).outboxed  # escalated while Slack was off
+    clock.advance(60)
+    assert make_notifier(token=None).send(make_alert(gone, partitions=(9,))).outboxed
+    clock.advance(60)
+    make_notifier(token=None).resolve(gone)  # cleared while Slack was off: nothing left to say
+    # Only the escalation of the condition that still holds is kept.
+    assert [(e["kind"], e["key"]) for e in outbox_lines(tmp_path / "outbox.jsonl")] == [("alert", stalled)]
+    assert slack_server.requests == []
+
+    clock.advance(60)
+    make_notifier().flush()  # a token is configured now
+    assert len(slack_server.messages) == 1
+    assert slack_server.messages[0]["text"].startswith("[CRITICAL] Log Cleaner stalled")
+    assert outbox_lines(tmp_path / "outbox.jsonl") == []
+
+
+def test_unsent_messages_are_bounded_without_a_token(
+    make_notifier: Any, tmp_path: Path, clock: FakeClock
+) -> None:
+    from assets.alerting.notifier import MAX_UNSENT
+
+    for i in range(MAX_UNSENT + 5):
+        clock.advance(1)
+        make_notifier(token=None).send(make_alert(f"audit:critical:partition-{i}", partitions=(i,)))
+    keys = [e["key"] for e in outbox_lines(tmp_path / "outbox.jsonl")]
+    assert len(keys) == MAX_UNSENT
+    assert keys[0] == "audit:critical:partition-5" and keys[-1] == f"audit:critical:partition-{MAX_UNSENT + 4}"
+
+
 def test_network_failure_after_retries_goes_to_outbox(tmp_path: Path, clock: FakeClock) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
