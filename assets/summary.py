@@ -15,6 +15,7 @@ from dagster import AssetExecutionContext, Definitions, MaterializeResult, Metad
 from assets.cleaner_audit import AUDIT_REPORT, cleaner_audit
 from assets.expiration import PLAN_REPORT, expiration_plan
 from assets.resources import StateResource
+from assets.validation import cache_validation
 from checks.dagster_checks import (
     GROUPS_AT_RISK_COLUMNS,
     failing_partitions_table_from_json,
@@ -72,17 +73,28 @@ def plan_summary_metadata(plan: dict[str, Any]) -> dict[str, Any]:
 
 @asset(
     group_name=GROUP,
-    deps=[cleaner_audit, expiration_plan],
+    # After validation too: the operator report it writes must show this run's audit, plan and checks.
+    deps=[cleaner_audit, expiration_plan, cache_validation],
     kinds={"python"},
     description="Topic-wide figures of __consumer_offsets: the cleaner verdict with the worst partitions "
     "first, total and reclaimable bytes, planned tombstones and the groups about to lose offsets. Built "
-    "from every partition's latest audit and plan.",
+    "from every partition's latest audit and plan. Writes the run's operator report (reports/report.html).",
 )
 def offsets_topic_summary(context: AssetExecutionContext, state: StateResource) -> MaterializeResult:
     """Merge the latest per-partition audit and plan reports into topic-wide metadata."""
     audit = _read(state.reports_path / AUDIT_REPORT)
     plan = _read(state.reports_path / PLAN_REPORT)
     meta = {**audit_summary_metadata(audit), **plan_summary_metadata(plan)}
+    from checks.operator_report import ReportInputError, write_operator_report
+
+    try:
+        operator = write_operator_report(state.reports_path, run_id=context.run.run_id)
+    except ReportInputError as exc:  # a report file that is not what it should be: say which, go on
+        context.log.error(f"operator report not written: {exc}")
+        meta["operator_verdict"] = "not written"
+    else:
+        meta["operator_verdict"] = operator.verdict
+        meta["operator_report_url"] = MetadataValue.url(operator.url)
     context.log.info(
         f"topic: cleaner {meta['cleaner_verdict']}, {meta['critical_partitions'].value} critical and "
         f"{meta['degraded_partitions'].value} degraded partitions, {meta['forecast_groups'].value} groups "

@@ -67,7 +67,7 @@ def cache_validation(
     state: StateResource,
 ) -> MaterializeResult:
     """Validate this run's partitions of the canonical tables; failures are reported, not raised."""
-    from checks.operator_report import report_url, write_operator_report
+    from checks.operator_report import report_url
     from checks.suite import operator_check_tables, validate_cache
 
     partitions = run_partitions(context)
@@ -92,7 +92,6 @@ def cache_validation(
     )
     doc = {**report.to_dict(), "partitions": partitions}
     path = write_json(state.reports_path / VALIDATION_REPORT, doc)
-    operator = write_operator_report(state.reports_path, run_id=context.run.run_id)
     tally = report.by_severity
     # Error level first, then the most unexpected rows: the worst failure leads.
     failed = sorted(
@@ -137,8 +136,6 @@ def cache_validation(
             ),
             "data_docs": MetadataValue.path(str(report.data_docs_index)),
             "data_docs_url": MetadataValue.url(report_url(state.reports_path, "data_docs/index.html")),
-            "operator_report_url": MetadataValue.url(operator.url),
-            "operator_verdict": operator.verdict,
             "summary_page": MetadataValue.path(str(report.summary_path)),
             "report": MetadataValue.path(str(path)),
             "elapsed_s": MetadataValue.float(round(report.elapsed_ms / 1000, 2)),

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -180,26 +181,37 @@ PARTITION_AUDIT_SCHEMA = StructType(
 def _scan_partition(
     scratch: Path,
     partition: int,
-    files: list[tuple[int, bytes, int, str]],
+    files: list[tuple[int, bytes | None, int, str]],
     checkpoints: dict[str, dict[int, int]],
     config: CleanerConfig,
     now_ms: int,
     verify_crc: bool,
 ) -> PartitionAudit | PartitionFailure | None:
-    """``audit_partition`` over ``files`` (base offset, content, mtime ms, original path) in a scratch dir.
+    """``audit_partition`` over ``files`` (base offset, content, mtime ms, original path): remote
+    segments are written to a scratch dir; local ones (content ``None``) are read where they are.
 
     A partition the audit cannot compute comes back as a :class:`PartitionFailure` naming its original
     dir, so one odd partition never fails the job for the others."""
-    pdir_path = scratch / f"{OFFSETS_TOPIC}-{partition}"
-    pdir_path.mkdir(parents=True, exist_ok=True)
     segments = []
     originals: dict[str, str] = {}
-    for base, content, mtime_ms, original in sorted(files, key=lambda f: f[0]):
-        path = pdir_path / f"{base:020d}.log"
-        path.write_bytes(content)
-        os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
-        originals[str(path)] = local_file(original)
-        segments.append(Segment(path, base, len(content), mtime_ms))
+    if files and all(content is None for _b, content, _m, _o in files):
+        # A local listing: the executor reads the broker's own files in place (no copy, and memory
+        # bounded by the scan, whatever a file holds).
+        pdir_path = Path(local_file(files[0][3])).parent
+        for base, _content, mtime_ms, original in sorted(files, key=lambda f: f[0]):
+            path = Path(local_file(original))
+            originals[str(path)] = str(path)
+            segments.append(Segment(path, base, path.stat().st_size, mtime_ms))
+        scratch_dir = None
+    else:
+        pdir_path = scratch_dir = scratch / f"{OFFSETS_TOPIC}-{partition}"
+        pdir_path.mkdir(parents=True, exist_ok=True)
+        for base, content, mtime_ms, original in sorted(files, key=lambda f: f[0]):
+            path = pdir_path / f"{base:020d}.log"
+            path.write_bytes(content or b"")
+            os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+            originals[str(path)] = local_file(original)
+            segments.append(Segment(path, base, len(content or b""), mtime_ms))
     try:
         audit = audit_partition_isolated(
             PartitionDir(pdir_path, OFFSETS_TOPIC, partition, tuple(segments)),
@@ -211,7 +223,8 @@ def _scan_partition(
             verify_crc=verify_crc,
         )
     finally:
-        shutil.rmtree(pdir_path, ignore_errors=True)
+        if scratch_dir is not None:
+            shutil.rmtree(scratch_dir, ignore_errors=True)
     if isinstance(audit, PartitionFailure):
         original_dir = str(Path(next(iter(originals.values()), str(pdir_path))).parent)
         return PartitionFailure(partition, original_dir, audit.error)
@@ -238,7 +251,7 @@ def _audit_arrow(
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         scratch = Path(tempfile.mkdtemp(prefix="offsetops-audit-"))
         current: int | None = None
-        files: list[tuple[int, bytes, int, str]] = []
+        files: list[tuple[int, bytes | None, int, str]] = []
 
         def flush(partition: int) -> pa.RecordBatch | None:
             audit = _scan_partition(
@@ -269,7 +282,7 @@ def _audit_arrow(
                             if out is not None:
                                 yield out
                         current = parts[i]
-                    files.append((bases[i], contents[i].as_py() or b"", int(mtimes[i]), paths[i]))
+                    files.append((bases[i], contents[i].as_py(), int(mtimes[i]), paths[i]))
             if current is not None:
                 out = flush(current)
                 if out is not None:
@@ -307,12 +320,14 @@ def _scan(
     partitions_per_task: int | None,
 ) -> DataFrame:
     """Every segment, grouped by partition in base-offset order, through ``fn`` (``mapInArrow``)."""
-    from pipelines.source import read_segments
+    from pipelines.source import NO_SEGMENT, segment_rows
 
     tasks = merge_tasks(listing, partitions_per_task, spark.sparkContext.defaultParallelism)
     columns = ("offsets_partition", "base_offset", "file", "mtime_ms", "content")
     return (
-        read_segments(spark, listing)
+        # Local listings carry paths only (the executors read the files in place); remote ones the bytes.
+        segment_rows(spark, listing)
+        .where(F.col("base_offset") != NO_SEGMENT)
         .select(*columns)
         .repartition(tasks, "offsets_partition")
         .sortWithinPartitions("offsets_partition", "base_offset")

@@ -207,6 +207,18 @@ def test_reports_are_written_where_the_metadata_says(materialized: Materialized)
     assert (out / "tables" / "offsets").is_dir()
 
 
+def test_the_operator_report_is_written_after_this_runs_audit_plan_and_checks(
+    materialized: Materialized,
+) -> None:
+    """The summary runs last, so the one page an operator opens shows this run, worst partition first."""
+    topic = summary(materialized.result)
+    page = (materialized.output_dir / "reports" / "report.html").read_text(encoding="utf-8")
+    assert topic["operator_verdict"] == "CRITICAL"
+    assert topic["operator_report_url"].endswith("report.html")
+    assert materialized.result.run_id in page
+    assert f"{materialized.stalled_partition} (CRITICAL)" in page  # named in the verdict line
+
+
 def test_a_second_run_on_the_same_data_gives_the_same_verdicts(materialized: Materialized) -> None:
     """Same data, same declared clock, same state dir: nothing changes, not even the stalled partition."""
     from assets.cleaner_audit import cleaner_audit

@@ -450,7 +450,8 @@ def test_unsent_messages_are_bounded_without_a_token(
         make_notifier(token=None).send(make_alert(f"audit:critical:partition-{i}", partitions=(i,)))
     keys = [e["key"] for e in outbox_lines(tmp_path / "outbox.jsonl")]
     assert len(keys) == MAX_UNSENT
-    assert keys[0] == "audit:critical:partition-5" and keys[-1] == f"audit:critical:partition-{MAX_UNSENT + 4}"
+    assert keys[0] == "audit:critical:partition-5"
+    assert keys[-1] == f"audit:critical:partition-{MAX_UNSENT + 4}"
 
 
 def test_network_failure_after_retries_goes_to_outbox(tmp_path: Path, clock: FakeClock) -> None:
