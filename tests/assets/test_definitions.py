@@ -46,7 +46,7 @@ def test_assets_lineage_and_partitions(repo) -> None:
     assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(LINEAGE) | {SUMMARY}
     summary = graph.get(AssetKey(SUMMARY))
     assert summary.partitions_def is None
-    assert {p.to_user_string() for p in summary.parent_keys} == {"cleaner_audit", "expiration_plan"}
+    assert {p.to_user_string() for p in summary.parent_keys} == {"cleaner_audit", "expiration_plan", "cache_validation"}
     for name, parents in LINEAGE.items():
         node = graph.get(AssetKey(name))
         assert {p.to_user_string() for p in node.parent_keys} == parents, name
@@ -189,6 +189,7 @@ def test_deploy_instance_config_is_valid_for_this_dagster(monkeypatch: pytest.Mo
 
     for var in ("DAGSTER_PG_HOST", "DAGSTER_PG_DB", "DAGSTER_PG_USERNAME", "DAGSTER_PG_PASSWORD"):
         monkeypatch.setenv(var, "x")
+    monkeypatch.setenv("DAGSTER_PG_PORT", "5432")
     config = yaml.safe_load((REPO / "deploy" / "dagster.yaml").read_text())
     result = process_config(dagster_instance_config_schema(), config)
     assert result.success, [e.message for e in result.errors or []]
