@@ -46,7 +46,8 @@ def test_assets_lineage_and_partitions(repo) -> None:
     assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(LINEAGE) | {SUMMARY}
     summary = graph.get(AssetKey(SUMMARY))
     assert summary.partitions_def is None
-    assert {p.to_user_string() for p in summary.parent_keys} == {"cleaner_audit", "expiration_plan", "cache_validation"}
+    parents = {p.to_user_string() for p in summary.parent_keys}
+    assert parents == {"cleaner_audit", "expiration_plan", "cache_validation"}
     for name, parents in LINEAGE.items():
         node = graph.get(AssetKey(name))
         assert {p.to_user_string() for p in node.parent_keys} == parents, name
