@@ -6,7 +6,7 @@ Each case is a copy of a small real-looking partition (built here: 2,000 offset 
 hostile addition: a sparse zero tail of the given size; a zstd batch whose payload inflates to the
 given size; a gzip batch whose *compressed* payload has the given size (zeros at the best ratio, about
 1,000:1). ``offsetops reload --json --strict`` runs in a subprocess of its own and reports its
-``ru_maxrss``; wall time and the errors reported are printed too.
+``VmHWM``; wall time and the errors reported are printed too.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ from coordinator_core.records import build_record_batch
 from coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
 
 REPO = Path(__file__).resolve().parents[1]
+# VmHWM is the child's own peak; ru_maxrss would carry the parent's high-water mark across exec.
 _MEASURE = (
-    "import resource, sys\n"
+    "import sys\n"
     "from offsetops.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "print('PEAK_RSS_KB', next(int(l.split()[1]) for l in open('/proc/self/status') "
+    "if l.startswith('VmHWM:')), file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
 

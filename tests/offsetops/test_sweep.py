@@ -14,7 +14,6 @@ import io
 import json
 import os
 import random
-import resource
 import shutil
 import signal
 import struct
@@ -29,6 +28,7 @@ from coordinator_core.records import build_record_batch, compress, iter_segment_
 from coordinator_core.records.batch import V2_HEADER_SIZE
 from coordinator_core.records.compression import GZIP, LZ4, SNAPPY, ZSTD
 from offsetops.cli import main
+from tests.support.memory import PRINT_PEAK_KB, peak_rss_mb, start_peak_rss
 from tests.support.mutation import add_sparse_zero_tail, bomb_batch, fix_crc, records
 from tests.support.shared import REAL_KAFKA_DIR
 
@@ -283,7 +283,7 @@ def _check(root: Path, original: dict, label: str) -> tuple[int, dict]:
 def test_sweep_of_mutated_real_segments(originals: dict[Path, dict], tmp_path: Path) -> None:
     rng = random.Random(SEED)
     sources = sorted(originals)
-    start_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start_mb = start_peak_rss()
     seen: dict[str, int] = {}
     failing = 0
     for i in range(INPUTS):
@@ -299,17 +299,16 @@ def test_sweep_of_mutated_real_segments(originals: dict[Path, dict], tmp_path: P
             dcode, _out, derr = _run(["dump", str(root), "--json", "--strict"])
             assert "Traceback" not in derr and dcode in (0, 1), (label, derr)
         shutil.rmtree(root)
-    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - start_rss) / 1024
+    grown_mb = peak_rss_mb() - start_mb
     assert grown_mb < RSS_LIMIT_MB
     assert len(seen) >= 10 and failing > INPUTS // 3  # the sweep did exercise errors of every family
 
 
+# The child's own peak (VmHWM): ru_maxrss would include this pytest process's, inherited across exec.
 _MEASURE = (
-    "import resource, sys\n"
-    "from offsetops.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-    "sys.exit(code)\n"
+    "import sys\nfrom offsetops.cli import main\ncode = main(sys.argv[1:])\n"
+    + PRINT_PEAK_KB
+    + "sys.exit(code)\n"
 )
 
 

@@ -3,7 +3,6 @@ is quantified and resynced. Real segments are mutated in a temp dir."""
 
 from __future__ import annotations
 
-import resource
 import struct
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from coordinator_core.errors import DecodeError
 from coordinator_core.loader import load_log_dir
 from coordinator_core.records import GZIP, LZ4, SNAPPY, ZSTD, read_batches
 from coordinator_core.records.compression import DecompressionLimitError, compress, decompress
+from tests.support.memory import peak_rss_mb, start_peak_rss
 from tests.support.mutation import (
     add_sparse_zero_tail,
     bomb_batch,
@@ -29,10 +29,6 @@ GIB = 1 << 30
 BIG = "William0423__kafka/__consumer_offsets-28"  # 8202 single-record batches, Kafka 2.1
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _real(tmp_path: Path, name: str = BIG) -> Path:
     src = real_partition(name)
     if not src.is_dir():
@@ -43,10 +39,10 @@ def _real(tmp_path: Path, name: str = BIG) -> Path:
 @pytest.mark.parametrize("codec", [GZIP, ZSTD])
 def test_zip_bomb_stops_at_the_limit(codec: int) -> None:
     payload = bomb_payload(codec, 256 << 20)
-    before = _rss_mb()
+    before = start_peak_rss()
     with pytest.raises(DecompressionLimitError, match="beyond"):
         decompress(codec, payload, limit=1 << 20)
-    assert _rss_mb() - before < 64  # a few MiB over the limit at most, never the 256 MiB
+    assert peak_rss_mb() - before < 64  # a few MiB over the limit at most, never the 256 MiB
 
 
 def test_lz4_and_snappy_bombs_stop_at_the_limit() -> None:
@@ -74,9 +70,9 @@ def test_bomb_batch_in_a_real_segment_is_one_decompression_error(tmp_path: Path)
     clean = load_log_dir(pdir.parent)[0]
     with open(seg, "ab") as f:
         f.write(bomb_batch(ZSTD, GIB, base_offset=clean.stats.last_offset + 1))
-    before = _rss_mb()
+    before = start_peak_rss()
     [cache] = load_log_dir(pdir.parent)
-    assert _rss_mb() - before < 200
+    assert peak_rss_mb() - before < 200
     assert [(e.kind, e.offset) for e in cache.stats.errors] == [
         ("decompression", clean.stats.last_offset + 1)
     ]
@@ -90,9 +86,9 @@ def test_sparse_gib_zero_tail_is_a_notice_and_not_read(tmp_path: Path) -> None:
     size = seg.stat().st_size
     clean = load_log_dir(pdir.parent)[0]
     add_sparse_zero_tail(seg, GIB)
-    before = _rss_mb()
+    before = start_peak_rss()
     [cache] = load_log_dir(pdir.parent)
-    assert _rss_mb() - before < 100
+    assert peak_rss_mb() - before < 100
     assert [(e.kind, e.position, e.skipped_bytes, e.is_notice) for e in cache.stats.errors] == [
         ("zero_tail", size, GIB, True)
     ]
