@@ -99,6 +99,19 @@ def epoch_time(text: str) -> int:
     return value
 
 
+def add_max_batch_bytes(p: argparse.ArgumentParser) -> None:
+    """``--max-batch-bytes``: the bound on one batch, framed or decompressed (hostile input stops there)."""
+    from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+
+    p.add_argument(
+        "--max-batch-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_BATCH_BYTES,
+        metavar="N",
+        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
+    )
+
+
 def _int(text: str) -> int:
     try:
         return int(text)

@@ -11,8 +11,8 @@ from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offlin
 from coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
 from coordinator_core.kafka_client import KafkaClientError
 from coordinator_core.sources.logdir import LogDirError
-from coordinator_core.timefmt import now_ms, time_arg
-from offsetops.commands._common import die, kafka_client_config
+from coordinator_core.timefmt import now_ms
+from offsetops.commands._common import die, epoch_time, kafka_client_config
 from offsetops.commands._load import add_source_args, check_source, is_live, load_caches
 
 FORMATS = ("text", "json", "csv")
@@ -48,7 +48,7 @@ def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
     p.add_argument(
         "--now",
-        type=time_arg,
+        type=epoch_time,
         metavar="TIME",
         help="the time ages are measured from (ISO-8601, -2h, epoch ms; default: now)",
     )

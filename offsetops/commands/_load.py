@@ -23,7 +23,13 @@ from offsetops.commands._common import (
 from offsetops.progress import Progress
 
 
-def add_source_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
+def add_source_args(
+    p: argparse.ArgumentParser, *, path: bool = True, topic_flag: str = "--topic-name"
+) -> None:
+    """Where the offsets come from (PATH, or a live cluster) and how to replay them.
+
+    ``topic_flag`` names the hidden option for a mirrored offsets topic: ``reload`` spells it ``--topic``;
+    the group views keep ``--topic`` for their data-topic filter."""
     if path:
         p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
     p.add_argument(
@@ -31,7 +37,7 @@ def add_source_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
     )
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
     p.add_argument("--client-config", metavar="FILE", help=f"read from a live cluster: {CLIENT_CONFIG_HELP}")
-    p.add_argument("--topic-name", dest="offsets_topic", default="__consumer_offsets", help=argparse.SUPPRESS)
+    p.add_argument(topic_flag, dest="offsets_topic", default="__consumer_offsets", help=argparse.SUPPRESS)
     p.add_argument(
         "--num-partitions",
         type=positive_int,

@@ -12,7 +12,6 @@ from typing import Any
 
 from coordinator_core.errors import DecodeError, OffsetsDecodeException
 from coordinator_core.records.batch import RecordBatch
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.schema import (
     SchemaError,
@@ -26,10 +25,10 @@ from coordinator_core.schema import (
 )
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.commands._common import (
+    add_max_batch_bytes,
     die,
     escape,
     non_negative_int,
-    positive_int,
     report_errors,
     strict_exit,
 )
@@ -50,13 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="JSON lines: one object per batch and per record")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
-    p.add_argument(
-        "--max-batch-bytes",
-        type=positive_int,
-        default=DEFAULT_MAX_BATCH_BYTES,
-        metavar="N",
-        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
-    )
+    add_max_batch_bytes(p)
     p.set_defaults(func=run)
 
 

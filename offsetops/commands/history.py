@@ -19,8 +19,8 @@ from coordinator_core.kafka_client import KafkaClientError
 from coordinator_core.partitioner import partition_for
 from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import ago, iso_utc, now_ms, time_arg, time_json
-from offsetops.commands._common import die, kafka_client_config, print_json, report_errors
+from coordinator_core.timefmt import ago, iso_utc, now_ms, time_json
+from offsetops.commands._common import die, epoch_time, kafka_client_config, print_json, report_errors
 from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
 from offsetops.commands._load import add_source_args, check_source, is_live
 from offsetops.commands._table import cell, print_table, write_csv
@@ -64,8 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_source_args(p)
     p.add_argument("--group", required=True, metavar="GROUP", help="the group id")
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC", help="only this topic (repeat)")
-    p.add_argument("--since", type=time_arg, metavar="TIME", help="only commits at or after TIME")
-    p.add_argument("--until", type=time_arg, metavar="TIME", help="only commits at or before TIME")
+    p.add_argument("--since", type=epoch_time, metavar="TIME", help="only commits at or after TIME")
+    p.add_argument("--until", type=epoch_time, metavar="TIME", help="only commits at or before TIME")
     p.add_argument("--flagged", action="store_true", help="only commits with a flag")
     p.add_argument(
         "--max-commits",
@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-dir", action="append", default=[], metavar="DIR", help="more log dirs for log ends")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or csv")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
-    p.add_argument("--now", type=time_arg, metavar="TIME", help="the time ages are measured from")
+    p.add_argument("--now", type=epoch_time, metavar="TIME", help="the time ages are measured from")
     p.set_defaults(func=run)
 
 

@@ -7,21 +7,17 @@ import sys
 
 from coordinator_core.asof import Cut
 from coordinator_core.cache import CoordinatorCache
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from coordinator_core.sources.logdir import LogDirError
 from coordinator_core.timefmt import describe_time, now_ms
 from offsetops.commands._common import (
-    CLIENT_CONFIG_HELP,
+    add_max_batch_bytes,
     die,
-    non_negative_int,
-    positive_int,
     print_json,
     quote,
     report_errors,
     strict_exit,
 )
-from offsetops.commands._load import check_source, load_caches, parse_until
+from offsetops.commands._load import add_source_args, check_source, load_caches, parse_until
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,25 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Replay __consumer_offsets exactly as the group coordinator does when it loads a "
         "partition (doLoadGroupsAndOffsets), and print the groups, offsets and load statistics.",
     )
-    p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument(
-        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
-    )
-    p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
-    p.add_argument("--client-config", metavar="FILE", help=f"read from a live cluster: {CLIENT_CONFIG_HELP}")
-    p.add_argument("--topic", default="__consumer_offsets", help=argparse.SUPPRESS)
-    p.add_argument(
-        "--num-partitions",
-        type=positive_int,
-        default=DEFAULT_OFFSETS_PARTITIONS,
-        help="offsets.topic.num.partitions, for partition_for checks (default 50)",
-    )
-    p.add_argument(
-        "--semantics",
-        choices=["java", "scala"],
-        default="java",
-        help="coordinator replay rules: java (Kafka 3.6+/4.x, default) or scala (up to 3.x)",
-    )
+    add_source_args(p, topic_flag="--topic")
     p.add_argument(
         "--until",
         type=parse_until,
@@ -57,13 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="rebuild the cache as it stood then: before log offset OFFSET, or at TIME "
         "(ISO-8601, relative like -2h, or epoch ms as 1700000000000ms)",
     )
-    p.add_argument(
-        "--max-batch-bytes",
-        type=positive_int,
-        default=DEFAULT_MAX_BATCH_BYTES,
-        metavar="N",
-        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
-    )
+    add_max_batch_bytes(p)
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
     p.set_defaults(func=run)
@@ -76,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         return die(problem)
     try:
-        args.offsets_topic = args.topic
         caches = load_caches(args, args.until)
     except LogDirError as exc:
         return die(str(exc))
