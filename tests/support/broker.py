@@ -102,6 +102,40 @@ def _recv_exact(s: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
+@contextlib.contextmanager
+def authenticating_tansu(timeout: float = 10.0) -> Iterator[int]:
+    """A throwaway Tansu that demands SASL (``--authentication``) and knows no user; yields its port.
+
+    The shared broker runs without authentication; this one is for tests of a rejected login. It is
+    ready once it accepts connections (its ApiVersions needs no login, but nothing else answers).
+    """
+    tansu = find_tansu_binary()
+    if tansu is None:
+        pytest.skip("tansu binary not found")
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [str(tansu), "broker", "--listener-url", url, "--advertised-listener-url", url,
+         "--storage-engine", "memory://tansu/", "--authentication"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise BrokerUnavailable(f"authenticating tansu did not listen on {port}") from None
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+
+
 @dataclass
 class TansuBroker:
     """One running Tansu broker process on loopback."""

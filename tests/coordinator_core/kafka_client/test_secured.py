@@ -26,7 +26,7 @@ from coordinator_core.tombstones.produce import read_partitions
 from offsetops.cli import main
 from tests.coordinator_core.cleaner_audit.scenarios import T0, healthy_partition
 from tests.coordinator_core.expiration.test_rules import NOW, RET, P, build_scenario
-from tests.support.broker import BrokerClient, find_tansu_binary, free_port
+from tests.support.broker import BrokerClient, authenticating_tansu, free_port
 from tests.support.shared import REAL_KAFKA_DIR
 from tests.support.tls import TLSBroker, make_test_ca
 
@@ -308,28 +308,7 @@ def test_no_secret_reaches_output_logs_journals_or_exceptions(kafka_tls_broker, 
 def test_rejected_scram_login_is_bounded_and_masked(tmp_path) -> None:
     """kafka-python runs the SCRAM exchange itself (the mechanism handshake passes on an authenticating
     Tansu); its failure stays bounded and its --verbose log lines carry no password."""
-    tansu = find_tansu_binary()
-    if tansu is None:
-        pytest.skip("tansu binary not found")
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [
-            str(tansu),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-            "--authentication",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        time.sleep(0.5)
+    with authenticating_tansu() as port:
         env = {
             **os.environ,
             "OFFSETOPS_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
@@ -356,9 +335,6 @@ def test_rejected_scram_login_is_bounded_and_masked(tmp_path) -> None:
             timeout=60,
         )
         assert time.monotonic() - started < BOUND_S + 3  # + interpreter start-up
-    finally:
-        proc.terminate()
-        proc.wait(timeout=5)
     assert run.returncode == 2
     assert "ERROR kafka" in run.stderr  # kafka-python's own lines, shown because of --verbose
     assert f"cannot reach Kafka at 127.0.0.1:{port} (SASL_PLAINTEXT)" in run.stderr

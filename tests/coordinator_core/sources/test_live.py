@@ -7,7 +7,6 @@ the batches of real segment files are replayed byte for byte into an ordinary to
 from __future__ import annotations
 
 import socket
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -21,9 +20,8 @@ from coordinator_core.sources.live import LiveSource, complete_prefix
 from tests.support.broker import (
     BrokerClient,
     TansuBroker,
+    authenticating_tansu,
     end_txn_marker,
-    find_tansu_binary,
-    free_port,
     kafka_python_batch,
 )
 from tests.support.shared import REAL_KAFKA_DIR
@@ -177,35 +175,7 @@ def test_unreachable_broker_fails_fast_naming_the_address() -> None:
 
 def test_rejected_sasl_login_fails_within_the_timeout() -> None:
     """A broker that demands authentication and knows no such user: a clear, bounded failure."""
-    tansu = find_tansu_binary()
-    if tansu is None:
-        pytest.skip("tansu binary not found")
-    # A dedicated broker: the shared one runs without --authentication.
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [
-            str(tansu),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-            "--authentication",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with authenticating_tansu() as port:
         config = KafkaClientConfig(bootstrap_servers=f"127.0.0.1:{port}", security_protocol="SASL_PLAINTEXT",
                             sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="mallory",
                             sasl_plain_password="wrong-password-123", connect_timeout_ms=3000)
@@ -215,9 +185,6 @@ def test_rejected_sasl_login_fails_within_the_timeout() -> None:
         assert time.monotonic() - started < 8
         assert f"127.0.0.1:{port}" in str(info.value)
         assert "wrong-password-123" not in str(info.value)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=5)
 
 
 def test_complete_prefix_cuts_a_partial_tail() -> None:
