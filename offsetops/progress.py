@@ -13,15 +13,29 @@ from typing import TextIO
 _MIN_INTERVAL_S = 0.2  # redraw at most five times a second
 
 
+def is_terminal(stream: TextIO) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
 class Progress:
     """``with Progress("reload", total=50, unit="partitions") as p: p.advance(1, nbytes)``."""
 
-    def __init__(self, label: str, *, total: int | None = None, unit: str = "", stream: TextIO | None = None):
+    def __init__(
+        self,
+        label: str,
+        *,
+        total: int | None = None,
+        unit: str = "",
+        stream: TextIO | None = None,
+        enabled: bool = True,
+    ):
+        """``enabled=False`` keeps it quiet even on a terminal: a command that streams its output to the
+        same terminal (``dump``) would have its lines overwritten."""
         self.label = label
         self.total = total
         self.unit = unit
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.enabled = enabled and is_terminal(self.stream)
         self.done = 0
         self.bytes = 0
         self._started = time.monotonic()
@@ -46,6 +60,10 @@ class Progress:
             return
         self._drawn = now
         self._draw(what, now)
+
+    def update(self, done: int, nbytes: int | None = None, *, what: str = "") -> None:
+        """Set the absolute position (work measured by the caller, e.g. simulated minutes)."""
+        self.advance(done - self.done, 0 if nbytes is None else nbytes - self.bytes, what=what)
 
     def line(self, what: str = "") -> str:
         elapsed = time.monotonic() - self._started

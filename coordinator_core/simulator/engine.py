@@ -9,6 +9,7 @@ import os
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,11 +81,14 @@ def _kafka_uuid(u: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
-def simulate(config: SimulationConfig) -> SimulationResult:
+def simulate(
+    config: SimulationConfig, *, progress: Callable[[int, int], None] | None = None
+) -> SimulationResult:
     """Simulate ``config`` and write the log dir, ``truth.json`` and the clock declaration.
 
     Deterministic for a seed (file mtimes aside). Memory is bounded by the live groups: batches go
-    straight to their segment file, and only the coordinator's cache is kept.
+    straight to their segment file, and only the coordinator's cache is kept. ``progress`` is told
+    ``(simulated ms so far, bytes written so far)`` every few hundred events.
     """
     started = time.perf_counter()
     profile = broker_profile(config.kafka_version)
@@ -126,6 +130,8 @@ def simulate(config: SimulationConfig) -> SimulationResult:
             if counter % _CHECK_EVERY:
                 return False
             size = sum(p.size_bytes for p in logs)
+            if progress is not None:
+                progress(cluster.now - START_MS, size)
             if time.perf_counter() - last_report[0] > 10:
                 last_report[0] = time.perf_counter()
                 log.info(
@@ -137,9 +143,22 @@ def simulate(config: SimulationConfig) -> SimulationResult:
             return size >= target
 
         cluster.run_until(None, reached)
+    elif progress is not None:
+        events = 0
+
+        def report() -> bool:
+            nonlocal events
+            events += 1
+            if events % _CHECK_EVERY == 0:
+                progress(cluster.now - START_MS, sum(p.size_bytes for p in logs))
+            return False
+
+        cluster.run_until(START_MS + int(config.days * MS_PER_DAY), report)
     else:
         cluster.run_until(START_MS + int(config.days * MS_PER_DAY))
     end_ms = cluster.now
+    if progress is not None:
+        progress(end_ms - START_MS, sum(p.size_bytes for p in logs))
     for plog in logs:
         plog.close(end_ms)
     _write_broker_files(out, logs, profile, rng, end_ms)

@@ -20,8 +20,8 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +94,8 @@ class Journal:
     directory: Path
     plan_id: str
     plan: dict[str, Any]
+    #: told how many item outcomes were just journaled (a progress display); never part of the journal
+    on_record: Callable[[int], None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def plan_path(self) -> Path:
@@ -167,6 +169,8 @@ class Journal:
         for i in item_ids:
             self._append([{"item": i, "status": status, "detail": detail, "ts": now}])
             fault_point("journal")
+            if self.on_record is not None:
+                self.on_record(1)
 
     def event(self, name: str, **data: Any) -> None:
         """Append a non-item line, e.g. what the executor saw before its first write."""

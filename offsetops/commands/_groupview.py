@@ -7,6 +7,7 @@ import os
 import re
 import sys
 
+from coordinator_core.clock import ClockError, resolve_clock
 from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
 from coordinator_core.kafka_client import KafkaClientError
@@ -50,7 +51,8 @@ def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
         "--now",
         type=epoch_time,
         metavar="TIME",
-        help="the time ages are measured from (ISO-8601, -2h, epoch ms; default: now)",
+        help="the time ages are measured from (ISO-8601, -2h, epoch ms; default: the clock the log dir "
+        "declares, else now)",
     )
 
 
@@ -117,4 +119,10 @@ def logdir_root(path: str) -> str:
 
 
 def now_of(args: argparse.Namespace) -> int:
-    return args.now if args.now is not None else now_ms()
+    """The instant ages are measured from: ``--now``, else the clock the log dir declares (a simulated
+    or copied snapshot), else the wall clock; the same clock ``audit`` and ``expire`` use."""
+    try:
+        return resolve_clock(getattr(args, "path", None), configured_ms=args.now).as_of_ms
+    except ClockError as exc:
+        print(f"offsetops: {exc}; ages are measured from the wall clock", file=sys.stderr)
+        return now_ms()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from coordinator_core.cleaner.broker_log import read_broker_logs
 from coordinator_core.cleaner.config import (
@@ -17,13 +18,21 @@ from coordinator_core.cleaner.metrics import MetricsError, scrape_metrics
 from coordinator_core.cleaner_audit import (
     CleanerAudit,
     PartitionAudit,
+    PartitionFailure,
     Thresholds,
     audit_log_dir,
+    audit_partition_isolated,
     format_bytes,
     format_duration,
 )
 from coordinator_core.clock import ClockError, resolve_clock
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from coordinator_core.sources.logdir import (
+    REPLICATION_CHECKPOINT,
+    LogDir,
+    LogDirError,
+    open_log_dir,
+    read_offset_checkpoint,
+)
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     die,
@@ -35,6 +44,7 @@ from offsetops.commands._common import (
     print_json,
 )
 from offsetops.commands.failover import failover_json
+from offsetops.progress import Progress
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -148,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         clock = resolve_clock(args.path, configured_ms=args.now, configured_by="--now")
     except ClockError as exc:
         return die(str(exc))
+    scans = scan_partitions(logdir, config=config, now_ms=clock.as_of_ms)
     try:
         audit = audit_log_dir(
             logdir,
@@ -159,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
             live=live,
             state_dir=args.state_dir,
             record_history=not args.no_record,
+            partition_audits=scans,
         )
     except OSError as exc:
         return die(f"cannot write audit history: {exc}")
@@ -172,6 +184,31 @@ def run(args: argparse.Namespace) -> int:
         print(f"as of {clock.describe()}")
         print_table(audit)
     return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0
+
+
+def scan_partitions(
+    logdir: LogDir, *, config: CleanerConfig, now_ms: int
+) -> dict[int, PartitionAudit | PartitionFailure | None]:
+    """Scan every partition (the costly part: each record is read), with progress on a terminal; the
+    verdicts, history and marks are then applied by ``audit_log_dir`` as for the Spark scans."""
+    try:
+        high_watermarks = read_offset_checkpoint(Path(logdir.path) / REPLICATION_CHECKPOINT)
+    except LogDirError:
+        high_watermarks = {}  # audit_log_dir reads it again and notes why it cannot
+    scans: dict[int, PartitionAudit | PartitionFailure | None] = {}
+    with Progress("auditing", total=len(logdir.partitions), unit="partitions") as progress:
+        for pdir in logdir.partitions:
+            tp = (pdir.topic, pdir.partition)
+            scans[pdir.partition] = audit_partition_isolated(
+                pdir,
+                config=config,
+                now_ms=now_ms,
+                checkpoint=logdir.cleaner_checkpoint.get(tp),
+                log_start_checkpoint=logdir.log_start_checkpoint.get(tp),
+                high_watermark=high_watermarks.get(tp),
+            )
+            progress.advance(1, pdir.size_bytes, what=f"__consumer_offsets-{pdir.partition}")
+    return scans
 
 
 def _pairs(items: list[str]) -> list[tuple[str, str]]:

@@ -32,6 +32,7 @@ from offsetops.commands._common import (
     report_errors,
     strict_exit,
 )
+from offsetops.progress import Progress, is_terminal
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
@@ -170,14 +171,30 @@ def _show_errors(out, errors: list[DecodeError], shown: int, as_json: bool) -> i
 def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     errors: list[DecodeError] = []
-    shown = 0
-    out = sys.stdout
     try:
         files = list(_files(path, args.partition))
     except LogDirError as exc:
         return die(str(exc))
     if not path.exists():
         return die(f"{path}: no such file or directory")
+    # On a terminal the dump itself scrolls by; progress shows only while stdout goes to a file or pipe.
+    segments = sum(f is not None for f, _, _ in files)
+    quiet = is_terminal(sys.stdout)
+    with Progress("dumping", total=segments, unit="segments", enabled=not quiet) as progress:
+        _dump_files(files, errors, args, progress)
+    if errors:
+        report_errors(errors)
+    return strict_exit(errors, args.strict)
+
+
+def _dump_files(
+    files: list[tuple[Path | None, int | None, tuple[DecodeError, ...]]],
+    errors: list[DecodeError],
+    args: argparse.Namespace,
+    progress: Progress,
+) -> int:
+    out = sys.stdout
+    shown = 0
     for file, part, anomalies in files:
         errors.extend(anomalies)
         shown = _show_errors(out, errors, shown, args.json)
@@ -191,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
             file, partition=part, errors=errors, max_batch_bytes=args.max_batch_bytes
         ):
             shown = _show_errors(out, errors, shown, args.json)
+            progress.advance(0, batch.size, what=escape(file.name))
             if args.json:
                 out.write(json.dumps(_batch_json(batch, file)) + "\n")
             else:
@@ -244,6 +262,5 @@ def run(args: argparse.Namespace) -> int:
                 errors.append(exc.error)
             shown = _show_errors(out, errors, shown, args.json)
         shown = _show_errors(out, errors, shown, args.json)
-    if errors:
-        report_errors(errors)
-    return strict_exit(errors, args.strict)
+        progress.advance(1)
+    return shown

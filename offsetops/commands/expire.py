@@ -35,6 +35,7 @@ from offsetops.commands._common import (
     quote,
     report_errors,
 )
+from offsetops.progress import Progress
 
 EXECUTORS = ("admin", "produce", "segment")
 
@@ -156,10 +157,12 @@ def _load(args: argparse.Namespace, coordinator: str) -> list:
 
     semantics = "scala" if coordinator == "legacy" else "java"
     logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
-    return [
-        load_partition_dir(p, num_partitions=args.num_partitions, semantics=semantics)
-        for p in logdir.partitions
-    ]
+    caches = []
+    with Progress("reading", total=len(logdir.partitions), unit="partitions") as progress:
+        for p in logdir.partitions:
+            caches.append(load_partition_dir(p, num_partitions=args.num_partitions, semantics=semantics))
+            progress.advance(1, p.size_bytes, what=f"__consumer_offsets-{p.partition}")
+    return caches
 
 
 def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> Any:
@@ -174,7 +177,8 @@ def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> 
             raise
         raise ValueError(
             f"--executor {executor} needs --bootstrap HOST:PORT (or --client-config FILE with "
-            "bootstrap.servers)") from None
+            "bootstrap.servers)"
+        ) from None
 
 
 def _make_executor(
@@ -269,8 +273,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             report = _execute(args, plan, coordinator)
         except RunStopped as exc:
-            return die(f"{exc}: rerun the same command, or --resume {exc.plan_id}, once the cluster is "
-                       "reachable")
+            return die(
+                f"{exc}: rerun the same command, or --resume {exc.plan_id}, once the cluster is reachable"
+            )
         except (JournalError, ExecutorRefused, ValueError, KafkaClientError) as exc:
             return die(str(exc))
         doc["execution"] = report.to_json()
@@ -286,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -> Any:
-    from coordinator_core.tombstones.runner import open_or_create_journal, plan_document, run_journal
+    from coordinator_core.tombstones.runner import open_or_create_journal, plan_document
 
     executor = _make_executor(args, args.executor, coordinator=coordinator)
     try:
@@ -303,19 +308,31 @@ def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -
         f"{' (resuming)' if resumed else ''}",
         file=sys.stderr,
     )
-    return run_journal(journal, executor, resumed=resumed)
+    return _run_with_progress(journal, executor, resumed=resumed)
+
+
+def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
+    """``run_journal`` with one progress line: each outcome the executor journals moves it by one."""
+    from coordinator_core.tombstones.runner import run_journal
+
+    todo = len(journal.items) - len(journal.applied_ids())
+    with Progress(f"applying via {executor.name}", total=todo, unit="tombstones") as progress:
+        journal.on_record = lambda n: progress.advance(n)
+        try:
+            return run_journal(journal, executor, resumed=resumed)
+        finally:
+            journal.on_record = None
 
 
 def _resume(args: argparse.Namespace) -> int:
     from coordinator_core.tombstones.journal import Journal
-    from coordinator_core.tombstones.runner import run_journal
 
     journal = Journal.open(args.journal_dir, args.resume)
     name = journal.plan["executor"]
     if args.executor and args.executor != name:
         raise ValueError(f"plan {journal.plan_id} was made for --executor {name}")
     executor = _make_executor(args, name, journal.plan["target"], journal.plan["coordinator"])
-    report = run_journal(journal, executor, resumed=True)
+    report = _run_with_progress(journal, executor, resumed=True)
     doc = {"plan_id": journal.plan_id, "execution": report.to_json()}
     if args.json:
         print_json(doc)

@@ -19,9 +19,9 @@ from coordinator_core.kafka_client import KafkaClientError
 from coordinator_core.partitioner import partition_for
 from coordinator_core.records.reader import iter_segment_batches
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import ago, iso_utc, now_ms, time_json
+from coordinator_core.timefmt import ago, iso_utc, time_json
 from offsetops.commands._common import die, epoch_time, kafka_client_config, print_json, report_errors
-from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
+from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root, now_of
 from offsetops.commands._load import add_source_args, check_source, is_live
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.progress import Progress
@@ -77,7 +77,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-dir", action="append", default=[], metavar="DIR", help="more log dirs for log ends")
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or csv")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
-    p.add_argument("--now", type=epoch_time, metavar="TIME", help="the time ages are measured from")
+    p.add_argument(
+        "--now",
+        type=epoch_time,
+        metavar="TIME",
+        help="the time ages are measured from (default: the clock the log dir declares, else now)",
+    )
     p.set_defaults(func=run)
 
 
@@ -176,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
                    f"{args.num_partitions})")
     except KafkaClientError as exc:
         return die(str(exc))
-    now = args.now if args.now is not None else now_ms()
+    now = now_of(args)
     commits = _selected(hist, args)
     if hist.dropped_commits:
         selected = len(hist.commits) + hist.dropped_commits

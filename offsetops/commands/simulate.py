@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
+from collections.abc import Callable, Iterator
 
 from coordinator_core.simulator import DEFAULT_SEGMENT_BYTES, SimulationConfig, simulate
 from offsetops.commands._common import die, print_json
+from offsetops.progress import Progress
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
 
@@ -73,6 +76,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress line in simulated minutes (of --days) or megabytes (of --target-bytes); None (no
+    callback, no cost) off a terminal."""
+    if args.target_bytes is not None:
+        with Progress("simulating", total=args.target_bytes // 10**6, unit="MB") as p:
+            yield (lambda _ms, nbytes: p.update(nbytes // 10**6)) if p.enabled else None
+        return
+    with Progress("simulating", total=int(args.days * 1440), unit="simulated minutes") as p:
+        yield (lambda ms, nbytes: p.update(ms // 60_000, nbytes)) if p.enabled else None
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = SimulationConfig(
@@ -88,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             compacted_fraction=args.compacted_fraction,
             data_topics=args.data_topics,
         )
-        result = simulate(config)
+        with _progress(args) as show:
+            result = simulate(config, progress=show)
     except (ValueError, FileExistsError) as exc:
         return die(str(exc))
     doc = {
