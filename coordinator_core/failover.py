@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator_core.cleaner.broker_log import _entries as log4j_entries
+from coordinator_core.timefmt import format_duration
 
 OFFSETS_TOPIC = "__consumer_offsets"
 # Assumed replay rate when no broker log calibrates it: 20 MiB/s. It is a conservative figure for a
@@ -47,6 +48,13 @@ _JAVA_SUMMARY = re.compile(
     r"Finished loading of metadata from (\S+?)-(\d+) with epoch (-?\d+) and LoadSummary=.*?"
     r"startTimeMs=(\d+).*?endTimeMs=(\d+).*?numRecords=(\d+).*?numBytes=(\d+)"
 )
+
+
+def format_load_time(ms: int) -> str:
+    """``1.9 s`` under a minute (the scale of coordinator loads), else ``3 min 20 s``."""
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return format_duration(ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,8 +258,19 @@ def loads_from_caches(caches: Iterable[Any]) -> list[PartitionLoad]:
 
 
 def loads_from_audit(partitions: Iterable[Any]) -> list[PartitionLoad]:
-    """From the cleaner audit's partitions, which already scanned every batch (no second pass);
-    live keys are the distinct keys the scan saw, tombstoned ones included (an upper bound)."""
-    return [
-        PartitionLoad(p.partition, p.size_bytes, p.batches, p.records, p.distinct_keys) for p in partitions
-    ]
+    """From the cleaner audit's partitions (``PartitionAudit`` s, or their JSON as in
+    ``cleaner_audit.json``), which already scanned every batch (no second pass); live keys are the
+    distinct keys the scan saw, tombstoned ones included (an upper bound)."""
+    out = []
+    for p in partitions:
+        get = p.get if isinstance(p, Mapping) else lambda name, p=p: getattr(p, name)
+        out.append(
+            PartitionLoad(
+                int(get("partition")),
+                int(get("size_bytes")),
+                int(get("batches")),
+                int(get("records")),
+                int(get("distinct_keys")),
+            )
+        )
+    return out

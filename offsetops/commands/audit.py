@@ -26,6 +26,7 @@ from coordinator_core.cleaner_audit import (
     format_duration,
 )
 from coordinator_core.clock import ClockError, resolve_clock
+from coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
 from coordinator_core.sources.logdir import (
     REPLICATION_CHECKPOINT,
     LogDir,
@@ -41,9 +42,10 @@ from offsetops.commands._common import (
     kafka_client_config,
     non_negative_int,
     parse_partitions,
+    positive_int,
     print_json,
 )
-from offsetops.commands.failover import failover_json
+from offsetops.commands.failover import audit_forecast, headline
 from offsetops.progress import Progress
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
@@ -101,6 +103,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         help="verdict threshold (e.g. hanging_transaction_ms=600000); names: "
         + ", ".join(Thresholds.__dataclass_fields__),
+    )
+    p.add_argument(
+        "--failover-threshold-ms",
+        type=positive_int,
+        default=DEFAULT_SLOW_MS,
+        metavar="MS",
+        help="flag partitions whose replay after a coordinator failover would take longer "
+        f"(default {DEFAULT_SLOW_MS})",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument(
@@ -175,14 +185,17 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return die(f"cannot write audit history: {exc}")
 
+    # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`).
+    forecast = audit_forecast(audit.partitions, args.broker_log, args.failover_threshold_ms)
     if args.json:
         doc = audit.to_json()
-        # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`).
-        doc["failover"] = failover_json(audit.partitions, args.broker_log)
+        ok = isinstance(forecast, FailoverForecast)
+        doc["failover"] = forecast.to_json() if ok else {"error": forecast}
         print_json(doc)
     else:
         print(f"as of {clock.describe()}")
         print_table(audit)
+        print_failover(forecast)
     return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0
 
 
@@ -289,6 +302,27 @@ def print_table(audit: CleanerAudit) -> None:
     for p in audit.partitions:
         for r in p.reasons:
             out.write(f"  [{r.severity}] partition {p.partition}: {r.message}\n      remedy: {r.remedy}\n")
+
+
+def print_failover(forecast: FailoverForecast | str) -> None:
+    """After the cleaner's verdict: the partitions whose replay after a leader change would keep their
+    groups in COORDINATOR_LOAD_IN_PROGRESS longer than the threshold, worst first."""
+    out = sys.stdout
+    if not isinstance(forecast, FailoverForecast):
+        out.write(f"\nfailover: {escape(forecast)}\n")
+        return
+    out.write(f"\nfailover: {headline(forecast)}\n  rate: {forecast.calibration.note}\n")
+    for p in forecast.slow:
+        observed = "" if p.observed_ms is None else f", last observed {format_load_time(p.observed_ms)}"
+        out.write(
+            f"  [SLOW] partition {p.load.partition}: {format_bytes(p.load.bytes)} in {p.load.batches} "
+            f"batches, estimated {format_load_time(p.estimated_ms)}{observed}\n"
+        )
+    if forecast.slow:
+        out.write(
+            "      remedy: keep the partition small (a working Log Cleaner, offsets.retention.minutes), "
+            "move leadership of __consumer_offsets in quiet hours, and check offsets.load.buffer.size\n"
+        )
 
 
 def _num(v: float | None) -> str:

@@ -11,13 +11,13 @@ from coordinator_core.failover import (
     DEFAULT_SLOW_MS,
     FailoverForecast,
     forecast_failover,
+    format_load_time,
     loads_from_audit,
     loads_from_caches,
     read_load_logs,
 )
 from coordinator_core.kafka_client import KafkaClientError
 from coordinator_core.sources.logdir import LogDirError
-from coordinator_core.timefmt import format_duration
 from offsetops.commands._common import die, print_json
 from offsetops.commands._load import add_source_args, check_source, load_caches
 from offsetops.commands._table import print_table
@@ -48,28 +48,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def failover_json(audit_partitions: list[Any], broker_logs: list[str] | None) -> dict[str, Any]:
-    """The ``failover`` section of ``offsetops audit --json``, from the audit's own scan."""
+def audit_forecast(
+    audit_partitions: list[Any], broker_logs: list[str] | None, threshold_ms: int = DEFAULT_SLOW_MS
+) -> FailoverForecast | str:
+    """The failover forecast of ``offsetops audit``, from the audit's own scan (no second pass), or why
+    there is none."""
     try:
         observed = read_load_logs(broker_logs or [])
     except OSError as exc:
-        return {"error": f"cannot read broker log: {exc}"}
-    return forecast_failover(loads_from_audit(audit_partitions), observed=observed).to_json()
+        return f"cannot read broker log: {exc}"
+    return forecast_failover(loads_from_audit(audit_partitions), observed=observed, threshold_ms=threshold_ms)
+
+
+def headline(fc: FailoverForecast) -> str:
+    """One line, the worst partition first: which partitions would stall their groups, and how long."""
+    slow = fc.slow
+    if not slow:
+        return f"no partition would take longer than {format_load_time(fc.threshold_ms)} to load"
+    worst = slow[0]
+    return (
+        f"{len(slow)} partition(s) would take longer than {format_load_time(fc.threshold_ms)} to load "
+        f"after a failover; worst __consumer_offsets-{worst.load.partition}: about "
+        f"{format_load_time(max(worst.estimated_ms, worst.observed_ms or 0))} of "
+        "COORDINATOR_LOAD_IN_PROGRESS for its groups"
+    )
 
 
 def print_forecast(fc: FailoverForecast, out: Any = None) -> None:
     out = out or sys.stdout
-    slow = fc.slow
-    if slow:
-        worst = slow[0]
-        out.write(
-            f"{len(slow)} partition(s) would take longer than {format_duration(fc.threshold_ms)} to load "
-            f"after a failover; worst __consumer_offsets-{worst.load.partition}: about "
-            f"{format_duration(max(worst.estimated_ms, worst.observed_ms or 0))} of "
-            f"COORDINATOR_LOAD_IN_PROGRESS for its groups\n"
-        )
-    else:
-        out.write(f"no partition would take longer than {format_duration(fc.threshold_ms)} to load\n")
+    out.write(headline(fc) + "\n")
     out.write(f"rate: {fc.calibration.note}\n")
     rows = [
         (

@@ -174,12 +174,23 @@ def test_failover_cli_and_audit_json(sim_with_data, tmp_path, capsys):
     assert set(doc["slow_partitions"]) == expect_slow
     _code, out, _ = run(capsys, "failover", str(logdir), "--broker-log", str(log))
     worst = max(sizes, key=sizes.get)
-    assert out.startswith(f"{len(expect_slow)} partition(s) would take longer than 10 s to load")
+    assert out.startswith(f"{len(expect_slow)} partition(s) would take longer than 10.0 s to load")
     assert f"worst __consumer_offsets-{worst}:" in out.splitlines()[0]
     code, out, _ = run(capsys, "audit", str(logdir), "--json", "--no-record")
     fo = json.loads(out)["failover"]
     assert {p["partition"]: p["bytes"] for p in fo["partitions"]} == sizes
     assert fo["calibration"]["source"] == "default"
+    # The text audit flags, after the cleaner's verdict, the partitions whose replay at the default
+    # 20 MiB/s exceeds the threshold, the worst first.
+    threshold = 60
+    est = {p: size / (20 * 2**20) * 1000 for p, size in sizes.items()}
+    expect = sorted((p for p in est if est[p] > threshold + 1), key=lambda p: -sizes[p])
+    assert 0 < len(expect) < len(sizes)  # the threshold splits this log dir
+    code, out, _ = run(capsys, "audit", str(logdir), "--no-record", "--failover-threshold-ms", str(threshold))
+    assert code == 0
+    tail = out[out.index("\nfailover: "):]
+    assert tail.startswith(f"\nfailover: {len(expect)} partition(s) would take longer than 0.1 s to load")
+    assert [int(p) for p in re.findall(r"\[SLOW\] partition (\d+):", tail)] == expect
 
 
 def test_describe_real_fixture_text(capsys):
