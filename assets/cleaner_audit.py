@@ -65,6 +65,7 @@ from coordinator_core.cleaner_audit import (
     format_duration,
 )
 from coordinator_core.clock import Clock
+from coordinator_core.failover import DEFAULT_SLOW_MS, forecast_failover, loads_from_audit
 
 GROUP = "cleaner_audit"
 AUDIT_REPORT = "cleaner_audit.json"
@@ -82,6 +83,11 @@ class CleanerAuditConfig(Config):
     )
     record_history: bool = Field(
         default=True, description="Append this audit to the history in the state dir."
+    )
+    failover_threshold_ms: int = Field(
+        default=DEFAULT_SLOW_MS,
+        gt=0,
+        description="Flag partitions whose replay after a coordinator failover would take longer.",
     )
 
 
@@ -188,9 +194,12 @@ def _record_latest(state: StateResource, audit: Any, partitions: list[int], cloc
     )
 
 
-def rebuild_audit_report(state: StateResource) -> dict[str, Any]:
+def rebuild_audit_report(
+    state: StateResource, failover_threshold_ms: int = DEFAULT_SLOW_MS
+) -> dict[str, Any]:
     """``reports/cleaner_audit.json``: the latest audit of every partition, worst first, merged across
-    runs (a one-partition run from the UI replaces only that partition)."""
+    runs (a one-partition run from the UI replaces only that partition), with the coordinator failover
+    forecast of those partitions (from the audit's own scan)."""
     folder = _latest_dir(state)
     topic = (
         json.loads((folder / "topic.json").read_text(encoding="utf-8"))
@@ -227,6 +236,9 @@ def rebuild_audit_report(state: StateResource) -> dict[str, Any]:
         "config": topic.get("config"),
         "thresholds": topic.get("thresholds"),
         "notes": topic.get("notes", []),
+        "failover": forecast_failover(
+            loads_from_audit(partitions), threshold_ms=failover_threshold_ms
+        ).to_json(),
     }
     write_json(state.reports_path / AUDIT_REPORT, report)
     return report
@@ -303,7 +315,7 @@ def cleaner_audit(
         state.reports_path / "cleaner_audit" / f"audit-{partitions_label(partitions)}.json", doc
     )
     _record_latest(state, audit, partitions, clock)
-    report = rebuild_audit_report(state)
+    report = rebuild_audit_report(state, config.failover_threshold_ms)
     by_partition = {pa.partition: pa for pa in audit.partitions}
     run_facts = {
         **clock_metadata(clock),

@@ -23,6 +23,7 @@ from urllib.parse import quote
 from checks.report_html import CSS, badge, esc, iso
 from checks.report_sections import (
     audit_section,
+    failover_section,
     plan_section,
     reload_section,
     validation_section,
@@ -32,12 +33,14 @@ from checks.report_verdicts import (
     VERDICTS,
     ReportInputError,
     ReportInputs,
+    failover_load_ms,
     rank,
     section_verdicts,
     sorted_partitions,
     worst_verdict,
 )
-from coordinator_core.cleaner_audit import HEALTHY
+from coordinator_core.cleaner_audit import DEGRADED, HEALTHY
+from coordinator_core.failover import format_load_time
 
 __all__ = [
     "ENV_REPORTS_BASE_URL",
@@ -137,6 +140,19 @@ def render_operator_report(
         why.append(
             (sections["cleaner audit"], f"Cleaner audit {sections['cleaner audit']}: partitions {names}")
         )
+    if inputs.audit and sections["failover"] == DEGRADED:
+        fo = inputs.audit["failover"]
+        slow = [p for p in fo["partitions"] if p.get("slow")]
+        names = ", ".join(
+            f"{p['partition']} (about {format_load_time(failover_load_ms(p))})" for p in slow[:5]
+        )
+        why.append(
+            (
+                DEGRADED,
+                f"Failover forecast DEGRADED: after a leader change, partitions {names} would keep their "
+                f"groups in COORDINATOR_LOAD_IN_PROGRESS longer than {format_load_time(fo['threshold_ms'])}",
+            )
+        )
     if inputs.plan and sections["expiration"] != HEALTHY:
         s = inputs.plan.get("summary", {})
         lost = len(
@@ -187,6 +203,7 @@ def render_operator_report(
 </div>
 <p id="sections">{section_badges}</p>
 {audit_section(inputs.audit)}
+{failover_section(inputs.audit)}
 {plan_section(inputs.plan)}
 {reload_section(inputs.reload, inputs.validation)}
 {validation_section(inputs.validation, docs_href, summary_href)}

@@ -12,12 +12,15 @@ from checks.report_html import MAX_ROWS, badge, bytes_cell, card, esc, iso, more
 from checks.report_verdicts import (
     NOT_RUN,
     audit_verdict,
+    failover_load_ms,
+    failover_verdict,
     plan_verdict,
     reload_verdict,
     sorted_partitions,
     validation_verdict,
 )
 from coordinator_core.cleaner_audit import HEALTHY, format_bytes, format_duration
+from coordinator_core.failover import format_load_time
 
 
 def audit_section(audit: Mapping[str, Any] | None) -> str:
@@ -116,6 +119,87 @@ def audit_section(audit: Mapping[str, Any] | None) -> str:
             + "".join(row(p) for p in healthy)
             + "</table></details>"
             if healthy
+            else ""
+        )
+        + "</section>"
+    )
+
+
+def failover_section(audit: Mapping[str, Any] | None) -> str:
+    """Per offsets partition, what a new coordinator replays after a leader change and for how long;
+    the partitions over the threshold first, the rest folded away."""
+    fo = (audit or {}).get("failover")
+    verdict = failover_verdict(audit)
+    if verdict == NOT_RUN or not isinstance(fo, Mapping):
+        return (
+            '<section id="failover"><h2>Coordinator failover forecast '
+            + badge(NOT_RUN)
+            + "</h2><p>No forecast in this run (it rides on the cleaner audit).</p></section>"
+        )
+    parts = list(fo.get("partitions") or [])
+    slow = [p for p in parts if p.get("slow")]
+    rest = [p for p in parts if not p.get("slow")]
+    threshold = int(fo.get("threshold_ms") or 0)
+    cal = fo.get("calibration") or {}
+    worst = parts[0] if parts else None
+    worst_ms = 0 if worst is None else failover_load_ms(worst)
+
+    cards = "".join(
+        [
+            card("partitions over the threshold", len(slow), "failover-slow"),
+            card("worst estimated load", format_load_time(worst_ms), "failover-worst", f"{worst_ms} ms"),
+            card("threshold", format_load_time(threshold), "failover-threshold", f"{threshold} ms"),
+            card(
+                "replay rate",
+                f"{float(cal.get('bytes_per_second') or 0) / 2**20:.1f} MiB/s",
+                "failover-rate",
+                cal.get("source"),
+            ),
+        ]
+    )
+
+    def row(p: Mapping[str, Any]) -> str:
+        observed = p.get("observed_load_ms")
+        return (
+            f'<tr data-partition="{int(p["partition"])}"><td class="num">{int(p["partition"])}</td>'
+            f"<td>{badge('DEGRADED' if p.get('slow') else HEALTHY)}</td>"
+            f"{bytes_cell(p.get('bytes'))}"
+            f'<td class="num">{esc(p.get("batches"))}</td><td class="num">{esc(p.get("records"))}</td>'
+            f'<td class="num">{esc(p.get("live_keys"))}</td>'
+            f'<td class="num">{esc(format_load_time(int(p["estimated_load_ms"])))}</td>'
+            f'<td class="num">{esc("-" if observed is None else format_load_time(int(observed)))}</td></tr>'
+        )
+
+    head = (
+        "<tr><th>partition</th><th>forecast</th><th>size</th><th>batches</th><th>records</th>"
+        "<th>live keys</th><th>estimated load</th><th>last observed load</th></tr>"
+    )
+    lead = (
+        f'<p id="failover-worst-line">After a leader change, the groups of <strong>__consumer_offsets-'
+        f"{int(worst['partition'])}</strong> would get COORDINATOR_LOAD_IN_PROGRESS for about "
+        f"<strong>{esc(format_load_time(worst_ms))}</strong> while the new coordinator replays "
+        f"{esc(format_bytes(int(worst['bytes'])))}. Keep the partition small (a working Log Cleaner, "
+        "offsets.retention.minutes) and move its leadership in quiet hours.</p>"
+        if slow and worst is not None
+        else f"<p>No partition would take longer than {esc(format_load_time(threshold))} to load.</p>"
+    )
+    return (
+        f'<section id="failover"><h2>Coordinator failover forecast {badge(verdict, "failover-verdict")}</h2>'
+        f'<p class="muted">{esc(cal.get("note"))}.</p>{lead}<div class=cards>{cards}</div>'
+        + (
+            f'<table id="failover-slow-partitions">{head}'
+            + "".join(row(p) for p in slow[:MAX_ROWS])
+            + "</table>"
+            + more_rows(len(slow), min(len(slow), MAX_ROWS), "partitions")
+            if slow
+            else ""
+        )
+        + (
+            f"<details><summary>{len(rest)} partitions under the threshold</summary>"
+            f'<table id="failover-partitions">{head}'
+            + "".join(row(p) for p in rest[:MAX_ROWS])
+            + "</table></details>"
+            if rest
             else ""
         )
         + "</section>"

@@ -79,6 +79,20 @@ def plan_verdict(plan: Mapping[str, Any] | None) -> str:
     return HEALTHY
 
 
+def failover_verdict(audit: Mapping[str, Any] | None) -> str:
+    """DEGRADED when a partition's replay after a coordinator failover would exceed the threshold (its
+    groups would see COORDINATOR_LOAD_IN_PROGRESS that long); the forecast rides on the audit."""
+    failover = (audit or {}).get("failover")
+    if not isinstance(failover, Mapping) or "partitions" not in failover:
+        return NOT_RUN
+    return DEGRADED if failover.get("slow_partitions") else HEALTHY
+
+
+def failover_load_ms(partition: Mapping[str, Any]) -> int:
+    """A partition's expected load: its estimate, or its last observed load when that was longer."""
+    return max(int(partition["estimated_load_ms"]), int(partition.get("observed_load_ms") or 0))
+
+
 def validation_verdict(validation: Mapping[str, Any] | None) -> str:
     """CRITICAL when an error-level expectation failed, DEGRADED for a warning, else HEALTHY."""
     if not validation:
@@ -99,6 +113,7 @@ def section_verdicts(inputs: ReportInputs) -> dict[str, str]:
     """The verdict of each section, in page order."""
     return {
         "cleaner audit": audit_verdict(inputs.audit),
+        "failover": failover_verdict(inputs.audit),
         "expiration": plan_verdict(inputs.plan),
         "reload": reload_verdict(inputs.reload),
         "validation": validation_verdict(inputs.validation),

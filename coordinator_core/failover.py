@@ -51,7 +51,10 @@ _JAVA_SUMMARY = re.compile(
 
 
 def format_load_time(ms: int) -> str:
-    """``1.9 s`` under a minute (the scale of coordinator loads), else ``3 min 20 s``."""
+    """``480 ms`` under a second, ``1.9 s`` under a minute (the scale of coordinator loads), else
+    ``3 min``."""
+    if ms < 1000:
+        return f"{int(ms)} ms"
     if ms < 60_000:
         return f"{ms / 1000:.1f} s"
     return format_duration(ms)

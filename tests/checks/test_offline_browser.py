@@ -27,6 +27,7 @@ from checks.report import ValidationReport
 from checks.suite import suite_name
 from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, audit_log_dir
 from coordinator_core.expiration import plan_expiration
+from coordinator_core.failover import DEFAULT_BYTES_PER_SECOND, forecast_failover, loads_from_audit
 from coordinator_core.loader import load_partition_dir
 from coordinator_core.sources.logdir import open_log_dir
 from tests.checks.cdp import Visit, visit
@@ -106,7 +107,14 @@ def reports(corrupted_report: ValidationReport, tmp_path_factory: pytest.TempPat
 
     out = root / "reports"
     shutil.copytree(corrupted_report.summary_path.parent, out)
-    (out / "cleaner_audit.json").write_text(json.dumps(audit.to_json()))
+    audit_doc = audit.to_json()
+    # The failover forecast rides on the audit (as rebuild_audit_report writes it); the threshold sits
+    # between the second and third largest partitions' replay at the default rate, so two are slow.
+    sizes = sorted((p.size_bytes for p in audit.partitions), reverse=True)
+    threshold = int((sizes[1] + sizes[2]) / 2 / DEFAULT_BYTES_PER_SECOND * 1000)
+    forecast = forecast_failover(loads_from_audit(audit.partitions), threshold_ms=threshold)
+    audit_doc["failover"] = forecast.to_json()
+    (out / "cleaner_audit.json").write_text(json.dumps(audit_doc))
     offset_tombs = [t for t in plan.tombstones if t.kind == "offset_commit"]
     plan_doc = {
         "tombstones": [t.to_journal() for t in plan.tombstones],
@@ -155,6 +163,7 @@ def reports(corrupted_report: ValidationReport, tmp_path_factory: pytest.TempPat
         "groups": groups,
         "offsets": offsets,
         "validation": corrupted_report,
+        "largest": sorted(audit.partitions, key=lambda p: -p.size_bytes)[:2],
     }
 
 
@@ -190,6 +199,15 @@ def test_operator_report_offline(reports: dict[str, Any], chromium_args: list[st
     assert _card(dom, "validation-error-failed") == str(len(CORRUPTIONS))
     assert 'id="chart-dirty-ratio"' in dom and 'id="chart-expiration-timeline"' in dom
     assert "min.cleanable.dirty.ratio 0.5" in text  # chart text is real SVG text
+    # The failover forecast: the two largest partitions over the threshold, the largest first, and
+    # named in the banner.
+    slow = re.findall(r'<tr data-partition="(\d+)"><td class="num">\d+</td><td><span class="verdict DEGRADED',
+                      dom.split('id="failover-slow-partitions"', 1)[1].split("</table>", 1)[0])  # fmt: skip
+    assert [int(p) for p in slow] == [p.partition for p in reports["largest"]]
+    assert re.search(r'id="failover-verdict">DEGRADED<', dom)
+    assert _card(dom, "failover-slow") == "2"
+    banner = text[: text.index("cleaner audit")]
+    assert f"Failover forecast DEGRADED: after a leader change, partitions {slow[0]} (about" in banner
     assert 'href="data_docs/index.html"' in dom
     assert len(seen.screenshot or b"") > 50_000
     assert seen.requests == [operator.path.resolve().as_uri()]  # the page itself, nothing else

@@ -90,8 +90,8 @@ def test_overall_is_the_worst_and_names_the_worst_partition_first(tmp_path: Path
     out = write_operator_report(reports, run_id="r1")
     assert out.verdict == "CRITICAL"
     assert out.worst_partition == 47
-    assert out.sections == {"cleaner audit": "CRITICAL", "expiration": "CRITICAL", "reload": NOT_RUN,
-                            "validation": NOT_RUN}  # fmt: skip
+    assert out.sections == {"cleaner audit": "CRITICAL", "failover": NOT_RUN, "expiration": "CRITICAL",
+                            "reload": NOT_RUN, "validation": NOT_RUN}  # fmt: skip
     page = out.path.read_text(encoding="utf-8")
     assert (
         page.index('data-partition="47"')
@@ -136,3 +136,31 @@ def test_unreadable_report_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "cleaner_audit.json").write_text("{not json")
     with pytest.raises(ReportInputError, match=r"cleaner_audit\.json"):
         write_operator_report(tmp_path)
+
+
+def test_failover_forecast_section_worst_first_and_escaped(tmp_path: Path) -> None:
+    audit = _audit()
+    audit["verdict"], audit["partitions"] = "HEALTHY", [_partition(0, "HEALTHY", 0.1)]
+    audit["failover"] = {
+        "calibration": {"bytes_per_second": 2 * 2**20, "source": "broker_log", "samples": 1, "note": XSS},
+        "threshold_ms": 10_000,
+        "slow_partitions": [9, 4],
+        "partitions": [
+            {"partition": 9, "bytes": 64 << 20, "batches": 10, "records": 90, "live_keys": 5,
+             "estimated_load_ms": 32_000, "observed_load_ms": None, "slow": True},
+            {"partition": 4, "bytes": 8 << 20, "batches": 3, "records": 9, "live_keys": 2,
+             "estimated_load_ms": 4_000, "observed_load_ms": 12_500, "slow": True},
+            {"partition": 0, "bytes": 1 << 20, "batches": 1, "records": 1, "live_keys": 1,
+             "estimated_load_ms": 500, "observed_load_ms": None, "slow": False},
+        ],
+    }  # fmt: skip
+    _write(tmp_path, cleaner_audit=audit)
+    out = write_operator_report(tmp_path)
+    assert out.verdict == "DEGRADED" and out.sections["failover"] == "DEGRADED"
+    page = out.path.read_text(encoding="utf-8")
+    assert "partitions 9 (about 32.0 s), 4 (about 12.5 s) would keep their groups" in page
+    section = page[page.index('<section id="failover">') :]
+    slow_table = section[section.index('id="failover-slow-partitions"') : section.index("</table>")]
+    assert re.findall(r'data-partition="(\d+)"', slow_table) == ["9", "4"]
+    assert "__consumer_offsets-9</strong> would get COORDINATOR_LOAD_IN_PROGRESS for about" in section
+    assert XSS not in page and "2.0 MiB/s" in section
