@@ -236,6 +236,10 @@ def condition_title(changes: Sequence[Change]) -> str:
         if level == "critical":
             return f"{groups} lost committed offsets"
         return f"{groups} will lose committed offsets soon"
+    if kind == "failover":
+        if transition is Transition.RESOLVED:
+            return f"coordinator failover would load quickly again {on}"
+        return f"coordinator failover would stall consumer groups {on}"
     if kind == "validation":
         if transition is Transition.RESOLVED:
             return "cache validation passes at error level again"

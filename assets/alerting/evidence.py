@@ -19,6 +19,8 @@ from assets.alerting.blocks import duration
 from assets.alerting.model import Observation
 from assets.alerting.state import ConditionEntry
 from assets.resources import StateResource
+from coordinator_core.cleaner_audit import format_bytes
+from coordinator_core.failover import format_load_time
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +174,63 @@ def cleaner_topic_observations(
                     run_id=run_id,
                 )
             )
+    return out
+
+
+FAILOVER_REMEDY = (
+    "Until the partition is smaller, a leader change of it stalls its groups (JoinGroup, OffsetCommit, "
+    "OffsetFetch get COORDINATOR_LOAD_IN_PROGRESS): get the Log Cleaner compacting it (see the cleaner "
+    "audit), lower offsets.retention.minutes if idle groups pile up, and move leadership of "
+    "__consumer_offsets in quiet hours."
+)
+
+
+def failover_observations(reports_dir: Path) -> list[Observation]:
+    """Per audited partition, the coordinator failover forecast of ``cleaner_audit.json``: a replay
+    longer than the threshold is a warning, a shorter one is ok. No report, no observation."""
+    path = reports_dir / "cleaner_audit.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        log.warning("cleaner audit report %s is unreadable (%s); failover forecast not evaluated", path, exc)
+        return []
+    forecast = doc.get("failover")
+    if not isinstance(forecast, Mapping) or not isinstance(forecast.get("partitions"), list):
+        return []
+    threshold = forecast.get("threshold_ms")
+    cal = forecast.get("calibration") or {}
+    speed = f"{float(cal.get('bytes_per_second') or 0) / 2**20:.1f} MiB/s"
+    rate = f"replay at {speed} " + (
+        "measured from the broker's own load times" if cal.get("source") == "broker_log" else "(assumed)"
+    )
+    as_of = _iso_ms(doc.get("audited_at_ms"))
+    out = []
+    for p in forecast["partitions"]:
+        try:
+            partition, est = int(p["partition"]), int(p["estimated_load_ms"])
+            observed, nbytes = p.get("observed_load_ms"), int(p["bytes"])
+        except (KeyError, TypeError, ValueError):
+            continue  # not evidence either way
+        load = max(est, int(observed or 0))
+        seen = f", last observed {format_load_time(int(observed))}" if observed is not None else ""
+        within = f" (threshold {format_load_time(int(threshold))})" if isinstance(threshold, int) else ""
+        out.append(
+            Observation(
+                key=f"failover:{partition}",
+                kind="failover",
+                level="warning" if p.get("slow") else "ok",
+                state="slow to load" if p.get("slow") else "loads quickly",
+                reason=f"a new coordinator replays {format_bytes(nbytes)}: about {format_load_time(load)} of "
+                f"COORDINATOR_LOAD_IN_PROGRESS{seen}{within}; {rate}",
+                remedy=FAILOVER_REMEDY,
+                partition=partition,
+                weight=float(load),
+                asset=AUDIT_ASSET,
+                as_of=as_of,
+            )
+        )
     return out
 
 
@@ -379,6 +438,7 @@ def observe(
     return [
         *cleaner_observations(latest_by_partition(instance, AUDIT_ASSET, limit)),
         *cleaner_topic_observations(instance, state, firing),
+        *failover_observations(state.reports_path),
         *validation_observations(instance),
         *offsets_observations(load_partition_plans(state.state_path / "expiration"), firing, plan_runs),
     ]

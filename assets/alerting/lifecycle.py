@@ -32,7 +32,13 @@ from itertools import groupby
 from assets.alerting.model import LEVEL_RANK, Change, Observation, Transition, severity_order
 from assets.alerting.state import ConditionEntry
 
-_HEALTHY_WORD = {"cleaner": "HEALTHY", "cleaner-topic": "HEALTHY", "offsets": "ok", "validation": "passed"}
+_HEALTHY_WORD = {
+    "cleaner": "HEALTHY",
+    "cleaner-topic": "HEALTHY",
+    "offsets": "ok",
+    "validation": "passed",
+    "failover": "loads quickly",
+}
 
 
 def transition_for(old: str, new: str) -> Transition | None:

@@ -540,3 +540,34 @@ def test_topic_wide_findings_open_and_resolve_from_the_audit_state(lifecycle: Li
     assert lifecycle.evaluate() == [
         "[RESOLVED] Log Cleaner (topic-wide) HEALTHY again for __consumer_offsets"
     ]
+
+
+def test_failover_forecast_warns_worst_first_and_resolves(lifecycle: Lifecycle) -> None:
+    from assets.resources import write_json
+    from coordinator_core.failover import PartitionLoad, forecast_failover
+
+    def report(sizes: dict[int, int]) -> None:
+        """The audit report as rebuild_audit_report writes it: the forecast at the default 20 MiB/s."""
+        loads = [PartitionLoad(p, size, 10, 100, 5) for p, size in sizes.items()]
+        forecast = forecast_failover(loads, threshold_ms=10_000)
+        write_json(lifecycle.state.reports_path / "cleaner_audit.json",
+                   {"audited_at_ms": T0, "partitions": [], "failover": forecast.to_json()})  # fmt: skip
+        lifecycle.audit(dict.fromkeys(sizes, "HEALTHY"))
+
+    mib = 2**20
+    report({0: 10 * mib, 8: 640 * mib, 1: 300 * mib})  # 0.5 s, 32 s and 15 s at 20 MiB/s
+    assert lifecycle.evaluate() == [
+        "[WARNING] coordinator failover would stall consumer groups on 2 partitions of __consumer_offsets "
+        "(partitions 8, 1): a new coordinator replays 640.0 MiB: about 32.0 s of "
+        "COORDINATOR_LOAD_IN_PROGRESS (threshold 10.0 s); replay at 20.0 MiB/s (assumed)"
+    ]
+    blocks = lifecycle.last_blocks()
+    assert "Partition 8 in Dagster" in blocks and "cleaner_audit" in blocks
+    assert blocks.index("__consumer_offsets-8*") < blocks.index("__consumer_offsets-1*")
+    report({0: 10 * mib, 8: 640 * mib, 1: 300 * mib})
+    assert lifecycle.evaluate() == []  # the same forecast again: nothing new
+    report({0: 10 * mib, 8: 100 * mib, 1: 100 * mib})  # compacted: 5 s each
+    assert lifecycle.evaluate() == [
+        "[RESOLVED] coordinator failover would load quickly again on 2 partitions of __consumer_offsets "
+        "(partitions 1, 8)"
+    ]
