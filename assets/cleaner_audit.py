@@ -348,8 +348,10 @@ def cleaner_audit(
 
 cleaner_audit_job = define_asset_job(
     "cleaner_audit_job",
-    # The topic summary is rebuilt after every audit, so it never lags the partitions.
-    selection=AssetSelection.assets(cleaner_audit) | AssetSelection.assets("offsets_topic_summary"),
+    # The topic summary and the published metrics are rebuilt after every audit, so neither lags it.
+    selection=AssetSelection.assets(cleaner_audit)
+    | AssetSelection.assets("offsets_topic_summary")
+    | AssetSelection.assets("offsets_metrics"),
     partitions_def=OFFSETS_PARTITIONS,
     description="The Log Cleaner audit of every partition (read-only).",
 )

@@ -1,7 +1,7 @@
 """The offsetops code location: one module per domain, merged, with the deployment's resources.
 
 ``workspace.yaml`` loads ``defs`` from here. The domains are reload, expiration, cleaner audit,
-validation, the topic summary and alerting; which resources they get (local or cluster) is decided in
+validation, the topic summary, metrics and alerting; which resources they get (local or cluster) is decided in
 one place, :func:`assets.resources.build_resources`.
 """
 
@@ -23,7 +23,7 @@ from dagster import (
 warnings.filterwarnings("ignore", category=BetaWarning)
 warnings.filterwarnings("ignore", category=PreviewWarning)
 
-from assets import cleaner_audit, expiration, reload, summary, validation  # noqa: E402
+from assets import cleaner_audit, expiration, metrics, reload, summary, validation  # noqa: E402
 from assets.alerting import sensors  # noqa: E402
 from assets.resources import OFFSETS_PARTITIONS, build_resources  # noqa: E402
 
@@ -38,7 +38,15 @@ main_job = define_asset_job(
 )
 
 
-DOMAINS = (reload.defs, expiration.defs, cleaner_audit.defs, validation.defs, summary.defs, sensors.defs)
+DOMAINS = (
+    reload.defs,
+    expiration.defs,
+    cleaner_audit.defs,
+    validation.defs,
+    summary.defs,
+    metrics.defs,
+    sensors.defs,
+)
 
 
 def all_assets_and_checks() -> list:

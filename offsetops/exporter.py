@@ -12,7 +12,7 @@ import argparse
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from coordinator_core.cache import CoordinatorCache
 from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
 from coordinator_core.describe import OUT_OF_RANGE, GroupFilter, GroupView, describe_groups, wanted_partitions
 from coordinator_core.expiration import ExpirationPlan
-from coordinator_core.failover import FailoverForecast
+from coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
 
 log = logging.getLogger(__name__)
 
@@ -46,30 +46,59 @@ class Snapshot:
 
 
 def build_snapshot(args: argparse.Namespace) -> Snapshot:
-    """Reload, describe, audit the cleaner (log dirs only), plan expiration and forecast failover."""
-    from coordinator_core.cleaner_audit import audit_log_dir
-    from coordinator_core.expiration import plan_expiration
-    from coordinator_core.failover import forecast_failover, loads_from_caches, read_load_logs
-    from coordinator_core.timefmt import now_ms
+    """Reload, describe, audit the cleaner (log dirs only), plan expiration and forecast failover, as of
+    ``--now``, else the clock the log dir declares, else the wall clock."""
+    from coordinator_core.clock import resolve_clock
+    from coordinator_core.failover import read_load_logs
     from offsetops.commands._groupview import lookup_offsets
     from offsetops.commands._load import load_caches
 
     started = time.time()
+    now = resolve_clock(args.path, configured_ms=getattr(args, "now", None), configured_by="--now").as_of_ms
     caches = load_caches(args)
     offsets, _where = lookup_offsets(args, wanted_partitions(caches, GroupFilter()))
-    snap = Snapshot(started, caches, describe_groups(caches, offsets), offsets)
-    now = now_ms()
-    if args.path:
-        snap.audit = audit_log_dir(args.path, now_ms=now, record_history=False)
+    return compute_snapshot(
+        caches,
+        offsets,
+        log_dir=args.path,
+        now_ms=now,
+        retention_ms=args.retention_ms,
+        forecast_horizon_ms=args.forecast_horizon_ms,
+        observed=read_load_logs(args.broker_log),
+        failover_threshold_ms=args.failover_threshold_ms,
+        taken_at=started,
+    )
+
+
+def compute_snapshot(
+    caches: list[CoordinatorCache],
+    log_offsets: dict[tuple[str, int], Any],
+    *,
+    log_dir: str | None,
+    now_ms: int,
+    retention_ms: int,
+    forecast_horizon_ms: int,
+    observed: Iterable[ObservedLoad] = (),
+    failover_threshold_ms: int = DEFAULT_SLOW_MS,
+    taken_at: float | None = None,
+) -> Snapshot:
+    """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
+    cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note)."""
+    from coordinator_core.cleaner_audit import audit_log_dir
+    from coordinator_core.expiration import plan_expiration
+    from coordinator_core.failover import forecast_failover, loads_from_caches
+
+    taken = time.time() if taken_at is None else taken_at
+    snap = Snapshot(taken, caches, describe_groups(caches, log_offsets), log_offsets)
+    if log_dir:
+        snap.audit = audit_log_dir(log_dir, now_ms=now_ms, record_history=False)
     else:
         snap.notes.append("cleaner audit needs the log dir; not exported with --bootstrap")
     snap.expiration = plan_expiration(
-        caches, now_ms=now, retention_ms=args.retention_ms, forecast_horizon_ms=args.forecast_horizon_ms
+        caches, now_ms=now_ms, retention_ms=retention_ms, forecast_horizon_ms=forecast_horizon_ms
     )
     snap.failover = forecast_failover(
-        loads_from_caches(caches),
-        observed=read_load_logs(args.broker_log),
-        threshold_ms=args.failover_threshold_ms,
+        loads_from_caches(caches), observed=observed, threshold_ms=failover_threshold_ms
     )
     return snap
 

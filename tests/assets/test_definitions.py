@@ -33,6 +33,7 @@ LINEAGE = {
     "cache_validation": {"coordinator_cache"},
 }
 SUMMARY = "offsets_topic_summary"  # unpartitioned: the topic-wide figures
+METRICS = "offsets_metrics"  # unpartitioned: the exporter's numbers, after the summary
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,8 @@ def repo():
 
 def test_assets_lineage_and_partitions(repo) -> None:
     graph = repo.asset_graph
-    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(LINEAGE) | {SUMMARY}
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(LINEAGE) | {SUMMARY, METRICS}
+    assert {p.to_user_string() for p in graph.get(AssetKey(METRICS)).parent_keys} == {SUMMARY}
     summary = graph.get(AssetKey(SUMMARY))
     assert summary.partitions_def is None
     parents = {p.to_user_string() for p in summary.parent_keys}
@@ -85,7 +87,7 @@ def test_schedules_cover_all_partitions_and_never_execute_tombstones(repo) -> No
         "daily_reload_and_validation": "0 5 * * *",
     }
     expected_assets = {
-        "hourly_cleaner_audit": {"cleaner_audit", SUMMARY},
+        "hourly_cleaner_audit": {"cleaner_audit", SUMMARY, METRICS},
         "daily_expiration_forecast": {"expiration_plan", SUMMARY},
         "daily_reload_and_validation": {"raw_segments", "coordinator_cache", "cache_validation"},
     }
@@ -113,7 +115,10 @@ def test_jobs_and_sensors(repo) -> None:
         "tombstone_execution_job",
     } <= jobs
     main = repo.get_job(MAIN_JOB)
-    assert {k.to_user_string() for k in main.asset_layer.executable_asset_keys} == set(LINEAGE) | {SUMMARY}
+    assert {k.to_user_string() for k in main.asset_layer.executable_asset_keys} == set(LINEAGE) | {
+        SUMMARY,
+        METRICS,
+    }
     sensors = {s.name: s for s in repo.sensor_defs}
     assert set(sensors) == {"slack_on_run_failure", "offsetops_alerts"}
     assert all(s.default_status.value == "RUNNING" for s in sensors.values())

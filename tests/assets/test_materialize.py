@@ -56,7 +56,7 @@ def test_run_succeeds_and_materializes_every_partition(materialized: Materialize
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
         seen.setdefault(mat.asset_key.to_user_string(), set()).add(mat.partition)
-    assert set(seen) == set(PARTITIONED) | {SUMMARY}
+    assert set(seen) == set(PARTITIONED) | {SUMMARY, "offsets_metrics"}
     for asset in PARTITIONED:
         assert seen[asset] == {str(p) for p in range(NUM_PARTITIONS)}, asset
     assert seen[SUMMARY] == {None}

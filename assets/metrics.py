@@ -1,0 +1,159 @@
+"""Metrics domain: the numbers ``offsetops exporter`` serves, published by a Dagster asset.
+
+``offsets_metrics`` runs after the topic summary. It computes the exporter's snapshot of the same
+source (lag and out-of-range offsets, reload stats, cleaner audit, expiration risk, failover forecast)
+as of the run's clock, writes every metric family to a Prometheus textfile for node-exporter's
+textfile collector (``--collector.textfile.directory``; written to a temporary file and renamed, so a
+scrape never reads half a file), and puts the headline numbers in the asset's metadata under the
+metric names, so the Dagster UI plots what Grafana charts.
+"""
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from dagster import AssetExecutionContext, Config, Definitions, MaterializeResult, MetadataValue, asset
+from prometheus_client import CollectorRegistry, write_to_textfile
+from prometheus_client.core import Metric
+from pydantic import Field
+
+from assets.resources import OffsetsSourceResource, StateResource
+from assets.summary import offsets_topic_summary
+from coordinator_core.expiration import DEFAULT_RETENTION_MS
+from coordinator_core.failover import DEFAULT_SLOW_MS
+
+GROUP = "metrics"
+TEXTFILE = "offsetops.prom"
+ENV_TEXTFILE = "OFFSETOPS_METRICS_TEXTFILE"
+
+#: Labelled families summed over their labels in the asset metadata (counts, bytes, lag) ...
+SUMMED = (
+    "offsetops_consumer_group_topic_partition_lag",
+    "offsetops_consumer_group_offsets_out_of_range",
+    "offsetops_expiration_offsets_at_risk",
+    "offsetops_expiration_tombstones_due",
+    "offsetops_reload_records",
+    "offsetops_reload_bytes",
+    "offsetops_reload_decode_errors",
+    "offsetops_reload_groups",
+    "offsetops_reload_offsets",
+    "offsetops_coordinator_load_slow",
+)
+#: ... and these by their worst value (ratios, ages, load times, verdicts).
+MAXED = (
+    "offsetops_cleaner_partition_dirty_ratio",
+    "offsetops_cleaner_partition_status",
+    "offsetops_cleaner_partition_open_transaction_max_age_seconds",
+    "offsetops_coordinator_load_estimated_seconds",
+)
+
+
+class MetricsConfig(Config):
+    """Where the textfile goes and the expiration/failover settings the numbers are computed with."""
+
+    textfile: str | None = Field(
+        default=None,
+        description="The .prom file for node-exporter's textfile collector (default "
+        f"${ENV_TEXTFILE}, else reports/{TEXTFILE}).",
+    )
+    retention_minutes: int = Field(default=DEFAULT_RETENTION_MS // 60_000, ge=1)
+    forecast_horizon_hours: float = Field(default=24.0, gt=0)
+    failover_threshold_ms: int = Field(default=DEFAULT_SLOW_MS, gt=0)
+    granularity: Literal["partition", "topic"] = Field(
+        default="partition",
+        description="partition: lag per group and partition; topic: per group and topic only (fewer series).",
+    )
+
+
+def headline_metadata(families: Iterable[Metric]) -> dict[str, Any]:
+    """Unlabelled gauges by name; the families of :data:`SUMMED` / :data:`MAXED` as ``sum(name)`` /
+    ``max(name)`` (PromQL's spelling, so the key says what the number is)."""
+    out: dict[str, Any] = {}
+    for fam in families:
+        values = [s.value for s in fam.samples if s.name == fam.name]
+        if not values:
+            continue
+        if fam.name in SUMMED:
+            out[f"sum({fam.name})"] = MetadataValue.float(float(sum(values)))
+        elif fam.name in MAXED:
+            out[f"max({fam.name})"] = MetadataValue.float(float(max(values)))
+        elif len(values) == 1 and not fam.samples[0].labels:
+            out[fam.name] = MetadataValue.float(float(values[0]))
+    return out
+
+
+class _Families:
+    """A one-shot collector: the registry writes exactly the families it is given."""
+
+    def __init__(self, families: list[Metric]):
+        self._families = families
+
+    def collect(self) -> list[Metric]:
+        return self._families
+
+
+def write_textfile(path: Path, families: list[Metric]) -> None:
+    """The families in the text exposition format; ``write_to_textfile`` writes a temporary file in the
+    same directory and renames it over ``path``."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(families))  # type: ignore[arg-type]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_to_textfile(str(path), registry)
+
+
+@asset(
+    group_name=GROUP,
+    deps=[offsets_topic_summary],
+    kinds={"python", "prometheus"},
+    description="The numbers `offsetops exporter` serves (lag, offsets out of range, reload stats, cleaner "
+    "audit, expiration risk, coordinator failover forecast), as a Prometheus textfile for node-exporter's "
+    "textfile collector and as this asset's metadata under the metric names.",
+)
+def offsets_metrics(
+    context: AssetExecutionContext,
+    config: MetricsConfig,
+    offsets_source: OffsetsSourceResource,
+    state: StateResource,
+) -> MaterializeResult:
+    """One snapshot of the source as of the run's clock, written as ``.prom`` and summarised."""
+    from coordinator_core.data_offsets import live_offsets, offline_offsets
+    from coordinator_core.describe import GroupFilter, wanted_partitions
+    from offsetops.exporter import compute_snapshot, snapshot_metrics
+
+    clock = offsets_source.clock()
+    caches = offsets_source.load_caches(list(range(offsets_source.num_partitions)))
+    wanted = wanted_partitions(caches, GroupFilter())
+    if offsets_source.is_live:
+        log_offsets = live_offsets(offsets_source.kafka_config(), wanted)
+        log_dir = None
+    else:
+        log_dir = str(offsets_source.open_log_dir().path)
+        log_offsets = offline_offsets([log_dir], wanted)
+    snap = compute_snapshot(
+        caches,
+        log_offsets,
+        log_dir=log_dir,
+        now_ms=clock.as_of_ms,
+        retention_ms=config.retention_minutes * 60_000,
+        forecast_horizon_ms=int(config.forecast_horizon_hours * 3_600_000),
+        failover_threshold_ms=config.failover_threshold_ms,
+    )
+    families = list(snapshot_metrics(snap, granularity=config.granularity))
+    target = Path(config.textfile or os.environ.get(ENV_TEXTFILE) or state.reports_path / TEXTFILE)
+    write_textfile(target, families)
+    series = sum(len(f.samples) for f in families)
+    context.log.info(f"{series} series of {len(families)} families as of {clock.describe()} in {target}")
+    for note in snap.notes:
+        context.log.info(note)
+    return MaterializeResult(
+        metadata={
+            **headline_metadata(families),
+            "series": MetadataValue.int(series),
+            "textfile": MetadataValue.path(str(target)),
+            "as_of": clock.describe(),
+        }
+    )
+
+
+defs = Definitions(assets=[offsets_metrics])
