@@ -284,6 +284,7 @@ def _print_report(
         ("expiration plan", reports / "expiration_plan.json"),
         ("segment inventory", reports / "segments.json"),
         ("reload summary", reports / "reload.json"),
+        ("metrics (textfile)", reports / "offsetops.prom"),
         ("cache tables (Parquet)", Path(state.tables_location)),
         ("alert outbox", state.outbox_file),
     ]
