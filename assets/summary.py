@@ -52,6 +52,21 @@ def audit_summary_metadata(audit: dict[str, Any]) -> dict[str, Any]:
         "reclaimable": format_bytes(int(summary.get("reclaimable_bytes", 0))),
         "open_transactions": MetadataValue.int(int(summary.get("open_transactions", 0))),
         "audit_clock": audit.get("clock") or "not audited yet",
+        **failover_summary_metadata(audit.get("failover")),
+    }
+
+
+def failover_summary_metadata(failover: dict[str, Any] | None) -> dict[str, Any]:
+    """The coordinator failover forecast of the merged audit: how many partitions would stall their
+    groups longer than the threshold, and the worst load."""
+    if not failover or not failover.get("partitions"):
+        return {}  # not audited yet: no forecast, rather than a healthy-looking zero
+    worst = failover["partitions"][0]
+    worst_ms = max(int(worst["estimated_load_ms"]), int(worst.get("observed_load_ms") or 0))
+    return {
+        "failover_slow_partitions": MetadataValue.int(len(failover.get("slow_partitions") or [])),
+        "failover_worst_partition": MetadataValue.int(int(worst["partition"])),
+        "failover_worst_load_ms": MetadataValue.int(worst_ms),
     }
 
 

@@ -100,3 +100,37 @@ def test_same_families_and_values_as_the_exporter(published, sim_with_data, caps
     common = [k for k in served if k in written and k[0] != timing]
     assert len(common) > 100
     assert all(served[k] == written[k] for k in common)
+
+
+def test_audit_report_carries_a_calibrated_failover_forecast(sim_with_data, tmp_path) -> None:
+    """rebuild_audit_report forecasts from the merged partitions, calibrated by a broker log line; the
+    topic summary's metadata names the slow partitions."""
+    from assets.cleaner_audit import _record_latest, rebuild_audit_report
+    from assets.summary import audit_summary_metadata
+    from coordinator_core.cleaner_audit import audit_log_dir
+    from coordinator_core.clock import resolve_clock
+    from coordinator_core.failover import read_load_logs
+
+    logdir, _truth = sim_with_data
+    clock = resolve_clock(logdir)
+    audit = audit_log_dir(logdir, now_ms=clock.as_of_ms, record_history=False)
+    state = StateResource(output_dir=str(tmp_path))
+    _record_latest(state, audit, [p.partition for p in audit.partitions], clock)
+    biggest = max(audit.partitions, key=lambda p: p.size_bytes)
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2023-11-15 03:00:00,000] INFO [GroupMetadataManager brokerId=1] Finished loading offsets and group "
+        f"metadata from __consumer_offsets-{biggest.partition} in 20000 milliseconds for epoch 3 "
+        "(kafka.coordinator.group.GroupMetadataManager)\n"
+    )
+    report = rebuild_audit_report(state, 10_000, read_load_logs([log]))
+    fo = report["failover"]
+    assert fo["calibration"]["source"] == "broker_log"
+    rate = biggest.size_bytes / 20.0  # its current size in the 20 s the broker took
+    assert fo["calibration"]["bytes_per_second"] == pytest.approx(rate, abs=0.1)
+    expect = {p.partition for p in audit.partitions if p.size_bytes / rate * 1000 > 10_000}
+    assert set(fo["slow_partitions"]) == expect | {biggest.partition}
+    meta = audit_summary_metadata(report)
+    assert meta["failover_slow_partitions"].value == len(fo["slow_partitions"])
+    assert meta["failover_worst_partition"].value == biggest.partition
+    assert meta["failover_worst_load_ms"].value == 20_000
