@@ -185,7 +185,7 @@ def failover_section(audit: Mapping[str, Any] | None) -> str:
     )
     return (
         f'<section id="failover"><h2>Coordinator failover forecast {badge(verdict, "failover-verdict")}</h2>'
-        f'<p class="muted">{esc(cal.get("note"))}.</p>{lead}<div class=cards>{cards}</div>'
+        f'<p class="muted">{esc(_rate_note(cal))}</p>{lead}<div class=cards>{cards}</div>'
         + (
             f'<table id="failover-slow-partitions">{head}'
             + "".join(row(p) for p in slow[:MAX_ROWS])
@@ -203,6 +203,18 @@ def failover_section(audit: Mapping[str, Any] | None) -> str:
             else ""
         )
         + "</section>"
+    )
+
+
+def _rate_note(cal: Mapping[str, Any]) -> str:
+    """Where the replay rate comes from, and how to calibrate it where this page is read (the CLI and
+    the Dagster audit both take broker logs)."""
+    rate = f"{float(cal.get('bytes_per_second') or 0) / 2**20:.1f} MiB/s"
+    if cal.get("source") == "broker_log":
+        return f"{cal.get('note') or rate}."
+    return (
+        f"Replay rate {rate}, assumed: no broker load time was given. Calibrate it with the brokers' "
+        "server.log (CleanerAuditConfig.broker_logs in Dagster, --broker-log on the command line)."
     )
 
 
