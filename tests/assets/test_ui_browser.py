@@ -43,8 +43,9 @@ ASSETS = (
     "cleaner_audit",
     "cache_validation",
     "offsets_topic_summary",
+    "offsets_metrics",
 )
-GROUPS = ("reload", "expiration", "cleaner_audit", "validation", "summary")
+GROUPS = ("reload", "expiration", "cleaner_audit", "validation", "summary", "metrics")
 
 
 def _free_port() -> int:
