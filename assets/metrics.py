@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dagster import AssetExecutionContext, Config, Definitions, MaterializeResult, MetadataValue, asset
+from offsetops.assets.resources import OffsetsSourceResource, StateResource
+from offsetops.assets.summary import offsets_topic_summary
+from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
+from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
 from prometheus_client import CollectorRegistry, write_to_textfile
 from prometheus_client.core import Metric
 from pydantic import Field
-
-from assets.resources import OffsetsSourceResource, StateResource
-from assets.summary import offsets_topic_summary
-from coordinator_core.expiration import DEFAULT_RETENTION_MS
-from coordinator_core.failover import DEFAULT_SLOW_MS
 
 GROUP = "metrics"
 TEXTFILE = "offsetops.prom"
@@ -117,8 +116,9 @@ def offsets_metrics(
     state: StateResource,
 ) -> MaterializeResult:
     """One snapshot of the source as of the run's clock, written as ``.prom`` and summarised."""
-    from coordinator_core.data_offsets import live_offsets, offline_offsets
-    from coordinator_core.describe import GroupFilter, wanted_partitions
+    from offsetops.coordinator_core.data_offsets import live_offsets, offline_offsets
+    from offsetops.coordinator_core.describe import GroupFilter, wanted_partitions
+
     from offsetops.exporter import compute_snapshot, snapshot_metrics
 
     clock = offsets_source.clock()

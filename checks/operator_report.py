@@ -2,7 +2,7 @@
 
 It is built from the JSON reports the assets write into the reports dir (``cleaner_audit.json``,
 ``expiration_plan.json``, ``reload.json``, ``validation.json``); a missing one is shown as "not run".
-The page has inline CSS and inline SVG charts (matplotlib, :mod:`checks.charts`), no script and no
+The page has inline CSS and inline SVG charts (matplotlib, :mod:`offsetops.checks.charts`), no script and no
 external reference, so it renders the same from a laptop, a pod or an object store with no network.
 Every value that comes from the data (group ids, topics, reasons, file names) is HTML-escaped.
 
@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from checks.report_html import CSS, badge, esc, iso
-from checks.report_sections import (
+from offsetops.checks.report_html import CSS, badge, esc, iso
+from offsetops.checks.report_sections import (
     audit_section,
     failover_section,
     plan_section,
     reload_section,
     validation_section,
 )
-from checks.report_verdicts import (
+from offsetops.checks.report_verdicts import (
     NOT_RUN,
     VERDICTS,
     ReportInputError,
@@ -39,8 +39,8 @@ from checks.report_verdicts import (
     sorted_partitions,
     worst_verdict,
 )
-from coordinator_core.cleaner_audit import DEGRADED, HEALTHY
-from coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.cleaner_audit import DEGRADED, HEALTHY
+from offsetops.coordinator_core.failover import format_load_time
 
 __all__ = [
     "ENV_REPORTS_BASE_URL",

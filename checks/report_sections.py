@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from checks.charts import dirty_ratio_chart, expiration_timeline_chart
-from checks.report_html import MAX_ROWS, badge, bytes_cell, card, esc, iso, more_rows, sample
-from checks.report_verdicts import (
+from offsetops.checks.charts import dirty_ratio_chart, expiration_timeline_chart
+from offsetops.checks.report_html import MAX_ROWS, badge, bytes_cell, card, esc, iso, more_rows, sample
+from offsetops.checks.report_verdicts import (
     NOT_RUN,
     audit_verdict,
     failover_load_ms,
@@ -19,8 +19,8 @@ from checks.report_verdicts import (
     sorted_partitions,
     validation_verdict,
 )
-from coordinator_core.cleaner_audit import HEALTHY, format_bytes, format_duration
-from coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.cleaner_audit import HEALTHY, format_bytes, format_duration
+from offsetops.coordinator_core.failover import format_load_time
 
 
 def audit_section(audit: Mapping[str, Any] | None) -> str:

@@ -19,11 +19,17 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
-from coordinator_core.describe import OUT_OF_RANGE, GroupFilter, GroupView, describe_groups, wanted_partitions
-from coordinator_core.expiration import ExpirationPlan
-from coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
+from offsetops.coordinator_core.describe import (
+    OUT_OF_RANGE,
+    GroupFilter,
+    GroupView,
+    describe_groups,
+    wanted_partitions,
+)
+from offsetops.coordinator_core.expiration import ExpirationPlan
+from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +54,10 @@ class Snapshot:
 def build_snapshot(args: argparse.Namespace) -> Snapshot:
     """Reload, describe, audit the cleaner (log dirs only), plan expiration and forecast failover, as of
     ``--now``, else the clock the log dir declares, else the wall clock."""
-    from coordinator_core.clock import resolve_clock
-    from coordinator_core.failover import read_load_logs
     from offsetops.commands._groupview import lookup_offsets
     from offsetops.commands._load import load_caches
+    from offsetops.coordinator_core.clock import resolve_clock
+    from offsetops.coordinator_core.failover import read_load_logs
 
     started = time.time()
     now = resolve_clock(args.path, configured_ms=getattr(args, "now", None), configured_by="--now").as_of_ms
@@ -84,9 +90,9 @@ def compute_snapshot(
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
     cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note)."""
-    from coordinator_core.cleaner_audit import audit_log_dir
-    from coordinator_core.expiration import plan_expiration
-    from coordinator_core.failover import forecast_failover, loads_from_caches
+    from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+    from offsetops.coordinator_core.expiration import plan_expiration
+    from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
     taken = time.time() if taken_at is None else taken_at
     snap = Snapshot(taken, caches, describe_groups(caches, log_offsets), log_offsets)

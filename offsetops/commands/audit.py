@@ -6,34 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from coordinator_core.cleaner.broker_log import read_broker_logs
-from coordinator_core.cleaner.config import (
-    CleanerConfig,
-    fetch_cluster_config,
-    known_config_keys,
-    parse_config_overrides,
-    read_broker_id,
-)
-from coordinator_core.cleaner.metrics import MetricsError, scrape_metrics
-from coordinator_core.cleaner_audit import (
-    CleanerAudit,
-    PartitionAudit,
-    PartitionFailure,
-    Thresholds,
-    audit_log_dir,
-    audit_partition_isolated,
-    format_bytes,
-    format_duration,
-)
-from coordinator_core.clock import ClockError, resolve_clock
-from coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
-from coordinator_core.sources.logdir import (
-    REPLICATION_CHECKPOINT,
-    LogDir,
-    LogDirError,
-    open_log_dir,
-    read_offset_checkpoint,
-)
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     die,
@@ -46,6 +18,34 @@ from offsetops.commands._common import (
     print_json,
 )
 from offsetops.commands.failover import audit_forecast, headline
+from offsetops.coordinator_core.cleaner.broker_log import read_broker_logs
+from offsetops.coordinator_core.cleaner.config import (
+    CleanerConfig,
+    fetch_cluster_config,
+    known_config_keys,
+    parse_config_overrides,
+    read_broker_id,
+)
+from offsetops.coordinator_core.cleaner.metrics import MetricsError, scrape_metrics
+from offsetops.coordinator_core.cleaner_audit import (
+    CleanerAudit,
+    PartitionAudit,
+    PartitionFailure,
+    Thresholds,
+    audit_log_dir,
+    audit_partition_isolated,
+    format_bytes,
+    format_duration,
+)
+from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
+from offsetops.coordinator_core.sources.logdir import (
+    REPLICATION_CHECKPOINT,
+    LogDir,
+    LogDirError,
+    open_log_dir,
+    read_offset_checkpoint,
+)
 from offsetops.progress import Progress
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     config = CleanerConfig()
     live = None
     if args.bootstrap or args.client_config:
-        from coordinator_core.kafka_client import KafkaClientError
+        from offsetops.coordinator_core.kafka_client import KafkaClientError
 
         broker_id = args.broker_id if args.broker_id is not None else read_broker_id(logdir.path)
         try:

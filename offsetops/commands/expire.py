@@ -10,17 +10,6 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator_core.clock import ClockError, resolve_clock
-from coordinator_core.expiration import (
-    COORDINATORS,
-    DEFAULT_RETENTION_MS,
-    ExpirationPlan,
-    coordinator_for_broker_version,
-    plan_expiration,
-)
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import iso_utc
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     die,
@@ -35,6 +24,17 @@ from offsetops.commands._common import (
     quote,
     report_errors,
 )
+from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.coordinator_core.expiration import (
+    COORDINATORS,
+    DEFAULT_RETENTION_MS,
+    ExpirationPlan,
+    coordinator_for_broker_version,
+    plan_expiration,
+)
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.progress import Progress
 
 EXECUTORS = ("admin", "produce", "segment")
@@ -153,7 +153,7 @@ def _coordinator(args: argparse.Namespace) -> str:
 
 
 def _load(args: argparse.Namespace, coordinator: str) -> list:
-    from coordinator_core.loader import load_partition_dir
+    from offsetops.coordinator_core.loader import load_partition_dir
 
     semantics = "scala" if coordinator == "legacy" else "java"
     logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
@@ -168,7 +168,7 @@ def _load(args: argparse.Namespace, coordinator: str) -> list:
 def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> Any:
     """The Kafka client configuration of the admin and produce executors (a resumed plan keeps its
     cluster: its bootstrap servers are part of the plan id)."""
-    from coordinator_core.kafka_client import ClientConfigError
+    from offsetops.coordinator_core.kafka_client import ClientConfigError
 
     try:
         return kafka_client_config(args, args.bootstrap or target.get("bootstrap"))
@@ -186,11 +186,11 @@ def _make_executor(
 ) -> Any:
     target = target or {}
     if name == "admin":
-        from coordinator_core.tombstones.admin import AdminExecutor
+        from offsetops.coordinator_core.tombstones.admin import AdminExecutor
 
         return AdminExecutor(_client(args, name, target))
     if name == "produce":
-        from coordinator_core.tombstones.produce import ProduceExecutor
+        from offsetops.coordinator_core.tombstones.produce import ProduceExecutor
 
         topic = args.target_topic or target.get("topic")
         if not topic:
@@ -201,7 +201,7 @@ def _make_executor(
             partitioning=target.get("partitioning", args.target_partition),
             allow_internal_topic_write=args.allow_internal_topic_write,
         )
-    from coordinator_core.tombstones.segment import SegmentExecutor
+    from offsetops.coordinator_core.tombstones.segment import SegmentExecutor
 
     source = args.path or target.get("source")
     output = args.output_dir or target.get("output_dir")
@@ -211,9 +211,9 @@ def _make_executor(
 
 
 def run(args: argparse.Namespace) -> int:
-    from coordinator_core.kafka_client import KafkaClientError
-    from coordinator_core.tombstones.journal import JournalError
-    from coordinator_core.tombstones.runner import ExecutorRefused, RunStopped
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
+    from offsetops.coordinator_core.tombstones.journal import JournalError
+    from offsetops.coordinator_core.tombstones.runner import ExecutorRefused, RunStopped
 
     if args.execute and not (args.executor or args.resume):
         return die("--execute needs --executor admin|produce|segment")
@@ -291,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -> Any:
-    from coordinator_core.tombstones.runner import open_or_create_journal, plan_document
+    from offsetops.coordinator_core.tombstones.runner import open_or_create_journal, plan_document
 
     executor = _make_executor(args, args.executor, coordinator=coordinator)
     try:
@@ -313,7 +313,7 @@ def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -
 
 def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
     """``run_journal`` with one progress line: each outcome the executor journals moves it by one."""
-    from coordinator_core.tombstones.runner import run_journal
+    from offsetops.coordinator_core.tombstones.runner import run_journal
 
     todo = len(journal.items) - len(journal.applied_ids())
     with Progress(f"applying via {executor.name}", total=todo, unit="tombstones") as progress:
@@ -325,7 +325,7 @@ def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from coordinator_core.tombstones.journal import Journal
+    from offsetops.coordinator_core.tombstones.journal import Journal
 
     journal = Journal.open(args.journal_dir, args.resume)
     name = journal.plan["executor"]

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 from dagster import materialize
+from offsetops.assets.metrics import offsets_metrics
+from offsetops.assets.resources import OffsetsSourceResource, StateResource
 from prometheus_client.parser import text_string_to_metric_families
 
-from assets.metrics import offsets_metrics
-from assets.resources import OffsetsSourceResource, StateResource
 from offsetops.cli import main
 from tests.support.simdirs import sim_with_data as sim_with_data
 from tests.support.simdirs import truth_data, truth_offsets
@@ -105,11 +105,11 @@ def test_same_families_and_values_as_the_exporter(published, sim_with_data, caps
 def test_audit_report_carries_a_calibrated_failover_forecast(sim_with_data, tmp_path) -> None:
     """rebuild_audit_report forecasts from the merged partitions, calibrated by a broker log line; the
     topic summary's metadata names the slow partitions."""
-    from assets.cleaner_audit import _record_latest, rebuild_audit_report
-    from assets.summary import audit_summary_metadata
-    from coordinator_core.cleaner_audit import audit_log_dir
-    from coordinator_core.clock import resolve_clock
-    from coordinator_core.failover import read_load_logs
+    from offsetops.assets.cleaner_audit import _record_latest, rebuild_audit_report
+    from offsetops.assets.summary import audit_summary_metadata
+    from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+    from offsetops.coordinator_core.clock import resolve_clock
+    from offsetops.coordinator_core.failover import read_load_logs
 
     logdir, _truth = sim_with_data
     clock = resolve_clock(logdir)

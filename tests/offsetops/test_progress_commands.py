@@ -15,8 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from coordinator_core.simulator import SimulationConfig, simulate
+from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
 pytestmark = pytest.mark.slow  # a few subprocesses, each importing the CLI
 
