@@ -1,7 +1,7 @@
 """Cleaner audit domain: Log Cleaner health of each ``__consumer_offsets`` partition, hourly.
 
 The verdict (HEALTHY / DEGRADED / CRITICAL) and its reasons come from
-:func:`coordinator_core.cleaner_audit.audit_log_dir`. Each Dagster partition's materialization carries
+:func:`coordinator_core.cleaner.audit.audit_log_dir`. Each Dagster partition's materialization carries
 that partition's facts only; the asset emits a ``partition_verdict`` check result per partition and a
 ``cleaner_verdict`` result for the run (``checks/dagster_checks.py``). Topic-wide figures live in the
 ``offsets_topic_summary`` asset.
@@ -56,15 +56,9 @@ from checks.dagster_checks import (
     partition_verdict,
     worst_reason,
 )
-from coordinator_core.cleaner_audit import (
-    CRITICAL,
-    DEGRADED,
-    HEALTHY,
-    PartitionAudit,
-    format_bytes,
-    format_duration,
-)
+from coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, PartitionAudit, format_bytes
 from coordinator_core.clock import Clock
+from coordinator_core.timefmt import format_duration
 
 GROUP = "cleaner_audit"
 AUDIT_REPORT = "cleaner_audit.json"

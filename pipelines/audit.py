@@ -38,17 +38,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from coordinator_core.cleaner.audit import audit_partition_isolated
 from coordinator_core.cleaner.config import CleanerConfig
-from coordinator_core.cleaner_audit import (
-    _RANK,
-    PartitionAudit,
-    PartitionFailure,
-    Thresholds,
-    audit_partition_isolated,
-    judge_partition,
-    judge_topic,
-    worst,
-)
+from coordinator_core.cleaner.model import RANK, PartitionAudit, PartitionFailure, Thresholds, worst
+from coordinator_core.cleaner.rules import judge_partition, judge_topic
 from coordinator_core.clock import resolve_clock
 from coordinator_core.errors import DecodeError
 from coordinator_core.sources.logdir import (
@@ -384,7 +377,7 @@ def topic_row(
     reasons = judge_topic(
         config=config or CleanerConfig(), thresholds=thresholds or Thresholds(), metrics=None, broker_log=None
     )
-    verdict = max([worst(reasons), *(r["verdict"] for r in partition_rows)], key=_RANK.__getitem__)
+    verdict = max([worst(reasons), *(r["verdict"] for r in partition_rows)], key=RANK.__getitem__)
     return (
         now_ms,
         verdict,
@@ -425,7 +418,7 @@ def run(args: argparse.Namespace) -> int:
     verdict = topic.first()["verdict"]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    by = {v: sum(r["verdict"] == v for r in rows) for v in _RANK}
+    by = {v: sum(r["verdict"] == v for r in rows) for v in RANK}
     print(
         f"audit (now_ms={now_ms}): {verdict}; {len(rows)} partitions "
         f"({', '.join(f'{k}={n}' for k, n in by.items())}) -> {out} in {time.perf_counter() - started:.1f} s"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from coordinator_core.cleaner.audit import audit_log_dir
 from coordinator_core.cleaner.broker_log import read_broker_logs
 from coordinator_core.cleaner.config import (
     CleanerConfig,
@@ -14,16 +15,10 @@ from coordinator_core.cleaner.config import (
     read_broker_id,
 )
 from coordinator_core.cleaner.metrics import MetricsError, scrape_metrics
-from coordinator_core.cleaner_audit import (
-    CleanerAudit,
-    PartitionAudit,
-    Thresholds,
-    audit_log_dir,
-    format_bytes,
-    format_duration,
-)
+from coordinator_core.cleaner.model import CleanerAudit, PartitionAudit, Thresholds, format_bytes
 from coordinator_core.clock import ClockError, resolve_clock
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from coordinator_core.timefmt import format_duration
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     die,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coordinator_core.cleaner_audit import audit_log_dir
+from coordinator_core.cleaner.audit import audit_log_dir
 from coordinator_core.records.builder import build_record_batch
 from offsetops.cli import main
 from tests.coordinator_core.cleaner_audit.scenarios import (

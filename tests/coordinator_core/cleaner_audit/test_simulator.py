@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator_core.cleaner_audit import audit_log_dir
+from coordinator_core.cleaner.audit import audit_log_dir
 
 simulator = pytest.importorskip("coordinator_core.simulator")
 
