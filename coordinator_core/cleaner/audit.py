@@ -8,6 +8,7 @@ uncleanable marks, audit history and live sizes, and judges each partition and t
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Mapping
@@ -26,11 +27,14 @@ from coordinator_core.cleaner.manager import (
 )
 from coordinator_core.cleaner.metrics import CleanerMetrics
 from coordinator_core.cleaner.model import (
+    CRITICAL,
+    DEGRADED,
     RANK,
     CleanerAudit,
     OpenTransaction,
     PartitionAudit,
     PartitionFailure,
+    Reason,
     Thresholds,
     worst,
 )
@@ -45,8 +49,15 @@ from coordinator_core.sources.logdir import (
     open_log_dir,
     read_offset_checkpoint,
 )
+from coordinator_core.sources.replicas import (
+    AHEAD_OF_CHOSEN,
+    DIFFERENT_BATCHES,
+    EPOCH_HISTORY,
+    Divergence,
+    LogDirs,
+)
 
-__all__ = ["audit_log_dir", "audit_partition", "audit_partition_isolated"]
+__all__ = ["audit_log_dir", "audit_log_dirs", "audit_partition", "audit_partition_isolated"]
 
 
 def audit_partition(
@@ -309,3 +320,119 @@ def audit_log_dir(
             }
         )
     return audit
+
+
+#: divergence kinds that mean two copies are different logs (CRITICAL), beside a follower ahead (DEGRADED)
+_DIVERGENCE_SEVERITY = {DIFFERENT_BATCHES: CRITICAL, EPOCH_HISTORY: CRITICAL, AHEAD_OF_CHOSEN: DEGRADED}
+
+
+def _divergence_reason(d: Divergence, topic: str) -> Reason:
+    tp = f"{topic}-{d.partition}"
+    if d.kind == AHEAD_OF_CHOSEN:
+        remedy = (
+            f"nothing if broker {d.broker_id} is a running follower (it truncates to the leader on its next "
+            "fetch); if these files are from stopped brokers, the records past the chosen copy's end were "
+            "never committed and the reload leaves them out"
+        )
+    else:
+        remedy = (
+            f"compare the two copies with offsetops dump at offset {d.offset} on brokers {d.broker_id} and "
+            f"{d.chosen_broker_id}; once the leader's copy is known good, let the other re-replicate "
+            f"(stop that broker, move its {tp} dir aside, start it: it fetches the partition from the "
+            "leader)"
+        )
+    return Reason(
+        _DIVERGENCE_SEVERITY[d.kind],
+        "replica_divergence",
+        f"{tp} on broker {d.broker_id} differs from broker {d.chosen_broker_id}'s copy: {d.message}",
+        remedy,
+    )
+
+
+def audit_log_dirs(
+    dirs: LogDirs,
+    *,
+    config: CleanerConfig | None = None,
+    thresholds: Thresholds | None = None,
+    now_ms: int | None = None,
+    metrics: Mapping[int, CleanerMetrics] | None = None,
+    broker_logs: Mapping[int, BrokerLogReport] | None = None,
+    live: ClusterConfig | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+    record_history: bool = True,
+    verify_crc: bool = True,
+) -> CleanerAudit:
+    """Audit several brokers' log dirs in one run, one row per replica (``broker_id`` set on each).
+
+    Each broker's cleaner compacts its own copy, so each copy is audited against its own log dir's
+    checkpoints (:func:`audit_log_dir`); ``metrics`` and ``broker_logs`` are per broker id. Copies that
+    diverge from the copy a reload would read (:mod:`coordinator_core.sources.replicas`) get a
+    ``replica_divergence`` finding on their row.
+    """
+    cfg = config or CleanerConfig()
+    th = thresholds or Thresholds()
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    metrics = metrics or {}
+    broker_logs = broker_logs or {}
+    notes = list(dirs.notes)
+    if live is not None:
+        notes.extend(live.notes)
+    partitions: list[PartitionAudit] = []
+    failures: list[PartitionFailure] = []
+    topic_reasons = judge_topic(config=cfg, thresholds=th, metrics=None, broker_log=None)
+    history_file = None
+    for broker in dirs.brokers:
+        bid = broker.broker_id
+        one = audit_log_dir(
+            broker.log_dir,
+            config=cfg,
+            thresholds=th,
+            now_ms=now,
+            metrics=metrics.get(bid),
+            broker_log=broker_logs.get(bid),
+            state_dir=state_dir,
+            record_history=record_history,
+            verify_crc=verify_crc,
+        )
+        history_file = one.history_file
+        for pa in one.partitions:
+            pa.broker_id = bid
+        partitions.extend(one.partitions)
+        failures.extend(dataclasses.replace(f, broker_id=bid) for f in one.failures)
+        notes.extend(f"broker {bid}: {n}" for n in one.notes)
+        # The config findings are the same for every broker; the metrics and broker-log ones are its own.
+        known = {(r.code, r.message) for r in topic_reasons}
+        topic_reasons.extend(
+            dataclasses.replace(r, message=f"broker {bid}: {r.message}")
+            for r in one.reasons
+            if (r.code, r.message) not in known and r.code != "partition_audit_failed"
+        )
+    rows = {(pa.partition, pa.broker_id): pa for pa in partitions}
+    for choice in dirs.choices():
+        for d in choice.divergences:
+            pa = rows.get((d.partition, d.broker_id))
+            reason = _divergence_reason(d, OFFSETS_TOPIC)
+            if pa is None:
+                topic_reasons.append(reason)
+                continue
+            pa.reasons = sorted([*pa.reasons, reason], key=lambda r: -RANK[r.severity])
+            pa.verdict = worst(pa.reasons)
+    if failures:
+        topic_reasons.append(failure_reason(failures, OFFSETS_TOPIC))
+    topic_reasons.sort(key=lambda r: -RANK[r.severity])
+    partitions.sort(key=lambda p: (p.partition, p.broker_id or 0))
+    verdict = max([worst(topic_reasons), *(p.verdict for p in partitions)], key=RANK.__getitem__)
+    return CleanerAudit(
+        log_dir=", ".join(f"broker {b.broker_id}: {Path(b.log_dir.path).resolve()}" for b in dirs.brokers),
+        audited_at_ms=now,
+        config=cfg,
+        thresholds=th,
+        partitions=partitions,
+        reasons=topic_reasons,
+        verdict=verdict,
+        live=live,
+        history_file=history_file,
+        notes=notes,
+        failures=failures,
+        log_dirs=dirs,
+    )

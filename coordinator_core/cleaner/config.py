@@ -12,7 +12,6 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from coordinator_core.kafka_client import (
@@ -20,8 +19,9 @@ from coordinator_core.kafka_client import (
     KafkaClientError,
     check_connection,
     is_connection_error,
-    read_properties,
 )
+from coordinator_core.sources.logdir import LogDirError
+from coordinator_core.sources.logdir import read_broker_id as read_log_dir_broker_id
 
 LONG_MAX = 2**63 - 1
 
@@ -230,20 +230,11 @@ class ClusterConfig:
 
 
 def read_broker_id(log_dir: str | os.PathLike[str]) -> int | None:
-    """``broker.id`` (ZooKeeper) or ``node.id`` (KRaft) from the log dir's ``meta.properties``."""
-    path = Path(log_dir) / "meta.properties"
-    if not path.is_file():
-        return None
+    """``broker.id`` (ZooKeeper) or ``node.id`` (KRaft) from the log dir's ``meta.properties``, or None."""
     try:
-        props = read_properties(path)
-    except (OSError, ValueError):
+        return read_log_dir_broker_id(log_dir)
+    except LogDirError:
         return None
-    for key in ("broker.id", "node.id"):
-        try:
-            return int(props[key].strip())
-        except (KeyError, ValueError):
-            continue
-    return None
 
 
 def _values(entries: Mapping[str, Any]) -> dict[str, str]:
@@ -296,7 +287,8 @@ def fetch_cluster_config(
             topic_configs = _values(topic_raw.get("topic", {}).get(topic, {}))
         except KafkaError as exc:
             raise ClusterConfigError(
-                client.redact(f"{bootstrap}: DescribeConfigs for topic {topic} failed: {exc}")) from None
+                client.redact(f"{bootstrap}: DescribeConfigs for topic {topic} failed: {exc}")
+            ) from None
         broker_configs: dict[str, str] = {}
         if broker_id is not None:
             try:
@@ -305,9 +297,9 @@ def fetch_cluster_config(
                 )
                 broker_configs = _values(broker_raw.get("broker", {}).get(str(broker_id), {}))
             except KafkaError as exc:
-                raise ClusterConfigError(client.redact(
-                    f"{bootstrap}: DescribeConfigs for broker {broker_id} failed: {exc}"
-                )) from None
+                raise ClusterConfigError(
+                    client.redact(f"{bootstrap}: DescribeConfigs for broker {broker_id} failed: {exc}")
+                ) from None
         if not topic_configs:
             notes.append(f"the cluster returned no config entries for topic {topic}; defaults assumed")
         if broker_id is not None and not broker_configs:
@@ -318,8 +310,9 @@ def fetch_cluster_config(
             sizes = _log_dir_sizes(result, topic)
         except KafkaError as exc:
             if is_connection_error(exc):
-                raise ClusterConfigError(client.redact(
-                    f"{bootstrap}: lost the cluster at DescribeLogDirs: {exc}")) from None
+                raise ClusterConfigError(
+                    client.redact(f"{bootstrap}: lost the cluster at DescribeLogDirs: {exc}")
+                ) from None
             notes.append(f"DescribeLogDirs not available ({type(exc).__name__}); live sizes omitted")
         return ClusterConfig(bootstrap, broker_id, topic_configs, broker_configs, sizes, tuple(notes))
     finally:

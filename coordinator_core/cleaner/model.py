@@ -18,6 +18,7 @@ from coordinator_core.cleaner.history import PartitionSnapshot, Progress
 from coordinator_core.cleaner.manager import max_dirty_ratio
 from coordinator_core.cleaner.metrics import CleanerMetrics
 from coordinator_core.errors import DecodeError
+from coordinator_core.sources.replicas import LogDirs
 
 __all__ = [
     "CRITICAL",
@@ -169,6 +170,8 @@ class PartitionAudit:
     cleaning_in_progress: bool = False
     progress: Progress | None = None
     live_size_bytes: int | None = None
+    #: whose copy this is, in an audit of several brokers' log dirs (each cleaner acts on its own copy)
+    broker_id: int | None = None
     verdict: str = HEALTHY
     reasons: list[Reason] = field(default_factory=list)
 
@@ -211,6 +214,7 @@ class PartitionAudit:
         prog = self.progress
         return {
             "partition": self.partition,
+            **({} if self.broker_id is None else {"broker_id": self.broker_id}),
             "verdict": self.verdict,
             "reasons": [r.to_json() for r in self.reasons],
             "size_bytes": self.size_bytes,
@@ -276,14 +280,20 @@ class PartitionFailure:
     partition: int
     path: str
     error: str
+    broker_id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"partition": self.partition, "path": self.path, "error": self.error}
+        doc: dict[str, Any] = {"partition": self.partition, "path": self.path, "error": self.error}
+        if self.broker_id is not None:
+            doc["broker_id"] = self.broker_id
+        return doc
 
 
 @dataclass
 class CleanerAudit:
-    """The audit of one log dir; :meth:`to_json` is the ``offsetops audit --json`` document."""
+    """The audit of one log dir, or of several brokers' log dirs (then ``log_dirs`` is set and every
+    partition row carries its ``broker_id``); :meth:`to_json` is the ``offsetops audit --json`` document.
+    """
 
     log_dir: str
     audited_at_ms: int
@@ -298,12 +308,14 @@ class CleanerAudit:
     history_file: str | None = None
     notes: list[str] = field(default_factory=list)
     failures: list[PartitionFailure] = field(default_factory=list)
+    #: several brokers' log dirs: which copy of each partition a reload reads, and divergent copies
+    log_dirs: LogDirs | None = None
 
     def to_json(self) -> dict[str, Any]:
         total = sum(p.size_bytes for p in self.partitions)
         ratio = max_dirty_ratio(self.partitions, self.config)
         reclaim = sum(p.reclaimable_bytes for p in self.partitions)
-        return {
+        doc = {
             "verdict": self.verdict,
             "reasons": [r.to_json() for r in self.reasons],
             "log_dir": self.log_dir,
@@ -332,6 +344,17 @@ class CleanerAudit:
             "history_file": self.history_file,
             "notes": list(self.notes),
         }
+        if self.log_dirs is not None:
+            # one row per replica: "partitions" counts copies, as each broker's cleaner acts on its own
+            choices = self.log_dirs.choices()
+            doc["summary"]["brokers"] = len({b.broker_id for b in self.log_dirs.brokers})
+            doc["summary"]["distinct_partitions"] = len(choices)
+            doc["summary"]["divergent_partitions"] = sum(bool(c.divergences) for c in choices)
+            doc["log_dirs"] = [
+                {"broker_id": b.broker_id, "log_dir": str(b.log_dir.path)} for b in self.log_dirs.brokers
+            ]
+            doc["replicas"] = [c.to_json() for c in choices]
+        return doc
 
 
 def format_bytes(n: float) -> str:
