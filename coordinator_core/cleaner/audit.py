@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +55,17 @@ from coordinator_core.sources.replicas import (
     EPOCH_HISTORY,
     Divergence,
     LogDirs,
+    ReplicaChoice,
 )
 
-__all__ = ["audit_log_dir", "audit_log_dirs", "audit_partition", "audit_partition_isolated"]
+__all__ = [
+    "audit_log_dir",
+    "audit_log_dirs",
+    "audit_partition",
+    "audit_partition_isolated",
+    "merge_broker_audits",
+    "scan_log_dir",
+]
 
 
 def audit_partition(
@@ -212,6 +220,43 @@ def audit_partition_isolated(pdir: PartitionDir, **kwargs: Any) -> PartitionAudi
         return PartitionFailure(pdir.partition, str(pdir.path), f"{type(exc).__name__}: {exc}")
 
 
+def _high_watermarks(logdir: LogDir, notes: list[str]) -> dict[tuple[str, int], int]:
+    """The log dir's ``replication-offset-checkpoint`` (high watermarks); an unreadable one is a note."""
+    try:
+        return read_offset_checkpoint(Path(logdir.path) / REPLICATION_CHECKPOINT)
+    except LogDirError as exc:
+        notes.append(str(exc))
+        return {}
+
+
+def scan_log_dir(
+    logdir: LogDir,
+    *,
+    config: CleanerConfig,
+    now_ms: int,
+    verify_crc: bool = True,
+    hw: Mapping[tuple[str, int], int] | None = None,
+    notes: list[str] | None = None,
+) -> dict[int, PartitionAudit | PartitionFailure | None]:
+    """:func:`audit_partition_isolated` of every partition of a log dir, with the log dir's checkpoints
+    (``hw``: its high watermarks, read here when not given; an unreadable file goes to ``notes``)."""
+    if hw is None:
+        hw = _high_watermarks(logdir, notes if notes is not None else [])
+    out: dict[int, PartitionAudit | PartitionFailure | None] = {}
+    for pdir in logdir.partitions:
+        tp = (pdir.topic, pdir.partition)
+        out[pdir.partition] = audit_partition_isolated(
+            pdir,
+            config=config,
+            now_ms=now_ms,
+            checkpoint=logdir.cleaner_checkpoint.get(tp),
+            log_start_checkpoint=logdir.log_start_checkpoint.get(tp),
+            high_watermark=hw.get(tp),
+            verify_crc=verify_crc,
+        )
+    return out
+
+
 def audit_log_dir(
     path: str | os.PathLike[str] | LogDir,
     *,
@@ -226,13 +271,16 @@ def audit_log_dir(
     record_history: bool = True,
     verify_crc: bool = True,
     partition_audits: Mapping[int, PartitionAudit | PartitionFailure | None] | None = None,
+    log_dir_key: str | None = None,
 ) -> CleanerAudit:
     """Audit every ``__consumer_offsets`` partition of a log dir (or one partition dir).
 
     With ``state_dir``, earlier audits from ``audits.jsonl`` give growth and progress, and this audit is
     appended to it (unless ``record_history`` is false). Raises ``LogDirError`` for an unusable path.
     ``partition_audits`` supplies the per-partition scans already done elsewhere (the Spark job runs
-    :func:`audit_partition` on its executors); history, marks and verdicts are still applied here.
+    :func:`audit_partition` on its executors, a broker scan its broker's pod); history, marks and verdicts
+    are still applied here. ``log_dir_key`` names the log dir in the history and the report (default:
+    its resolved path).
     """
     logdir = path if isinstance(path, LogDir) else open_log_dir(path, partitions=partitions)
     cfg = config or CleanerConfig()
@@ -241,34 +289,21 @@ def audit_log_dir(
     notes = list(logdir.checkpoint_errors)
     if live is not None:
         notes.extend(live.notes)
-    try:
-        hw_ckpt = read_offset_checkpoint(Path(logdir.path) / REPLICATION_CHECKPOINT)
-    except LogDirError as exc:
-        notes.append(str(exc))
-        hw_ckpt = {}
+    hw_ckpt = _high_watermarks(logdir, notes)
+    if partition_audits is None:
+        partition_audits = scan_log_dir(logdir, config=cfg, now_ms=now, verify_crc=verify_crc, hw=hw_ckpt)
     history = AuditHistory.load(state_dir) if state_dir is not None else None
     if history is not None and history.skipped_lines:
         notes.append(f"{history.path}: skipped {history.skipped_lines} unreadable line(s)")
     marks = broker_log.uncleanable_partitions() if broker_log is not None else {}
     in_progress = broker_log.cleaning_in_progress() if broker_log is not None else set()
-    log_dir_key = str(Path(logdir.path).resolve())
+    # the history key: a broker scan read back elsewhere names its broker, not a path of this machine
+    log_dir_key = log_dir_key or str(Path(logdir.path).resolve())
 
     audits: list[PartitionAudit] = []
     failures: list[PartitionFailure] = []
     for pdir in logdir.partitions:
-        tp = (pdir.topic, pdir.partition)
-        if partition_audits is not None:
-            pa = partition_audits.get(pdir.partition)
-        else:
-            pa = audit_partition_isolated(
-                pdir,
-                config=cfg,
-                now_ms=now,
-                checkpoint=logdir.cleaner_checkpoint.get(tp),
-                log_start_checkpoint=logdir.log_start_checkpoint.get(tp),
-                high_watermark=hw_ckpt.get(tp),
-                verify_crc=verify_crc,
-            )
+        pa = partition_audits.get(pdir.partition)
         if pa is None:
             notes.append(f"{pdir.path}: no segment files, skipped")
             continue
@@ -369,37 +404,65 @@ def audit_log_dirs(
     diverge from the copy a reload would read (:mod:`coordinator_core.sources.replicas`) get a
     ``replica_divergence`` finding on their row.
     """
-    cfg = config or CleanerConfig()
-    th = thresholds or Thresholds()
+    cfg, th = config or CleanerConfig(), thresholds or Thresholds()
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    metrics = metrics or {}
-    broker_logs = broker_logs or {}
-    notes = list(dirs.notes)
-    if live is not None:
-        notes.extend(live.notes)
+    per_broker = [
+        (
+            b.broker_id,
+            audit_log_dir(
+                b.log_dir,
+                config=cfg,
+                thresholds=th,
+                now_ms=now,
+                metrics=(metrics or {}).get(b.broker_id),
+                broker_log=(broker_logs or {}).get(b.broker_id),
+                state_dir=state_dir,
+                record_history=record_history,
+                verify_crc=verify_crc,
+            ),
+        )
+        for b in dirs.brokers
+    ]
+    return merge_broker_audits(
+        per_broker,
+        dirs.choices(),
+        brokers={b.broker_id: str(Path(b.log_dir.path).resolve()) for b in dirs.brokers},
+        config=cfg,
+        thresholds=th,
+        now_ms=now,
+        live=live,
+        notes=list(dirs.notes),
+    )
+
+
+def merge_broker_audits(
+    per_broker: Sequence[tuple[int, CleanerAudit]],
+    choices: Sequence[ReplicaChoice],
+    *,
+    brokers: Mapping[int, str],
+    config: CleanerConfig,
+    thresholds: Thresholds,
+    now_ms: int,
+    live: ClusterConfig | None = None,
+    notes: Sequence[str] = (),
+    extra_reasons: Sequence[Reason] = (),
+) -> CleanerAudit:
+    """One audit of several brokers from each broker's own audit and the replica choices: rows carry
+    their ``broker_id``, topic findings from one broker's metrics or logs name it, divergent copies get
+    a ``replica_divergence`` finding."""
+    all_notes = [*notes, *(live.notes if live is not None else ())]
     partitions: list[PartitionAudit] = []
     failures: list[PartitionFailure] = []
-    topic_reasons = judge_topic(config=cfg, thresholds=th, metrics=None, broker_log=None)
+    topic_reasons = judge_topic(config=config, thresholds=thresholds, metrics=None, broker_log=None)
+    topic_reasons.extend(extra_reasons)
     history_file = None
-    for broker in dirs.brokers:
-        bid = broker.broker_id
-        one = audit_log_dir(
-            broker.log_dir,
-            config=cfg,
-            thresholds=th,
-            now_ms=now,
-            metrics=metrics.get(bid),
-            broker_log=broker_logs.get(bid),
-            state_dir=state_dir,
-            record_history=record_history,
-            verify_crc=verify_crc,
-        )
-        history_file = one.history_file
+    for bid, one in per_broker:
+        history_file = history_file or one.history_file
         for pa in one.partitions:
             pa.broker_id = bid
         partitions.extend(one.partitions)
         failures.extend(dataclasses.replace(f, broker_id=bid) for f in one.failures)
-        notes.extend(f"broker {bid}: {n}" for n in one.notes)
+        all_notes.extend(f"broker {bid}: {n}" for n in one.notes)
         # The config findings are the same for every broker; the metrics and broker-log ones are its own.
         known = {(r.code, r.message) for r in topic_reasons}
         topic_reasons.extend(
@@ -408,7 +471,7 @@ def audit_log_dirs(
             if (r.code, r.message) not in known and r.code != "partition_audit_failed"
         )
     rows = {(pa.partition, pa.broker_id): pa for pa in partitions}
-    for choice in dirs.choices():
+    for choice in choices:
         for d in choice.divergences:
             pa = rows.get((d.partition, d.broker_id))
             reason = _divergence_reason(d, OFFSETS_TOPIC)
@@ -423,16 +486,17 @@ def audit_log_dirs(
     partitions.sort(key=lambda p: (p.partition, p.broker_id or 0))
     verdict = max([worst(topic_reasons), *(p.verdict for p in partitions)], key=RANK.__getitem__)
     return CleanerAudit(
-        log_dir=", ".join(f"broker {b.broker_id}: {Path(b.log_dir.path).resolve()}" for b in dirs.brokers),
-        audited_at_ms=now,
-        config=cfg,
-        thresholds=th,
+        log_dir=", ".join(f"broker {b}: {d}" for b, d in sorted(brokers.items())),
+        audited_at_ms=now_ms,
+        config=config,
+        thresholds=thresholds,
         partitions=partitions,
         reasons=topic_reasons,
         verdict=verdict,
         live=live,
         history_file=history_file,
-        notes=notes,
+        notes=all_notes,
         failures=failures,
-        log_dirs=dirs,
+        brokers=dict(brokers),
+        replicas=list(choices),
     )

@@ -18,7 +18,7 @@ from coordinator_core.cleaner.history import PartitionSnapshot, Progress
 from coordinator_core.cleaner.manager import max_dirty_ratio
 from coordinator_core.cleaner.metrics import CleanerMetrics
 from coordinator_core.errors import DecodeError
-from coordinator_core.sources.replicas import LogDirs
+from coordinator_core.sources.replicas import ReplicaChoice
 
 __all__ = [
     "CRITICAL",
@@ -308,8 +308,10 @@ class CleanerAudit:
     history_file: str | None = None
     notes: list[str] = field(default_factory=list)
     failures: list[PartitionFailure] = field(default_factory=list)
-    #: several brokers' log dirs: which copy of each partition a reload reads, and divergent copies
-    log_dirs: LogDirs | None = None
+    #: several brokers: broker id -> its log dir, and which copy of each partition a reload reads (with
+    #: the divergent copies)
+    brokers: dict[int, str] | None = None
+    replicas: list[ReplicaChoice] | None = None
 
     def to_json(self) -> dict[str, Any]:
         total = sum(p.size_bytes for p in self.partitions)
@@ -344,15 +346,13 @@ class CleanerAudit:
             "history_file": self.history_file,
             "notes": list(self.notes),
         }
-        if self.log_dirs is not None:
+        if self.brokers is not None:
             # one row per replica: "partitions" counts copies, as each broker's cleaner acts on its own
-            choices = self.log_dirs.choices()
-            doc["summary"]["brokers"] = len({b.broker_id for b in self.log_dirs.brokers})
+            choices = self.replicas or []
+            doc["summary"]["brokers"] = len(self.brokers)
             doc["summary"]["distinct_partitions"] = len(choices)
             doc["summary"]["divergent_partitions"] = sum(bool(c.divergences) for c in choices)
-            doc["log_dirs"] = [
-                {"broker_id": b.broker_id, "log_dir": str(b.log_dir.path)} for b in self.log_dirs.brokers
-            ]
+            doc["log_dirs"] = [{"broker_id": b, "log_dir": d} for b, d in sorted(self.brokers.items())]
             doc["replicas"] = [c.to_json() for c in choices]
         return doc
 

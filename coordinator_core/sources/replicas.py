@@ -14,6 +14,7 @@ that reaches past the chosen one) are reported as :class:`Divergence`, never mer
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,12 +37,15 @@ from coordinator_core.sources.logdir import (
 )
 
 __all__ = [
+    "BatchDigest",
     "BrokerLogDir",
     "Divergence",
     "LogDirs",
     "ReplicaChoice",
     "ReplicaCopy",
     "choose_replica",
+    "compare_copies",
+    "digest",
     "find_divergences",
     "open_log_dirs",
     "split_broker_prefix",
@@ -61,11 +65,31 @@ class BrokerLogDir:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchDigest:
+    """One stored batch, as the divergence check compares it: offsets, size and a digest of its bytes."""
+
+    base_offset: int
+    last_offset: int
+    size: int
+    digest: str
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicaCopy:
-    """One broker's copy of a partition, with what the choice and the divergence check need."""
+    """One broker's copy of a partition, with what the choice and the divergence check need.
+
+    Read here from the files (``pdir``), or read back from a broker scan written where the files are
+    (``digests``: the batches from ``first_dirty_offset`` on, see :mod:`coordinator_core.cleaner.collect`).
+    """
 
     broker_id: int
-    pdir: PartitionDir
+    partition: int
+    path: str
+    size_bytes: int
     #: ``(epoch, start offset)`` from ``leader-epoch-checkpoint``, oldest first
     leader_epochs: tuple[tuple[int, int], ...]
     log_start_offset: int
@@ -73,21 +97,42 @@ class ReplicaCopy:
     #: where this broker's cleaner stopped (``cleaner-offset-checkpoint``, at least the log start):
     #: from here on the copy holds the batches exactly as replicated
     first_dirty_offset: int
+    pdir: PartitionDir | None = None
+    digests: tuple[BatchDigest, ...] | None = None
+    #: the stored digests stop here (a cap on what a broker scan carries); None = to the log end
+    digests_until: int | None = None
 
     @property
     def leader_epoch(self) -> int | None:
         return self.leader_epochs[-1][0] if self.leader_epochs else None
 
+    def digests_from(self, start: int) -> Iterator[BatchDigest]:
+        """The batches that end after ``start``, in offset order (bounded memory when read from files)."""
+        if self.digests is not None:
+            yield from (d for d in self.digests if d.next_offset > start)
+            return
+        if self.pdir is None:
+            return
+        errors: list[DecodeError] = []
+        with _BatchBytes() as read:
+            for batch in _batches_from(self.pdir, start, errors):
+                yield BatchDigest(batch.base_offset, batch.last_offset, batch.size, digest(read(batch)))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "broker_id": self.broker_id,
-            "path": str(self.pdir.path),
+            "path": self.path,
             "leader_epoch": self.leader_epoch,
             "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset,
             "first_dirty_offset": self.first_dirty_offset,
-            "size_bytes": self.pdir.size_bytes,
+            "size_bytes": self.size_bytes,
         }
+
+
+def digest(data: bytes) -> str:
+    """The digest two copies of a batch are compared by (BLAKE2b, 128 bits: collisions are not a concern)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,26 +277,23 @@ class _BatchBytes:
 
 
 def _first_different_batch(
-    mine: PartitionDir, theirs: PartitionDir, low: int, high: int
-) -> tuple[RecordBatch, RecordBatch] | None:
+    mine: ReplicaCopy, theirs: ReplicaCopy, low: int, high: int
+) -> tuple[BatchDigest, BatchDigest] | None:
     """The first pair of batches in [low, high) whose offsets or stored bytes differ (the whole batch,
     header included: a follower stores the leader's batch unchanged, partition leader epoch and all)."""
-    errors: list[DecodeError] = []
-    left, right = _batches_from(mine, low, errors), _batches_from(theirs, low, errors)
+    left, right = mine.digests_from(low), theirs.digests_from(low)
     a, b = next(left, None), next(right, None)
-    with _BatchBytes() as read:
-        while a is not None and b is not None and min(a.next_offset, b.next_offset) <= high:
-            # a batch that straddles `low` may have been rewritten by one side's cleaner: skip it
-            if a.base_offset < low:
-                a = next(left, None)
-                continue
-            if b.base_offset < low:
-                b = next(right, None)
-                continue
-            same_place = (a.base_offset, a.last_offset, a.size) == (b.base_offset, b.last_offset, b.size)
-            if not same_place or read(a) != read(b):
-                return a, b
-            a, b = next(left, None), next(right, None)
+    while a is not None and b is not None and min(a.next_offset, b.next_offset) <= high:
+        # a batch that straddles `low` may have been rewritten by one side's cleaner: skip it
+        if a.base_offset < low:
+            a = next(left, None)
+            continue
+        if b.base_offset < low:
+            b = next(right, None)
+            continue
+        if a != b:
+            return a, b
+        a, b = next(left, None), next(right, None)
     return None
 
 
@@ -260,7 +302,7 @@ def find_divergences(chosen: ReplicaCopy, other: ReplicaCopy) -> list[Divergence
     replicated (above both cleaner checkpoints, below both log ends), leader epochs that started at
     different offsets, and records past the chosen copy's log end."""
     out: list[Divergence] = []
-    part, ob, cb = chosen.pdir.partition, other.broker_id, chosen.broker_id
+    part, ob, cb = chosen.partition, other.broker_id, chosen.broker_id
 
     def report(kind: str, offset: int | None, message: str) -> None:
         out.append(Divergence(part, ob, cb, kind, offset, message))
@@ -277,8 +319,11 @@ def find_divergences(chosen: ReplicaCopy, other: ReplicaCopy) -> list[Divergence
             break
     low = max(chosen.first_dirty_offset, other.first_dirty_offset)
     high = min(chosen.log_end_offset, other.log_end_offset)
+    for c in (chosen, other):
+        if c.digests_until is not None:
+            high = min(high, c.digests_until)
     if low < high:
-        first = _first_different_batch(chosen.pdir, other.pdir, low, high)
+        first = _first_different_batch(chosen, other, low, high)
         if first is not None:
             a, b = first
             at = min(a.base_offset, b.base_offset)
@@ -286,8 +331,8 @@ def find_divergences(chosen: ReplicaCopy, other: ReplicaCopy) -> list[Divergence
                 DIFFERENT_BATCHES,
                 at,
                 f"at offset {at} broker {ob} holds batch [{b.base_offset}, {b.last_offset}] "
-                f"({b.size} bytes, crc {b.crc:#010x}) and broker {cb} [{a.base_offset}, {a.last_offset}] "
-                f"({a.size} bytes, crc {a.crc:#010x}): other bytes in a range neither cleaner has rewritten",
+                f"({b.size} bytes) and broker {cb} [{a.base_offset}, {a.last_offset}] ({a.size} bytes) with "
+                "other bytes, in a range neither cleaner has rewritten",
             )
     if other.log_end_offset > chosen.log_end_offset:
         report(
@@ -301,19 +346,31 @@ def find_divergences(chosen: ReplicaCopy, other: ReplicaCopy) -> list[Divergence
     return out
 
 
-def _copy(broker_id: int, log_dir: LogDir, pdir: PartitionDir) -> ReplicaCopy:
+def replica_copy(broker_id: int, log_dir: LogDir, pdir: PartitionDir) -> ReplicaCopy:
+    """One broker's copy of a partition, read from its files."""
     tp = (pdir.topic, pdir.partition)
     first_base = pdir.segments[0].base_offset if pdir.segments else 0
     log_start = max(log_dir.log_start_checkpoint.get(tp, 0), first_base)
     ckpt = log_dir.cleaner_checkpoint.get(tp)
     return ReplicaCopy(
         broker_id=broker_id,
+        partition=pdir.partition,
+        path=str(pdir.path),
+        size_bytes=pdir.size_bytes,
         pdir=pdir,
         leader_epochs=read_leader_epoch_checkpoint(pdir.path / LEADER_EPOCH_CHECKPOINT),
         log_start_offset=log_start,
         log_end_offset=_log_end_offset(pdir),
         first_dirty_offset=log_start if ckpt is None or ckpt < log_start else ckpt,
     )
+
+
+def compare_copies(partition: int, copies: list[ReplicaCopy]) -> ReplicaChoice:
+    """:func:`choose_replica` and :func:`find_divergences` of every other copy against the chosen one."""
+    chosen, reason = choose_replica(copies)
+    divergences = [d for c in copies if c is not chosen for d in find_divergences(chosen, c)]
+    by_broker = tuple(sorted(copies, key=lambda c: c.broker_id))
+    return ReplicaChoice(partition, chosen, by_broker, reason, tuple(divergences))
 
 
 @dataclass(frozen=True)
@@ -331,7 +388,7 @@ class LogDirs:
 
     def copies(self, partition: int) -> list[ReplicaCopy]:
         return [
-            _copy(b.broker_id, b.log_dir, p)
+            replica_copy(b.broker_id, b.log_dir, p)
             for b in self.brokers
             for p in b.log_dir.partitions
             if p.partition == partition and p.segments
@@ -343,10 +400,7 @@ class LogDirs:
             copies = self.copies(partition)
             if not copies:
                 return None
-            chosen, reason = choose_replica(copies)
-            divergences = [d for c in copies if c is not chosen for d in find_divergences(chosen, c)]
-            by_broker = tuple(sorted(copies, key=lambda c: c.broker_id))
-            self._choices[partition] = ReplicaChoice(partition, chosen, by_broker, reason, tuple(divergences))
+            self._choices[partition] = compare_copies(partition, copies)
         return self._choices[partition]
 
     def choices(self) -> list[ReplicaChoice]:

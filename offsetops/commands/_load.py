@@ -160,4 +160,4 @@ def _chosen_copies(args: argparse.Namespace, replicas: list[ReplicaChoice] | Non
             )
     if replicas is not None:
         replicas.extend(choices)
-    return [c.chosen.pdir for c in choices]
+    return [c.chosen.pdir for c in choices if c.chosen.pdir is not None]

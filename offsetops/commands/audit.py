@@ -8,6 +8,7 @@ from typing import TextIO
 
 from coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs
 from coordinator_core.cleaner.broker_log import BrokerLogReport, read_broker_logs
+from coordinator_core.cleaner.collect import BrokerScan, audit_broker_scans, read_broker_scans
 from coordinator_core.cleaner.config import (
     CleanerConfig,
     fetch_cluster_config,
@@ -54,6 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="one broker's log dir, repeated for each broker to audit them in one run (each replica is "
         "audited, and copies that diverge are reported); the broker id comes from its meta.properties "
         "unless given as BROKER_ID=PATH",
+    )
+    p.add_argument(
+        "--broker-scans",
+        metavar="DIR",
+        help="audit every broker from the broker-<id>.json scans that `offsetops broker-scan` wrote "
+        "beside each broker into this shared directory, instead of reading log dirs",
     )
     p.add_argument(
         "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
@@ -116,13 +123,20 @@ def run(args: argparse.Namespace) -> int:
         thresholds = Thresholds().with_overrides(dict(_pairs(args.threshold)))
     except ValueError as exc:
         return die(str(exc))
-    if args.path and args.log_dir:
-        return die("give one log dir PATH, or --log-dir for each broker, not both")
-    if not args.path and not args.log_dir:
-        return die("give a broker log dir PATH, or --log-dir [BROKER_ID=]PATH once per broker")
+    sources = [bool(args.path), bool(args.log_dir), bool(args.broker_scans)]
+    if sum(sources) > 1:
+        return die("give one of: a log dir PATH, --log-dir for each broker, or --broker-scans DIR")
+    if not any(sources):
+        return die(
+            "give a broker log dir PATH, --log-dir [BROKER_ID=]PATH once per broker, or --broker-scans DIR"
+        )
     dirs: LogDirs | None = None
+    scans: list[BrokerScan] | None = None
     try:
-        if args.log_dir:
+        if args.broker_scans:
+            scans = read_broker_scans(args.broker_scans)
+            first_dir = None
+        elif args.log_dir:
             dirs = open_log_dirs(
                 [split_broker_prefix(spec) for spec in args.log_dir],
                 partitions=parse_partitions(args.partition),
@@ -134,8 +148,11 @@ def run(args: argparse.Namespace) -> int:
     except (LogDirError, ValueError) as exc:
         return die(str(exc))
     try:
-        metrics_urls = _per_broker(args.metrics_url, "--metrics-url", dirs)
-        broker_log_files = _per_broker(args.broker_log, "--broker-log", dirs)
+        known = (
+            {b.broker_id for b in dirs.brokers} if dirs else {s.broker_id for s in scans} if scans else None
+        )
+        metrics_urls = _per_broker(args.metrics_url, "--metrics-url", known)
+        broker_log_files = _per_broker(args.broker_log, "--broker-log", known)
     except ValueError as exc:
         return die(str(exc))
 
@@ -148,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
             broker_id = args.broker_id
         elif dirs is not None:
             broker_id = dirs.brokers[0].broker_id
+        elif scans is not None:
+            broker_id = scans[0].broker_id
         else:
             broker_id = read_broker_id(logdir.path)
         try:
@@ -193,11 +212,18 @@ def run(args: argparse.Namespace) -> int:
         "record_history": not args.no_record,
     }
     try:
-        if dirs is not None:
+        per_broker = {
+            "metrics": {k: v for k, v in metrics.items() if k is not None},
+            "broker_logs": {k: v for k, v in broker_logs.items() if k is not None},
+        }
+        if scans is not None:
+            audit = audit_broker_scans(
+                scans, partitions=parse_partitions(args.partition), **per_broker, **common
+            )
+        elif dirs is not None:
             audit = audit_log_dirs(
                 dirs,
-                metrics={k: v for k, v in metrics.items() if k is not None},
-                broker_logs={k: v for k, v in broker_logs.items() if k is not None},
+                **per_broker,
                 **common,
             )
         else:
@@ -214,8 +240,8 @@ def run(args: argparse.Namespace) -> int:
         # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`); with
         # several brokers it forecasts the copies a reload reads.
         rows = audit.partitions
-        if dirs is not None:
-            chosen = {(c.partition, c.chosen.broker_id) for c in dirs.choices()}
+        if audit.replicas is not None:
+            chosen = {(c.partition, c.chosen.broker_id) for c in audit.replicas}
             rows = [p for p in rows if (p.partition, p.broker_id) in chosen]
         doc["failover"] = failover_json(rows, [f for files in broker_log_files.values() for f in files])
         print_json(doc)
@@ -229,18 +255,17 @@ def _whose(broker_id: int | None) -> str:
     return "the log dir" if broker_id is None else f"broker {broker_id}"
 
 
-def _per_broker(values: list[str] | None, flag: str, dirs: LogDirs | None) -> dict[int | None, list[str]]:
+def _per_broker(values: list[str] | None, flag: str, known: set[int] | None) -> dict[int | None, list[str]]:
     """``--metrics-url``/``--broker-log`` values by broker id (None for a single log dir): with several
-    log dirs each must say whose it is, since every broker has its own cleaner, metrics and logs."""
+    brokers each must say whose it is, since every broker has its own cleaner, metrics and logs."""
     out: dict[int | None, list[str]] = {}
-    known = None if dirs is None else {b.broker_id for b in dirs.brokers}
     for value in values or []:
         bid, rest = split_broker_prefix(value) if known is not None else (None, value)
         if known is not None and bid is None:
-            raise ValueError(f"{flag} {value!r}: with --log-dir, say whose it is as BROKER_ID={value}")
+            raise ValueError(f"{flag} {value!r}: with several brokers, say whose it is as BROKER_ID={value}")
         if known is not None and bid not in known:
             raise ValueError(
-                f"{flag} {value!r}: broker {bid} is not among the --log-dir brokers {sorted(known)}"
+                f"{flag} {value!r}: broker {bid} is not among the audited brokers {sorted(known)}"
             )
         out.setdefault(bid, []).append(rest)
     return out
@@ -318,8 +343,8 @@ def print_table(audit: CleanerAudit) -> None:
         )
     for note in audit.notes:
         out.write(f"note: {escape(note)}\n")
-    if audit.log_dirs is not None:
-        print_replicas(audit.log_dirs, out)
+    if audit.brokers is not None:
+        print_replicas(audit, out)
     out.write(f"\nverdict: {audit.verdict}\n")
     for r in audit.reasons:
         out.write(f"  [{r.severity}] {r.message}\n      remedy: {r.remedy}\n")
@@ -329,11 +354,11 @@ def print_table(audit: CleanerAudit) -> None:
             out.write(f"  [{r.severity}] {where}: {r.message}\n      remedy: {r.remedy}\n")
 
 
-def print_replicas(dirs: LogDirs, out: TextIO) -> None:
+def print_replicas(audit: CleanerAudit, out: TextIO) -> None:
     """Which broker's copy of each partition a reload reads and why, and every divergent copy."""
-    brokers = ", ".join(f"{b.broker_id}={escape(str(b.log_dir.path))}" for b in dirs.brokers)
+    brokers = ", ".join(f"{b}={escape(d)}" for b, d in sorted((audit.brokers or {}).items()))
     out.write(f"\nbrokers: {brokers}\n")
-    for c in dirs.choices():
+    for c in audit.replicas or []:
         copies = ", ".join(str(x.broker_id) for x in c.copies)
         out.write(f"partition {c.partition}: copies on {copies}; reads {escape(c.reason)}\n")
         for d in c.divergences:

@@ -11,7 +11,7 @@ import pytest
 
 from coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs
 from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
+from coordinator_core.sources.logdir import LogDirError
 from coordinator_core.sources.replicas import (
     AHEAD_OF_CHOSEN,
     DIFFERENT_BATCHES,
@@ -148,6 +148,7 @@ def test_other_bytes_at_the_same_offsets_are_critical_and_never_merged(brokers, 
     assert choice is not None and choice.chosen.broker_id == 0
     (d,) = choice.divergences
     assert (d.broker_id, d.kind, d.offset) == (1, DIFFERENT_BATCHES, batch.base_offset)
+    assert "other bytes" in d.message
     audit = audit_log_dirs(dirs, now_ms=NOW, record_history=False)
     assert audit.verdict == "CRITICAL"
     (row,) = [p for p in audit.partitions if p.broker_id == 1]
@@ -192,9 +193,8 @@ def test_one_broker_cannot_hold_two_copies_and_per_broker_options_say_whose(brok
 
 
 def _copy(broker: int, epoch: int | None, end: int, start: int) -> ReplicaCopy:
-    pdir = open_log_dir(require_real_kafka() / SOURCE, partitions=[39]).partitions[0]
     epochs = () if epoch is None else ((epoch, 0),)
-    return ReplicaCopy(broker, pdir, epochs, start, end, start)
+    return ReplicaCopy(broker, 39, f"/b{broker}/__consumer_offsets-39", 0, epochs, start, end, start)
 
 
 def test_choose_replica_rules_in_order() -> None:
@@ -216,3 +216,49 @@ def test_split_broker_prefix() -> None:
     assert split_broker_prefix("http://h:9/m?x=1") == (None, "http://h:9/m?x=1")
     with pytest.raises(ValueError):
         split_broker_prefix("3=")
+
+
+# -- broker scans: the same audit when each broker's files are scanned where they are ---------------
+
+
+def test_broker_scans_give_the_audit_of_the_log_dirs(brokers, tmp_path, capsys) -> None:
+    truncate(brokers[1] / "__consumer_offsets-39", 600)
+    bump_epoch(brokers[2] / "__consumer_offsets-13", 7, 223)
+    seg = brokers[0] / "__consumer_offsets-13" / LOG
+    data = bytearray(seg.read_bytes())
+    data[-1] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    shared = tmp_path / "scans"
+    for root in brokers.values():
+        assert main(["broker-scan", f"--log-dir={root}", f"--out={shared}", f"--now={NOW}"]) == 0
+    assert sorted(p.name for p in shared.iterdir()) == ["broker-0.json", "broker-1.json", "broker-2.json"]
+    args = ["audit", "--json", "--no-record", f"--now={NOW}"]
+    assert main([*args, f"--broker-scans={shared}"]) == 0
+    from_scans = json.loads(capsys.readouterr().out)
+    assert main([*args] + [f"--log-dir={p}" for p in brokers.values()]) == 0
+    from_files = json.loads(capsys.readouterr().out)
+    assert from_scans["verdict"] == from_files["verdict"] == "CRITICAL"
+    for key in ("partitions", "replicas", "summary", "reasons"):
+        assert from_scans[key] == from_files[key], key
+    kinds = {
+        (d["partition"], d["broker_id"], d["kind"]) for r in from_scans["replicas"] for d in r["divergences"]
+    }
+    assert kinds == {(13, 0, DIFFERENT_BATCHES)}
+
+
+def test_a_stale_or_malformed_scan_is_reported(brokers, tmp_path, capsys) -> None:
+    from coordinator_core.cleaner.collect import audit_broker_scans, read_broker_scans
+
+    shared = tmp_path / "scans"
+    for root in brokers.values():
+        assert main(["broker-scan", f"--log-dir={root}", f"--out={shared}", f"--now={NOW}"]) == 0
+    audit = audit_broker_scans(read_broker_scans(shared), now_ms=NOW + 3 * 3_600_000, record_history=False)
+    stale = [r for r in audit.reasons if r.code == "stale_broker_scan"]
+    assert len(stale) == 3 and "broker 0's scan" in stale[0].message and audit.verdict == "DEGRADED"
+    (shared / "broker-1.json").write_text('{"format": "offsetops-broker-scan/1", "broker_id": 1}')
+    assert main(["audit", f"--broker-scans={shared}"]) == 2
+    assert f"{shared / 'broker-1.json'}: malformed broker scan" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["audit", f"--broker-scans={empty}"]) == 2
+    assert "is the per-broker collector running?" in capsys.readouterr().err
