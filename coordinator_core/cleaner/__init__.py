@@ -2,7 +2,7 @@
 
 ``manager`` (the arithmetic), ``scan`` (the record scan), ``model`` (data model and JSON), ``rules``
 (the verdict rules as data), ``audit`` (one partition, one log dir, several brokers' log dirs),
-``replicas`` (which broker's copy of a partition to read), and the audit's inputs: ``config``
+``collect`` (broker scans written beside each broker, judged centrally), and the audit's inputs: ``config``
 (effective configuration), ``broker_log``, ``metrics`` (JMX) and ``history``.
 """
 
