@@ -320,7 +320,8 @@ _HEAD = [
 def print_table(audit: CleanerAudit) -> None:
     """The readable report: one row per partition, then every reason with its remedy."""
     out = sys.stdout
-    rows = [_HEAD, *(_row(p) for p in audit.partitions)]
+    head = _HEAD if audit.brokers is None else ["part@broker", *_HEAD[1:]]
+    rows = [head, *(_row(p) for p in audit.partitions)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
     for r in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
