@@ -286,6 +286,10 @@ def audit_broker_scans(
     cfg, th = config or CleanerConfig(), thresholds or Thresholds()
     now = int(time.time() * 1000) if now_ms is None else now_ms
     wanted = None if partitions is None else set(partitions)
+    if wanted is not None:
+        missing = sorted(wanted - {n for scan in scans for n in scan.partitions})
+        if missing:
+            raise LogDirError(f"partition(s) {missing} of {OFFSETS_TOPIC} are in none of the broker scans")
     per_broker: list[tuple[int, CleanerAudit]] = []
     notes: list[str] = []
     stale: list[Reason] = []
