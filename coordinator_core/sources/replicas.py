@@ -448,7 +448,12 @@ def open_log_dirs(
     brokers: list[BrokerLogDir] = []
     notes: list[str] = []
     seen: dict[tuple[int, int], Path] = {}
+    given_paths: set[Path] = set()
     for given, path in items:
+        resolved = Path(path).resolve()
+        if resolved in given_paths:
+            raise LogDirError(f"{path}: given twice")
+        given_paths.add(resolved)
         broker_id = _broker_id(given, Path(path))
         try:
             logdir = open_log_dir(path, topic=topic)

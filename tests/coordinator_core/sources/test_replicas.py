@@ -180,6 +180,8 @@ def test_a_missing_meta_properties_names_the_dir(brokers, capsys) -> None:
 
 
 def test_one_broker_cannot_hold_two_copies_and_per_broker_options_say_whose(brokers, capsys) -> None:
+    with pytest.raises(LogDirError, match="given twice"):
+        open_log_dirs([brokers[0], brokers[1], brokers[0]])
     (brokers[1] / "meta.properties").unlink()
     with pytest.raises(LogDirError, match="two log dirs of broker 0"):
         open_log_dirs([brokers[0], (0, str(brokers[1]))])
