@@ -1,7 +1,7 @@
 """Cleaner audit domain: Log Cleaner health of each ``__consumer_offsets`` partition, hourly.
 
 The verdict (HEALTHY / DEGRADED / CRITICAL) and its reasons come from
-:func:`coordinator_core.cleaner.audit.audit_log_dir`. Each Dagster partition's materialization carries
+:func:`offsetops.coordinator_core.cleaner.audit.audit_log_dir`. Each Dagster partition's materialization carries
 that partition's facts only; the asset emits a ``partition_verdict`` check result per partition and a
 ``cleaner_verdict`` result for the run (``checks/dagster_checks.py``). Topic-wide figures live in the
 ``offsets_topic_summary`` asset.
@@ -28,10 +28,8 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from pydantic import Field
-
-from assets.reload import raw_segments
-from assets.resources import (
+from offsetops.assets.reload import raw_segments
+from offsetops.assets.resources import (
     OFFSETS_PARTITIONS,
     SCHEDULE_STATUS,
     OffsetsSourceResource,
@@ -43,7 +41,7 @@ from assets.resources import (
     run_partitions,
     write_json,
 )
-from checks.dagster_checks import (
+from offsetops.checks.dagster_checks import (
     AUDIT_ASSET,
     CLEANER_VERDICT,
     PARTITION_VERDICT,
@@ -56,10 +54,11 @@ from checks.dagster_checks import (
     partition_verdict,
     worst_reason,
 )
-from coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, PartitionAudit, format_bytes
-from coordinator_core.clock import Clock
-from coordinator_core.sources.replicas import ReplicaChoice
-from coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, PartitionAudit, format_bytes
+from offsetops.coordinator_core.clock import Clock
+from offsetops.coordinator_core.sources.replicas import ReplicaChoice
+from offsetops.coordinator_core.timefmt import format_duration
+from pydantic import Field
 
 GROUP = "cleaner_audit"
 AUDIT_REPORT = "cleaner_audit.json"
@@ -272,9 +271,9 @@ def _audit_log_dir(
     clock: Clock,
 ) -> Any:
     """The audit of the one log dir mounted here; the record scans run as a Spark job."""
-    from coordinator_core.cleaner.audit import audit_log_dir
-    from pipelines.audit import partition_audits
-    from pipelines.source import list_log_dir
+    from offsetops.coordinator_core.cleaner.audit import audit_log_dir
+    from offsetops.pipelines.audit import partition_audits
+    from offsetops.pipelines.source import list_log_dir
 
     logdir = offsets_source.open_log_dir()
     wanted = set(partitions)
@@ -322,11 +321,11 @@ def cleaner_audit(
     The record scans (the costly part: every record is read) run as a Spark job, one task per group of
     partitions; history, broker-log marks and verdicts are applied here.
     """
-    from coordinator_core.cleaner.collect import audit_broker_scans, read_broker_scans
-    from coordinator_core.cleaner.config import CleanerConfig
-    from coordinator_core.cleaner.model import Thresholds
-    from coordinator_core.sources.logdir import LogDirError
-    from pipelines.source import InputPathError
+    from offsetops.coordinator_core.cleaner.collect import audit_broker_scans, read_broker_scans
+    from offsetops.coordinator_core.cleaner.config import CleanerConfig
+    from offsetops.coordinator_core.cleaner.model import Thresholds
+    from offsetops.coordinator_core.sources.logdir import LogDirError
+    from offsetops.pipelines.source import InputPathError
 
     partitions = run_partitions(context)
     state.ensure()

@@ -16,16 +16,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.reload import parse_size
-from coordinator_core.cleaner.audit import audit_log_dir
-from coordinator_core.cleaner.collect import (
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir
+from offsetops.coordinator_core.cleaner.collect import (
     audit_broker_scans,
     read_broker_scans,
     scan_broker,
     write_broker_scan,
 )
-from coordinator_core.simulator import SimulationConfig, simulate
-from coordinator_core.sources.logdir import open_log_dir
+from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+from offsetops.coordinator_core.sources.logdir import open_log_dir
+
+from benchmarks.reload import parse_size
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"

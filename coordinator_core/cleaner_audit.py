@@ -1,4 +1,4 @@
-"""The Log Cleaner audit's public names in one import (the code lives in :mod:`coordinator_core.cleaner`).
+"""The Log Cleaner audit's public names in one import (the code lives in :mod:`offsetops.coordinator_core.cleaner`).
 
 ``model`` (verdicts, findings, thresholds, the JSON), ``manager`` (``LogCleanerManager`` arithmetic),
 ``scan`` (the record scan), ``rules`` (the verdict rules as data) and ``audit`` (a partition, a log
@@ -7,8 +7,8 @@ dir). The operator's guide is docs/cleaner-audit.md.
 
 from __future__ import annotations
 
-from coordinator_core.cleaner.audit import audit_log_dir, audit_partition, audit_partition_isolated
-from coordinator_core.cleaner.manager import (
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir, audit_partition, audit_partition_isolated
+from offsetops.coordinator_core.cleaner.manager import (
     LogToClean,
     OffsetsToClean,
     SegmentInfo,
@@ -18,7 +18,7 @@ from coordinator_core.cleaner.manager import (
     max_compaction_delay,
     max_dirty_ratio,
 )
-from coordinator_core.cleaner.model import (
+from offsetops.coordinator_core.cleaner.model import (
     CRITICAL,
     DEGRADED,
     HEALTHY,
@@ -32,8 +32,8 @@ from coordinator_core.cleaner.model import (
     format_bytes,
     worst,
 )
-from coordinator_core.cleaner.rules import judge_partition, judge_topic
-from coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.cleaner.rules import judge_partition, judge_topic
+from offsetops.coordinator_core.timefmt import format_duration
 
 __all__ = [
     "CRITICAL",

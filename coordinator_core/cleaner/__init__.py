@@ -6,16 +6,21 @@
 (effective configuration), ``broker_log``, ``metrics`` (JMX) and ``history``.
 """
 
-from coordinator_core.cleaner.broker_log import BrokerLogReport, parse_broker_log, read_broker_logs
-from coordinator_core.cleaner.config import (
+from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, parse_broker_log, read_broker_logs
+from offsetops.coordinator_core.cleaner.config import (
     CleanerConfig,
     ClusterConfig,
     ClusterConfigError,
     fetch_cluster_config,
     parse_config_overrides,
 )
-from coordinator_core.cleaner.history import AuditHistory
-from coordinator_core.cleaner.metrics import CleanerMetrics, MetricsError, parse_exposition, scrape_metrics
+from offsetops.coordinator_core.cleaner.history import AuditHistory
+from offsetops.coordinator_core.cleaner.metrics import (
+    CleanerMetrics,
+    MetricsError,
+    parse_exposition,
+    scrape_metrics,
+)
 
 __all__ = [
     "AuditHistory",

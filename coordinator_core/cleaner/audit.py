@@ -15,18 +15,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.cleaner.broker_log import BrokerLogReport
-from coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
-from coordinator_core.cleaner.history import AuditHistory
-from coordinator_core.cleaner.manager import (
+from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport
+from offsetops.coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
+from offsetops.coordinator_core.cleaner.history import AuditHistory
+from offsetops.coordinator_core.cleaner.manager import (
     OffsetsToClean,
     cleanable_offsets,
     log_segments,
     log_to_clean,
     max_compaction_delay,
 )
-from coordinator_core.cleaner.metrics import CleanerMetrics
-from coordinator_core.cleaner.model import (
+from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics
+from offsetops.coordinator_core.cleaner.model import (
     CRITICAL,
     DEGRADED,
     RANK,
@@ -38,9 +38,9 @@ from coordinator_core.cleaner.model import (
     Thresholds,
     worst,
 )
-from coordinator_core.cleaner.rules import failure_reason, judge_partition, judge_topic
-from coordinator_core.cleaner.scan import scan_partition
-from coordinator_core.sources.logdir import (
+from offsetops.coordinator_core.cleaner.rules import failure_reason, judge_partition, judge_topic
+from offsetops.coordinator_core.cleaner.scan import scan_partition
+from offsetops.coordinator_core.sources.logdir import (
     OFFSETS_TOPIC,
     REPLICATION_CHECKPOINT,
     LogDir,
@@ -49,7 +49,7 @@ from coordinator_core.sources.logdir import (
     open_log_dir,
     read_offset_checkpoint,
 )
-from coordinator_core.sources.replicas import (
+from offsetops.coordinator_core.sources.replicas import (
     AHEAD_OF_CHOSEN,
     DIFFERENT_BATCHES,
     EPOCH_HISTORY,
@@ -401,7 +401,7 @@ def audit_log_dirs(
 
     Each broker's cleaner compacts its own copy, so each copy is audited against its own log dir's
     checkpoints (:func:`audit_log_dir`); ``metrics`` and ``broker_logs`` are per broker id. Copies that
-    diverge from the copy a reload would read (:mod:`coordinator_core.sources.replicas`) get a
+    diverge from the copy a reload would read (:mod:`offsetops.coordinator_core.sources.replicas`) get a
     ``replica_divergence`` finding on their row.
     """
     cfg, th = config or CleanerConfig(), thresholds or Thresholds()

@@ -3,11 +3,11 @@
 A broker's log dir lives on a volume only that broker's node can mount (ReadWriteOnce), so the part of
 the audit that reads segment files runs beside the broker (a sidecar in the broker pod, or a job
 scheduled onto its node) and writes a :class:`BrokerScan` to shared storage: each partition's
-:func:`~coordinator_core.cleaner.audit.audit_partition` result, and each copy's replica facts (leader
+:func:`~offsetops.coordinator_core.cleaner.audit.audit_partition` result, and each copy's replica facts (leader
 epochs, log start/end, first dirty offset, and a digest of every batch from the first dirty offset on,
 so that copies on different machines can be compared). The central run reads every broker's scan,
 chooses the copy of each partition a reload reads, and applies history, marks and verdicts, exactly as
-:func:`~coordinator_core.cleaner.audit.audit_log_dirs` does with the files at hand.
+:func:`~offsetops.coordinator_core.cleaner.audit.audit_log_dirs` does with the files at hand.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.cleaner.audit import audit_log_dir, merge_broker_audits, scan_log_dir
-from coordinator_core.cleaner.broker_log import BrokerLogReport
-from coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
-from coordinator_core.cleaner.metrics import CleanerMetrics
-from coordinator_core.cleaner.model import (
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir, merge_broker_audits, scan_log_dir
+from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport
+from offsetops.coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
+from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics
+from offsetops.coordinator_core.cleaner.model import (
     DEGRADED,
     CleanerAudit,
     OpenTransaction,
@@ -35,15 +35,15 @@ from coordinator_core.cleaner.model import (
     Reason,
     Thresholds,
 )
-from coordinator_core.errors import DecodeError
-from coordinator_core.sources.logdir import (
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.sources.logdir import (
     OFFSETS_TOPIC,
     LogDir,
     LogDirError,
     PartitionDir,
 )
-from coordinator_core.sources.replicas import BatchDigest, ReplicaCopy, compare_copies, replica_copy
-from coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.sources.replicas import BatchDigest, ReplicaCopy, compare_copies, replica_copy
+from offsetops.coordinator_core.timefmt import format_duration
 
 __all__ = [
     "SCAN_FORMAT",

@@ -14,14 +14,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_core.kafka_client import (
+from offsetops.coordinator_core.kafka_client import (
     KafkaClientConfig,
     KafkaClientError,
     check_connection,
     is_connection_error,
 )
-from coordinator_core.sources.logdir import LogDirError
-from coordinator_core.sources.logdir import read_broker_id as read_log_dir_broker_id
+from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.coordinator_core.sources.logdir import read_broker_id as read_log_dir_broker_id
 
 LONG_MAX = 2**63 - 1
 
@@ -256,7 +256,7 @@ def fetch_cluster_config(
 
     ``broker_id`` defaults to the first broker the cluster reports. The connection is checked first,
     within ``client.connect_timeout_ms``. Raises :class:`ClusterConfigError` (or
-    :class:`~coordinator_core.kafka_client.ClusterUnreachable`) with a readable message.
+    :class:`~offsetops.coordinator_core.kafka_client.ClusterUnreachable`) with a readable message.
     """
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
     from kafka.errors import KafkaError

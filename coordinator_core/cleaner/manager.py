@@ -3,7 +3,7 @@
 ``cleanableOffsets`` (first dirty offset with its checkpoint reset rules, and the first offset the
 cleaner may not pass), ``calculateCleanableBytes``, ``LogToClean`` (clean/cleanable bytes and the dirty
 ratio), ``maxCompactionDelay`` and the ``max-dirty-percent`` gauge of ``grabFilthiestCompactedLog``.
-Nothing here reads a file: :mod:`coordinator_core.cleaner.scan` supplies the segments.
+Nothing here reads a file: :mod:`offsetops.coordinator_core.cleaner.scan` supplies the segments.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from coordinator_core.cleaner.config import CleanerConfig
+from offsetops.coordinator_core.cleaner.config import CleanerConfig
 
 if TYPE_CHECKING:
-    from coordinator_core.cleaner.model import PartitionAudit
+    from offsetops.coordinator_core.cleaner.model import PartitionAudit
 
 __all__ = [
     "LogToClean",

@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_core.cleaner.broker_log import BrokerLogReport, CleanerEvent
-from coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
-from coordinator_core.cleaner.history import PartitionSnapshot, Progress
-from coordinator_core.cleaner.manager import max_dirty_ratio
-from coordinator_core.cleaner.metrics import CleanerMetrics
-from coordinator_core.errors import DecodeError
-from coordinator_core.sources.replicas import ReplicaChoice
+from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, CleanerEvent
+from offsetops.coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
+from offsetops.coordinator_core.cleaner.history import PartitionSnapshot, Progress
+from offsetops.coordinator_core.cleaner.manager import max_dirty_ratio
+from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 
 __all__ = [
     "CRITICAL",

@@ -2,7 +2,7 @@
 
 A rule has the stable codes it can emit, the worst severity it can give, a one-line description and
 a function from what it looks at (a :class:`PartitionView` or a :class:`TopicView`) to its findings,
-each a :class:`~coordinator_core.cleaner.model.Reason` with a remedy. :data:`PARTITION_RULES` and
+each a :class:`~offsetops.coordinator_core.cleaner.model.Reason` with a remedy. :data:`PARTITION_RULES` and
 :data:`TOPIC_RULES` are evaluated in order; the findings are then sorted worst first (a stable sort,
 so the table order breaks ties), and the worst severity is the verdict. docs/cleaner-audit.md
 explains each code to operators.
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-from coordinator_core.cleaner.broker_log import BrokerLogReport
-from coordinator_core.cleaner.config import CleanerConfig
-from coordinator_core.cleaner.metrics import CleanerMetrics
-from coordinator_core.cleaner.model import (
+from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport
+from offsetops.coordinator_core.cleaner.config import CleanerConfig
+from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics
+from offsetops.coordinator_core.cleaner.model import (
     CRITICAL,
     DEGRADED,
     RANK,
@@ -31,8 +31,8 @@ from coordinator_core.cleaner.model import (
     Thresholds,
     format_bytes,
 )
-from coordinator_core.sources.logdir import OFFSETS_TOPIC
-from coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
+from offsetops.coordinator_core.timefmt import format_duration
 
 __all__ = [
     "PARTITION_RULES",

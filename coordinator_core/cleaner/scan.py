@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_core.cleaner.manager import SegmentInfo
-from coordinator_core.errors import DecodeError, OffsetsDecodeException
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.schema.control import decode_control_key
-from coordinator_core.schema.types import SchemaError
-from coordinator_core.sources.logdir import PartitionDir
+from offsetops.coordinator_core.cleaner.manager import SegmentInfo
+from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.schema.control import decode_control_key
+from offsetops.coordinator_core.schema.types import SchemaError
+from offsetops.coordinator_core.sources.logdir import PartitionDir
 
 __all__ = ["KeyStats", "PartitionScan", "scan_partition"]
 

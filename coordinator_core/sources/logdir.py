@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.records.batch import RecordBatch
-from coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.reader import iter_segment_batches
 
 OFFSETS_TOPIC = "__consumer_offsets"
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
@@ -148,7 +148,7 @@ def read_broker_id(log_dir: str | os.PathLike[str]) -> int:
     who copied a log dir without it knows to give the broker id explicitly.
     """
     # imported here: kafka_client owns the one .properties parser, and pulls in the client stack
-    from coordinator_core.kafka_client import read_properties
+    from offsetops.coordinator_core.kafka_client import read_properties
 
     path = Path(log_dir) / META_PROPERTIES
     try:

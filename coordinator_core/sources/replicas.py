@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.records.batch import RecordBatch
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.logdir import (
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.logdir import (
     LEADER_EPOCH_CHECKPOINT,
     META_PROPERTIES,
     OFFSETS_TOPIC,
@@ -83,7 +83,7 @@ class ReplicaCopy:
     """One broker's copy of a partition, with what the choice and the divergence check need.
 
     Read here from the files (``pdir``), or read back from a broker scan written where the files are
-    (``digests``: the batches from ``first_dirty_offset`` on, see :mod:`coordinator_core.cleaner.collect`).
+    (``digests``: the batches from ``first_dirty_offset`` on, see :mod:`offsetops.coordinator_core.cleaner.collect`).
     """
 
     broker_id: int

@@ -7,14 +7,6 @@ import argparse
 import re
 import sys
 
-from coordinator_core.asof import Cut, load_as_of
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.loader import load_partition_dir, load_partition_from
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from coordinator_core.sources.logdir import LogDirError, PartitionDir, open_log_dir
-from coordinator_core.sources.replicas import ReplicaChoice, open_log_dirs, split_broker_prefix
-from coordinator_core.timefmt import parse_time
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     escape,
@@ -23,6 +15,14 @@ from offsetops.commands._common import (
     parse_partitions,
     positive_int,
 )
+from offsetops.coordinator_core.asof import Cut, load_as_of
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.loader import load_partition_dir, load_partition_from
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.sources.logdir import LogDirError, PartitionDir, open_log_dir
+from offsetops.coordinator_core.sources.replicas import ReplicaChoice, open_log_dirs, split_broker_prefix
+from offsetops.coordinator_core.timefmt import parse_time
 from offsetops.progress import Progress
 
 
@@ -105,13 +105,13 @@ def load_caches(
     """Load the chosen partitions from ``args.path``, the ``--log-dir`` of several brokers, or the live
     cluster of ``--bootstrap`` / ``--client-config`` (LogDirError and KafkaClientError propagate with
     the path or cluster in them). With several brokers' log dirs each partition is read from the copy
-    :func:`~coordinator_core.sources.replicas.choose_replica` picks; the choices are appended to
+    :func:`~offsetops.coordinator_core.sources.replicas.choose_replica` picks; the choices are appended to
     ``replicas``, and divergent copies are warned about on stderr whoever the caller is."""
     cut = cut or Cut()
     whole = cut.until_offset is None and cut.until_ms is None
     kw = {"num_partitions": args.num_partitions, "semantics": args.semantics}
     if is_live(args):
-        from coordinator_core.sources.live import LiveSource
+        from offsetops.coordinator_core.sources.live import LiveSource
 
         config = kafka_client_config(args)
         with LiveSource(config, topic=getattr(args, "offsets_topic", "__consumer_offsets")) as source:

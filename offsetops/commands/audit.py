@@ -6,22 +6,6 @@ import argparse
 import sys
 from typing import TextIO
 
-from coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs
-from coordinator_core.cleaner.broker_log import BrokerLogReport, read_broker_logs
-from coordinator_core.cleaner.collect import BrokerScan, audit_broker_scans, read_broker_scans
-from coordinator_core.cleaner.config import (
-    CleanerConfig,
-    fetch_cluster_config,
-    known_config_keys,
-    parse_config_overrides,
-    read_broker_id,
-)
-from coordinator_core.cleaner.metrics import CleanerMetrics, MetricsError, scrape_metrics
-from coordinator_core.cleaner.model import CleanerAudit, PartitionAudit, Thresholds, format_bytes
-from coordinator_core.clock import ClockError, resolve_clock
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
-from coordinator_core.timefmt import format_duration
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     die,
@@ -33,6 +17,22 @@ from offsetops.commands._common import (
     print_json,
 )
 from offsetops.commands.failover import failover_json
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs
+from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, read_broker_logs
+from offsetops.coordinator_core.cleaner.collect import BrokerScan, audit_broker_scans, read_broker_scans
+from offsetops.coordinator_core.cleaner.config import (
+    CleanerConfig,
+    fetch_cluster_config,
+    known_config_keys,
+    parse_config_overrides,
+    read_broker_id,
+)
+from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics, MetricsError, scrape_metrics
+from offsetops.coordinator_core.cleaner.model import CleanerAudit, PartitionAudit, Thresholds, format_bytes
+from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
+from offsetops.coordinator_core.timefmt import format_duration
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     config = CleanerConfig()
     live = None
     if args.bootstrap or args.client_config:
-        from coordinator_core.kafka_client import KafkaClientError
+        from offsetops.coordinator_core.kafka_client import KafkaClientError
 
         if args.broker_id is not None:
             broker_id = args.broker_id

@@ -7,13 +7,13 @@ import argparse
 import sys
 import time
 
-from coordinator_core.cleaner.collect import DEFAULT_MAX_DIGESTS, scan_broker, write_broker_scan
-from coordinator_core.cleaner.config import CleanerConfig, known_config_keys, parse_config_overrides
-from coordinator_core.cleaner.model import PartitionFailure
-from coordinator_core.clock import ClockError, resolve_clock
-from coordinator_core.sources.logdir import LogDirError, open_log_dir, read_broker_id
-from coordinator_core.sources.replicas import split_broker_prefix
 from offsetops.commands._common import die, epoch_time, escape, positive_int
+from offsetops.coordinator_core.cleaner.collect import DEFAULT_MAX_DIGESTS, scan_broker, write_broker_scan
+from offsetops.coordinator_core.cleaner.config import CleanerConfig, known_config_keys, parse_config_overrides
+from offsetops.coordinator_core.cleaner.model import PartitionFailure
+from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir, read_broker_id
+from offsetops.coordinator_core.sources.replicas import split_broker_prefix
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,16 +7,16 @@ import json
 from pathlib import Path
 
 from dagster import AssetKey, DagsterInstance, materialize
+from offsetops.checks.dagster_checks import plain_metadata
 
-from checks.dagster_checks import plain_metadata
 from offsetops.cli import main
 from tests.coordinator_core.sources.test_replicas import NOW, bump_epoch, truncate
 from tests.coordinator_core.sources.test_replicas import brokers as brokers
 
 
 def test_cleaner_audit_reads_every_brokers_scan(brokers, tmp_path: Path) -> None:
-    from assets.cleaner_audit import cleaner_audit
-    from assets.resources import OffsetsSourceResource, SparkResource, StateResource
+    from offsetops.assets.cleaner_audit import cleaner_audit
+    from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 
     # broker 2 led epoch 4 from offset 900 and holds less than brokers 0 and 1, which are ahead of it
     end = truncate(brokers[2] / "__consumer_offsets-39", 600)

@@ -8,11 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.logdir import LogDirError
-from coordinator_core.sources.replicas import (
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.coordinator_core.sources.replicas import (
     AHEAD_OF_CHOSEN,
     DIFFERENT_BATCHES,
     EPOCH_HISTORY,
@@ -21,6 +20,7 @@ from coordinator_core.sources.replicas import (
     open_log_dirs,
     split_broker_prefix,
 )
+
 from offsetops.cli import main
 from tests.support.shared import require_real_kafka
 
@@ -249,7 +249,7 @@ def test_broker_scans_give_the_audit_of_the_log_dirs(brokers, tmp_path, capsys) 
 
 
 def test_a_stale_or_malformed_scan_is_reported(brokers, tmp_path, capsys) -> None:
-    from coordinator_core.cleaner.collect import audit_broker_scans, read_broker_scans
+    from offsetops.coordinator_core.cleaner.collect import audit_broker_scans, read_broker_scans
 
     shared = tmp_path / "scans"
     for root in brokers.values():
