@@ -45,6 +45,8 @@ QUIET_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "8",
 }
 
+#: What executors import: the namespace package's ``__init__`` and these two folders, laid out in the zip
+#: as installed (``offsetops/coordinator_core/...``), never the CLI, Dagster or GX layers.
 _PACKAGES = ("coordinator_core", "pipelines")
 
 
@@ -108,13 +110,15 @@ def build_session(
 
 
 def package_zip(dest: str | os.PathLike[str]) -> Path:
-    """Write ``coordinator_core`` and ``pipelines`` (sources only) to a zip for ``--py-files``."""
+    """Write ``offsetops.coordinator_core`` and ``offsetops.pipelines`` (sources only) to a zip for
+    ``--py-files``, in the installed layout."""
     root = Path(__file__).resolve().parents[1]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.write(root / "offsetops" / "__init__.py", "offsetops/__init__.py")
         for package in _PACKAGES:
             for path in sorted((root / package).rglob("*.py")):
-                zf.write(path, path.relative_to(root).as_posix())
+                zf.write(path, f"offsetops/{path.relative_to(root).as_posix()}")
     out = Path(dest)
     out.write_bytes(buf.getvalue())
     return out
