@@ -1,8 +1,8 @@
 """Cleaner audit domain: Log Cleaner health of each ``__consumer_offsets`` partition, hourly.
 
 The verdict (HEALTHY / DEGRADED / CRITICAL) and its reasons come from
-:func:`offsetops.coordinator_core.cleaner.audit.audit_log_dir`. Each Dagster partition's materialization carries
-that partition's facts only; the asset emits a ``partition_verdict`` check result per partition and a
+:func:`offsetops.coordinator_core.cleaner.audit.audit_log_dir`. Each Dagster partition's materialization
+carries that partition's facts only; the asset emits a ``partition_verdict`` check result per partition and a
 ``cleaner_verdict`` result for the run (``checks/dagster_checks.py``). Topic-wide figures live in the
 ``offsets_topic_summary`` asset.
 """

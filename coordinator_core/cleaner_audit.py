@@ -1,4 +1,6 @@
-"""The Log Cleaner audit's public names in one import (the code lives in :mod:`offsetops.coordinator_core.cleaner`).
+"""The Log Cleaner audit's public names in one import.
+
+The code lives in :mod:`offsetops.coordinator_core.cleaner`:
 
 ``model`` (verdicts, findings, thresholds, the JSON), ``manager`` (``LogCleanerManager`` arithmetic),
 ``scan`` (the record scan), ``rules`` (the verdict rules as data) and ``audit`` (a partition, a log

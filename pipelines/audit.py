@@ -437,7 +437,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from offsetops.pipelines.audit import main as _main
 
     sys.exit(_main())

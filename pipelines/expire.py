@@ -232,9 +232,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    import os
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from offsetops.pipelines.expire import main as _main
 
     sys.exit(_main())

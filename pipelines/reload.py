@@ -535,9 +535,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     # Run the importable module, not this file as __main__, so executors unpickle offsetops.pipelines.reload.
-    import os
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from offsetops.pipelines.reload import main as _main
 
     sys.exit(_main())

@@ -3,8 +3,8 @@
 A broker's log dir lives on a volume only that broker's node can mount (ReadWriteOnce), so the part of
 the audit that reads segment files runs beside the broker (a sidecar in the broker pod, or a job
 scheduled onto its node) and writes a :class:`BrokerScan` to shared storage: each partition's
-:func:`~offsetops.coordinator_core.cleaner.audit.audit_partition` result, and each copy's replica facts (leader
-epochs, log start/end, first dirty offset, and a digest of every batch from the first dirty offset on,
+:func:`~offsetops.coordinator_core.cleaner.audit.audit_partition` result, and each copy's replica facts
+(leader epochs, log start/end, first dirty offset, and a digest of every batch from the first dirty offset on,
 so that copies on different machines can be compared). The central run reads every broker's scan,
 chooses the copy of each partition a reload reads, and applies history, marks and verdicts, exactly as
 :func:`~offsetops.coordinator_core.cleaner.audit.audit_log_dirs` does with the files at hand.

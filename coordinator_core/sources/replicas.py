@@ -83,7 +83,8 @@ class ReplicaCopy:
     """One broker's copy of a partition, with what the choice and the divergence check need.
 
     Read here from the files (``pdir``), or read back from a broker scan written where the files are
-    (``digests``: the batches from ``first_dirty_offset`` on, see :mod:`offsetops.coordinator_core.cleaner.collect`).
+    (``digests``: the batches from ``first_dirty_offset`` on, see
+    :mod:`offsetops.coordinator_core.cleaner.collect`).
     """
 
     broker_id: int
