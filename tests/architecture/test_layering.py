@@ -58,11 +58,27 @@ def _package_of(module: str, path: Path) -> str:
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
-def _imports(module: str, path: Path) -> list[tuple[str, int]]:
-    """(imported module, line) for every import in ``path``, resolved to a module of ours when it is one."""
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """ids of the import nodes under ``if TYPE_CHECKING:``: annotations only, never run."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return out
+
+
+def _imports(module: str, path: Path, *, runtime_only: bool = False) -> list[tuple[str, int]]:
+    """(imported module, line) for every import in ``path``, resolved to a module of ours when it is one.
+
+    ``runtime_only`` leaves out imports under ``if TYPE_CHECKING:``, which tie no modules together at run
+    time (the cycle check); the layering check counts them, since a type still points at its layer.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    skip = _type_checking_only(tree) if runtime_only else set()
     found: list[tuple[str, int]] = []
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -81,7 +97,7 @@ def _imports(module: str, path: Path) -> list[tuple[str, int]]:
 def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = defaultdict(set)
     for module, path in MODULES.items():
-        for target, _ in _imports(module, path):
+        for target, _ in _imports(module, path, runtime_only=True):
             if target in MODULES and target != module:
                 graph[module].add(target)
     return graph
