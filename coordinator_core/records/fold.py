@@ -28,10 +28,43 @@ from coordinator_core.records.reader import Scan, read_entry
 
 __all__ = ["NATIVE", "FoldTarget", "fold_buffer", "native_available"]
 
+_INTERFACE = 1  # the calling convention of _cfold.fold_plain_run this module speaks
+
+
+def _installed_cfold():
+    """The compiled twin from an installed offsetops, when this package was imported from a zip.
+
+    Spark ships our sources to executors as a ``--py-files`` zip, from which no extension can load; an
+    executor whose image or venv has offsetops installed still has the compiled twin on ``sys.path``.
+    """
+    import importlib.util
+    import sys
+
+    for entry in sys.path:
+        folder = os.path.join(entry or ".", "coordinator_core", "records")
+        if not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if name.startswith("_cfold.") and name.endswith(".so"):
+                spec = importlib.util.spec_from_file_location(__name__.rpartition(".")[0] + "._cfold",
+                                                              os.path.join(folder, name))  # fmt: skip
+                if spec is None or spec.loader is None:
+                    continue
+                try:
+                    module = importlib.util.module_from_spec(spec)
+                    spec.loader.exec_module(module)
+                except ImportError:
+                    continue
+                return module
+    return None
+
+
 try:
     from coordinator_core.records import _cfold  # type: ignore[attr-defined]
-except ImportError:  # not built (no compiler at install time): the pure-Python path
-    _cfold = None
+except ImportError:  # not built here (no compiler at install time, or imported from a zip)
+    _cfold = _installed_cfold()
+if _cfold is not None and getattr(_cfold, "INTERFACE", None) != _INTERFACE:
+    _cfold = None  # a build of another version of offsetops: the pure-Python path is always right
 
 RELEASE_EVERY = 64 << 20  # drop already-folded pages of a mapped segment from RSS this often
 

@@ -1,0 +1,337 @@
+/*
+ * The native twin of the reload's fold over plain magic-2 batches (see records/fold.py).
+ *
+ * fold_plain_run() walks a run of well-formed, plain (neither transactional nor control) magic-2 batches
+ * (DefaultRecordBatch), verifies their CRC-32C, decompresses them through the Python codecs, parses their
+ * records (DefaultRecord) and folds them into the caller's `latest` dict, last writer wins, exactly as
+ * PartitionFold.fold_records does. It stops, without touching anything, at the first entry it does not
+ * take whole: any other batch, anything malformed, and any value the Python path would represent
+ * differently (a 10-byte varint, an offset past int64). The Python walk then reads that entry with the
+ * general reader, which reports it. The bytes are untrusted: every read is checked against the end of
+ * its batch (or of the decompressed records), and nothing is allocated from a size field before it has
+ * been checked against the bytes that are there.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOG_OVERHEAD 12
+#define V2_HEADER_SIZE 61
+#define V2_MIN_SIZE (V2_HEADER_SIZE - LOG_OVERHEAD)
+#define MAGIC_AT 16
+#define SLOW_ATTRS 0x30 /* transactional | control */
+#define CODEC_MASK 0x07
+/* A record the fold accepts takes at least 6 bytes: length, attributes, timestamp delta, offset delta,
+ * key length and value length (the header count is covered by the record's length, not read). */
+#define MIN_PARSED_RECORD 6
+
+/* ---- CRC-32C (Castagnoli), as Kafka's Crc32C: SSE4.2 when the CPU has it, else slicing-by-8 ---- */
+
+static uint32_t crc_tab[8][256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+        crc_tab[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++) crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xFF];
+}
+
+static uint32_t crc32c_sw(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        c = crc_tab[7][lo & 0xFF] ^ crc_tab[6][(lo >> 8) & 0xFF] ^ crc_tab[5][(lo >> 16) & 0xFF] ^
+            crc_tab[4][lo >> 24] ^ crc_tab[3][p[4]] ^ crc_tab[2][p[5]] ^ crc_tab[1][p[6]] ^ crc_tab[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = (c >> 8) ^ crc_tab[0][(c ^ *p++) & 0xFF];
+    return c ^ 0xFFFFFFFFu;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_HW_CRC 1
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(const uint8_t *p, size_t n) {
+    uint64_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = __builtin_ia32_crc32di(c, w);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32 ^ 0xFFFFFFFFu;
+}
+#endif
+
+static uint32_t (*crc32c_fn)(const uint8_t *, size_t) = crc32c_sw;
+
+/* ---- big-endian fields and zig-zag varints ---- */
+
+static inline uint64_t be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
+static inline uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+enum { OK = 0, STOP = -1 };
+
+/* ByteUtils.readVarlong at b[*q], within b[0:n]. At most 9 bytes (63 bits before zig-zag, so the value
+ * is exact in int64); a longer one stops the native walk and the Python parser decides. */
+static inline int varint(const uint8_t *b, Py_ssize_t n, Py_ssize_t *q, int64_t *out) {
+    uint64_t r = 0;
+    Py_ssize_t i = *q;
+    for (int shift = 0; shift < 63; shift += 7) {
+        if (i >= n) return STOP;
+        uint8_t c = b[i++];
+        r |= (uint64_t)(c & 0x7F) << shift;
+        if (c < 0x80) {
+            *q = i;
+            *out = (int64_t)(r >> 1) ^ -(int64_t)(r & 1);
+            return OK;
+        }
+    }
+    return STOP;
+}
+
+typedef struct {
+    int64_t offset;
+    Py_ssize_t kpos, klen; /* klen < 0: null key */
+    Py_ssize_t vpos, vlen; /* vlen < 0: tombstone */
+} staged_t;
+
+/* Parse the `count` records of b[0:n] into `out`; STOP if any does not fit its length (or n is not
+ * exactly the records), or cannot be represented exactly. Mirrors batch.decode_v2_records. */
+static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t base_offset, staged_t *out) {
+    Py_ssize_t q = 0;
+    for (int32_t r = 0; r < count; r++) {
+        int64_t length, ts_delta, offset_delta, klen, vlen;
+        if (varint(b, n, &q, &length) != OK) return STOP;
+        if (length < 0 || length > n - q) return STOP;
+        Py_ssize_t rec_end = q + (Py_ssize_t)length;
+        q += 1; /* record attributes: unused */
+        if (varint(b, n, &q, &ts_delta) != OK) return STOP;
+        if (varint(b, n, &q, &offset_delta) != OK) return STOP;
+        int64_t off;
+        if (__builtin_add_overflow(base_offset, offset_delta, &off)) return STOP;
+        if (varint(b, n, &q, &klen) != OK) return STOP;
+        out[r].offset = off;
+        out[r].kpos = q;
+        if (klen < 0) {
+            out[r].klen = -1;
+        } else {
+            if (klen > rec_end - q) return STOP;
+            out[r].klen = (Py_ssize_t)klen;
+            q += (Py_ssize_t)klen;
+        }
+        if (varint(b, n, &q, &vlen) != OK) return STOP;
+        out[r].vpos = q;
+        if (vlen < 0) {
+            out[r].vlen = -1;
+        } else {
+            if (vlen > rec_end - q) return STOP;
+            out[r].vlen = (Py_ssize_t)vlen;
+            q += (Py_ssize_t)vlen;
+        }
+        if (q > rec_end) return STOP;
+        q = rec_end; /* headers mean nothing on __consumer_offsets */
+    }
+    return q == n ? OK : STOP;
+}
+
+/* The hot case of PartitionFold.fold_records: an offset-commit key (type 1) and a well-formed
+ * OffsetCommitValue v3 (version, then a metadata string whose length fits). */
+static inline int hot(const uint8_t *k, Py_ssize_t klen, const uint8_t *v, Py_ssize_t vlen) {
+    return k != NULL && v != NULL && klen > 1 && k[0] == 0 && k[1] == 1 && vlen >= 24 && v[0] == 0 && v[1] == 3 &&
+           v[14] <= 0x7F && vlen >= 24 + (((Py_ssize_t)v[14] << 8) | v[15]);
+}
+
+static PyObject *bytes_or_none(const uint8_t *b, Py_ssize_t pos, Py_ssize_t len) {
+    if (len < 0) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)b + pos, len);
+}
+
+/* Fold one parsed batch; -1 with an exception set if Python failed. */
+static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *base_obj, PyObject *pos_obj,
+                 PyObject *file, PyObject *latest, PyObject *slow, long long *hot_count) {
+    for (int32_t r = 0; r < count; r++) {
+        const uint8_t *k = st[r].klen >= 0 ? b + st[r].kpos : NULL;
+        const uint8_t *v = st[r].vlen >= 0 ? b + st[r].vpos : NULL;
+        PyObject *off = PyLong_FromLongLong(st[r].offset);
+        if (off == NULL) return -1;
+        if (hot(k, st[r].klen, v, st[r].vlen)) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)k, st[r].klen);
+            PyObject *value = key ? PyBytes_FromStringAndSize((const char *)v, st[r].vlen) : NULL;
+            PyObject *entry = value ? PyTuple_Pack(4, off, base_obj, pos_obj, value) : NULL;
+            int rc = entry ? PyDict_SetItem(latest, key, entry) : -1;
+            Py_XDECREF(entry);
+            Py_XDECREF(value);
+            Py_XDECREF(key);
+            Py_DECREF(off);
+            if (rc < 0) return -1;
+            (*hot_count)++;
+            continue;
+        }
+        PyObject *key = bytes_or_none(b, st[r].kpos, st[r].klen);
+        PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
+        PyObject *res = value ? PyObject_CallFunctionObjArgs(slow, off, key, value, base_obj, pos_obj, file, NULL)
+                              : NULL;
+        Py_XDECREF(value);
+        Py_XDECREF(key);
+        Py_DECREF(off);
+        if (res == NULL) return -1;
+        Py_DECREF(res);
+    }
+    return 0;
+}
+
+static PyObject *fold_plain_run(PyObject *self, PyObject *args) {
+    PyObject *data, *file, *prev_obj, *latest, *small, *slow, *order, *decompress;
+    Py_ssize_t pos, limit, max_batch;
+    long long file_base;
+    int verify;
+    if (!PyArg_ParseTuple(args, "OnnLOpnOO!O!OOO", &data, &pos, &limit, &file_base, &file, &verify, &max_batch,
+                          &prev_obj, &PyDict_Type, &latest, &PyList_Type, &small, &slow, &order, &decompress))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *buf = (const uint8_t *)view.buf;
+    const Py_ssize_t end = view.len;
+    if (limit > end) limit = end;
+    if (pos < 0) pos = end; /* nothing to do */
+    int overflow = 0;
+    long long prev_last = PyLong_AsLongLongAndOverflow(prev_obj, &overflow);
+    if (prev_last == -1 && PyErr_Occurred()) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (overflow) limit = pos; /* a previous last offset past int64: the Python walk goes on alone */
+
+    long long n_batches = 0, n_bytes = 0, n_records = 0, first = -1, last = -1, hot_count = 0;
+    staged_t *st = NULL;
+    size_t st_cap = 0;
+    int failed = 0;
+
+    while (pos < limit) {
+        if (end - pos < V2_HEADER_SIZE) break;
+        const uint8_t *p = buf + pos;
+        if (p[MAGIC_AT] != 2) break;
+        int64_t base_offset = (int64_t)be64(p);
+        int32_t size = (int32_t)be32(p + 8);
+        uint32_t crc = be32(p + 17);
+        int attrs = (int)((uint32_t)p[21] << 8 | p[22]);
+        int32_t lod = (int32_t)be32(p + 23);
+        int32_t count = (int32_t)be32(p + 57);
+        if (attrs & SLOW_ATTRS) break;
+        if (size < V2_MIN_SIZE || (Py_ssize_t)size > max_batch) break;
+        Py_ssize_t total = LOG_OVERHEAD + (Py_ssize_t)size;
+        if (total > end - pos) break;
+        if (count < 0 || lod < 0) break;
+        int64_t last_offset;
+        if (__builtin_add_overflow(base_offset, (int64_t)lod, &last_offset)) break;
+        if (verify && crc32c_fn(p + 21, (size_t)(total - 21)) != crc) break;
+
+        const uint8_t *rec = p + V2_HEADER_SIZE;
+        Py_ssize_t rlen = total - V2_HEADER_SIZE;
+        PyObject *body = NULL;
+        int codec = attrs & CODEC_MASK;
+        if (codec) {
+            PyObject *mv = PyMemoryView_FromMemory((char *)rec, rlen, PyBUF_READ);
+            if (mv == NULL) { failed = 1; break; }
+            body = PyObject_CallFunction(decompress, "iOn", codec, mv, max_batch);
+            Py_DECREF(mv);
+            if (body == NULL) { failed = 1; break; }
+            if (!PyBytes_Check(body)) { Py_DECREF(body); break; } /* None: the Python walk reports it */
+            rec = (const uint8_t *)PyBytes_AS_STRING(body);
+            rlen = PyBytes_GET_SIZE(body);
+        }
+        /* Bounded before allocating: a record takes MIN_PARSED_RECORD bytes or more. */
+        if ((Py_ssize_t)count > rlen / MIN_PARSED_RECORD) { Py_XDECREF(body); break; }
+        if ((size_t)count > st_cap) {
+            size_t cap = (size_t)count < 64 ? 64 : (size_t)count;
+            staged_t *grown = (staged_t *)realloc(st, cap * sizeof(staged_t));
+            if (grown == NULL) { Py_XDECREF(body); PyErr_NoMemory(); failed = 1; break; }
+            st = grown;
+            st_cap = cap;
+        }
+        if (parse_records(rec, rlen, count, base_offset, st) != OK) { Py_XDECREF(body); break; }
+
+        PyObject *base_obj = PyLong_FromLongLong(base_offset);
+        PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
+        int rc = pos_obj ? apply(rec, st, count, base_obj, pos_obj, file, latest, slow, &hot_count) : -1;
+        if (rc == 0 && base_offset <= prev_last) {
+            PyObject *res = PyObject_CallFunction(order, "OOLL", file, pos_obj, (long long)base_offset, prev_last);
+            if (res == NULL) rc = -1;
+            Py_XDECREF(res);
+        }
+        Py_XDECREF(pos_obj);
+        Py_XDECREF(base_obj);
+        Py_XDECREF(body);
+        if (rc < 0) { failed = 1; break; }
+        prev_last = last_offset;
+        if (n_batches == 0) first = base_offset;
+        n_batches++;
+        n_bytes += total;
+        n_records += count;
+        last = last_offset;
+        pos += total;
+    }
+    free(st);
+    PyBuffer_Release(&view);
+    if (hot_count) {
+        /* The type tally of the hot case (record type 1), as fold_records keeps it. */
+        PyObject *cur = PyList_GetItem(small, 1);
+        PyObject *add = cur ? PyLong_FromLongLong(hot_count) : NULL;
+        PyObject *sum = add ? PyNumber_Add(cur, add) : NULL;
+        Py_XDECREF(add);
+        if (sum == NULL || PyList_SetItem(small, 1, sum) < 0) return NULL;
+    }
+    if (failed) return NULL;
+    if (overflow) return Py_BuildValue("nOLLLLL", pos, prev_obj, n_batches, n_bytes, n_records, first, last);
+    return Py_BuildValue("nLLLLLL", pos, prev_last, n_batches, n_bytes, n_records, first, last);
+}
+
+static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t c = crc32c_fn((const uint8_t *)view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyMethodDef methods[] = {
+    {"fold_plain_run", fold_plain_run, METH_VARARGS,
+     "fold_plain_run(data, pos, limit, base, file, verify_crc, max_batch_bytes, prev_last, latest, "
+     "small_types, fold_record, offset_order, decompress) -> (pos, prev_last, batches, bytes, records, "
+     "first_offset, last_offset)"},
+    {"crc32c", crc32c_py, METH_O, "CRC-32C of a bytes-like object (the checksum the fold verifies)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cfold", "Native fold of plain magic-2 batches.", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__cfold(void) {
+    crc_init();
+#ifdef HAVE_HW_CRC
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("sse4.2")) crc32c_fn = crc32c_hw;
+#endif
+    PyObject *m = PyModule_Create(&module);
+    /* The calling convention of fold_plain_run; records/fold.py refuses a build with another one. */
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
