@@ -140,26 +140,14 @@ class PartitionFold:
     def fold_records(self, records: list[Record], base: int, pos: int, file: str | None) -> None:
         """Fold the records of one plain batch: last writer wins per key.
 
-        The hot case (an offset-commit key with a well-formed ``OffsetCommitValue`` v3, nearly every
-        record since Kafka 2.1) is inlined here and in the C twin alike; every other record goes
-        through :meth:`fold_record`.
+        The hot case (:func:`_hot`) is a dict store here and in the C twin alike; every other record
+        goes through :meth:`fold_record`.
         """
         latest = self.latest
         small = self._small_types
         slow = self.fold_record
         for off, _ts, key, value in records:
-            if (
-                key is not None
-                and value is not None
-                and len(key) > 1
-                and key[1] == 1
-                and not key[0]
-                and len(value) >= 24
-                and value[1] == 3
-                and not value[0]
-                and value[14] <= 0x7F
-                and len(value) >= 24 + ((value[14] << 8) | value[15])
-            ):
+            if _hot(key, value):
                 small[1] += 1
                 latest[key] = (off, base, pos, value)
             else:
@@ -195,7 +183,9 @@ class PartitionFold:
         self.add_batch(batch)
         self.stats.segments = saved
 
-    def fold_tally(self, batches: int, nbytes: int, records: int, first: int, last: int) -> None:
+    def fold_tally(
+        self, batches: int, nbytes: int, records: int, first: int, last: int, transactional: int = 0
+    ) -> None:
         stats = self.stats
         file = self._walk_file
         if file is not None and (not self.files or self.files[-1][1] != file):
@@ -205,6 +195,7 @@ class PartitionFold:
         stats.batches += batches
         stats.bytes += nbytes
         stats.records += records
+        stats.transactional_batches += transactional
         stats.last_offset = last
 
     def offset_order(self, file: str | None, position: int, base_offset: int, prev_last: int) -> None:
@@ -322,52 +313,72 @@ class PartitionFold:
                 _close_map(mm)
 
     def _add_transactional(self, batch: RecordBatch) -> None:
-        pid = batch.producer_id
+        records = list(batch.iter_records())  # decoded whole, so a corrupt batch folds nothing
+        self.fold_transactional(batch.producer_id, records, batch.base_offset, batch.position, batch.file)
+        self.stats.records += len(records)
+
+    def fold_transactional(
+        self, pid: int, records: list[Record], base: int, pos: int, file: str | None
+    ) -> None:
+        """Stage the records of a transactional batch until its producer's marker resolves them."""
         pending = self.open_txns.setdefault(pid, {})
-        counts = self.type_counts
-        base = batch.base_offset
-        pos = batch.position
-        for off, _ts, key, value in batch.iter_records():
-            self.stats.records += 1
-            if key is None:
-                self._missing_key(batch.file, batch.position, off)
-                continue
-            rtype = _record_type(key)
-            counts[rtype] = counts.get(rtype, 0) + 1
-            if rtype == 0:
-                key = _OFFSET_PREFIX + key[2:]
-            if value is None:
-                self.stats.tombstones += 1
-            elif rtype != 1 or not offset_commit_value_ok(value):
-                self._check_value(rtype, value, off, batch.file, pos)
-            if rtype <= 1:
-                if value is None and self.semantics == "scala":
-                    pending.pop(key, None)
-                else:
-                    pending[key] = (off, base, pos, value)
+        small = self._small_types
+        slow = self.fold_transactional_record
+        for off, _ts, key, value in records:
+            if _hot(key, value):
+                small[1] += 1
+                pending[key] = (off, base, pos, value)
             else:
-                # Only offset commits are transactional; anything else is replayed directly.
-                self.latest[key] = (off, base, pos, value)
+                slow(pending, off, key, value, base, pos, file)
+
+    def fold_transactional_record(
+        self,
+        pending: dict[bytes, Entry],
+        off: int,
+        key: bytes | None,
+        value: bytes | None,
+        base: int,
+        pos: int,
+        file: str | None,
+    ) -> None:
+        """One record of a transactional batch that is not the hot case."""
+        if key is None:
+            self._missing_key(file, pos, off)
+            return
+        rtype = _record_type(key)
+        self.type_counts[rtype] = self.type_counts.get(rtype, 0) + 1
+        if rtype == 0:
+            key = _OFFSET_PREFIX + key[2:]
+        if value is None:
+            self.stats.tombstones += 1
+        elif rtype != 1 or not offset_commit_value_ok(value):
+            self._check_value(rtype, value, off, file, pos)
+        if rtype <= 1:
+            if value is None and self.semantics == "scala":
+                pending.pop(key, None)
+            else:
+                pending[key] = (off, base, pos, value)
+        else:
+            # Only offset commits are transactional; anything else is replayed directly.
+            self.latest[key] = (off, base, pos, value)
 
     def _add_control(self, batch: RecordBatch) -> None:
-        pid = batch.producer_id
-        for off, _ts, key, _value in batch.iter_records():
+        self.fold_control(batch.producer_id, list(batch.iter_records()), batch.position, batch.file)
+
+    def fold_control(self, pid: int, records: list[Record], pos: int, file: str | None) -> None:
+        """The records of a control batch: COMMIT or ABORT markers resolve the producer's transaction."""
+        for off, _ts, key, _value in records:
             self.stats.records += 1
             self.stats.control_records += 1
             if key is None:
-                self._missing_key(batch.file, batch.position, off)
+                self._missing_key(file, pos, off)
                 continue
             try:
                 ctype = decode_control_key(key).type
             except SchemaError as exc:
                 self.stats.errors.append(
                     DecodeError(
-                        "corrupt_record",
-                        f"control record key: {exc}",
-                        getattr(batch, "file", None),
-                        self.partition,
-                        batch.position,
-                        off,
+                        "corrupt_record", f"control record key: {exc}", file, self.partition, pos, off
                     )
                 )
                 continue
@@ -487,6 +498,24 @@ def _close_map(mm: mmap.mmap) -> None:
         gc.collect()
         with contextlib.suppress(BufferError):
             mm.close()  # else the map closes when the last view goes
+
+
+def _hot(key: bytes | None, value: bytes | None) -> bool:
+    """The hot case of a record, inlined in the C twin as well: an offset-commit key (type 1) with a
+    well-formed ``OffsetCommitValue`` v3 (nearly every record since Kafka 2.1): version, then a
+    non-negative metadata length that fits. Anything else takes the full rules and checks."""
+    return (
+        key is not None
+        and value is not None
+        and len(key) > 1
+        and key[1] == 1
+        and not key[0]
+        and len(value) >= 24
+        and value[1] == 3
+        and not value[0]
+        and value[14] <= 0x7F
+        and len(value) >= 24 + ((value[14] << 8) | value[15])
+    )
 
 
 def _group_part(key: bytes) -> bytes:

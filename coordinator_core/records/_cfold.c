@@ -1,10 +1,11 @@
 /*
  * The native twin of the reload's fold over plain magic-2 batches (see records/fold.py).
  *
- * fold_plain_run() walks a run of well-formed, plain (neither transactional nor control) magic-2 batches
- * (DefaultRecordBatch), verifies their CRC-32C, decompresses them through the Python codecs, parses their
- * records (DefaultRecord) and folds them into the caller's `latest` dict, last writer wins, exactly as
- * PartitionFold.fold_records does. It stops, without touching anything, at the first entry it does not
+ * fold_run() walks a run of well-formed magic-2 batches (DefaultRecordBatch), verifies their CRC-32C,
+ * decompresses them through the Python codecs and parses their records (DefaultRecord). Records of plain
+ * batches are folded into the target's `latest` dict, last writer wins, and those of transactional batches
+ * staged in the producer's pending dict, exactly as PartitionFold.fold_records/fold_transactional do;
+ * control batches (markers, a few per transaction) go to PartitionFold.fold_control as one list. It stops, without touching anything, at the first entry it does not
  * take whole: any other batch, anything malformed, and any value the Python path would represent
  * differently (a 10-byte varint, an offset past int64). The Python walk then reads that entry with the
  * general reader, which reports it. The bytes are untrusted: every read is checked against the end of
@@ -21,7 +22,6 @@
 #define V2_HEADER_SIZE 61
 #define V2_MIN_SIZE (V2_HEADER_SIZE - LOG_OVERHEAD)
 #define MAGIC_AT 16
-#define SLOW_ATTRS 0x30 /* transactional | control */
 #define CODEC_MASK 0x07
 /* A record the fold accepts takes at least 6 bytes: length, attributes, timestamp delta, offset delta,
  * key length and value length (the header count is covered by the record's length, not read). */
@@ -72,6 +72,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(const uint8_t *p, si
 #endif
 
 static uint32_t (*crc32c_fn)(const uint8_t *, size_t) = crc32c_sw;
+static PyObject *ZERO; /* the timestamp slot of control records (unused by the fold) */
 
 /* ---- big-endian fields and zig-zag varints ---- */
 
@@ -161,9 +162,11 @@ static PyObject *bytes_or_none(const uint8_t *b, Py_ssize_t pos, Py_ssize_t len)
     return PyBytes_FromStringAndSize((const char *)b + pos, len);
 }
 
-/* Fold one parsed batch; -1 with an exception set if Python failed. */
+/* Fold one parsed plain or transactional batch into `dest` (latest, or the producer's pending dict);
+ * records outside the hot case go to `slow` (with `pending` first for a transactional batch).
+ * -1 with an exception set if Python failed. */
 static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *base_obj, PyObject *pos_obj,
-                 PyObject *file, PyObject *latest, PyObject *slow, long long *hot_count) {
+                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pending, long long *hot_count) {
     for (int32_t r = 0; r < count; r++) {
         const uint8_t *k = st[r].klen >= 0 ? b + st[r].kpos : NULL;
         const uint8_t *v = st[r].vlen >= 0 ? b + st[r].vpos : NULL;
@@ -173,7 +176,7 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
             PyObject *key = PyBytes_FromStringAndSize((const char *)k, st[r].klen);
             PyObject *value = key ? PyBytes_FromStringAndSize((const char *)v, st[r].vlen) : NULL;
             PyObject *entry = value ? PyTuple_Pack(4, off, base_obj, pos_obj, value) : NULL;
-            int rc = entry ? PyDict_SetItem(latest, key, entry) : -1;
+            int rc = entry ? PyDict_SetItem(dest, key, entry) : -1;
             Py_XDECREF(entry);
             Py_XDECREF(value);
             Py_XDECREF(key);
@@ -184,8 +187,13 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
         }
         PyObject *key = bytes_or_none(b, st[r].kpos, st[r].klen);
         PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
-        PyObject *res = value ? PyObject_CallFunctionObjArgs(slow, off, key, value, base_obj, pos_obj, file, NULL)
-                              : NULL;
+        PyObject *res = NULL;
+        if (value != NULL) {
+            if (pending != NULL)
+                res = PyObject_CallFunctionObjArgs(slow, pending, off, key, value, base_obj, pos_obj, file, NULL);
+            else
+                res = PyObject_CallFunctionObjArgs(slow, off, key, value, base_obj, pos_obj, file, NULL);
+        }
         Py_XDECREF(value);
         Py_XDECREF(key);
         Py_DECREF(off);
@@ -195,16 +203,82 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
     return 0;
 }
 
-static PyObject *fold_plain_run(PyObject *self, PyObject *args) {
-    PyObject *data, *file, *prev_obj, *latest, *small, *slow, *order, *decompress;
+/* The records of a control batch as the list fold_control takes: (offset, 0, key, value). */
+static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count) {
+    PyObject *list = PyList_New(count);
+    if (list == NULL) return NULL;
+    for (int32_t r = 0; r < count; r++) {
+        PyObject *off = PyLong_FromLongLong(st[r].offset);
+        PyObject *key = off ? bytes_or_none(b, st[r].kpos, st[r].klen) : NULL;
+        PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
+        PyObject *rec = value ? PyTuple_Pack(4, off, ZERO, key, value) : NULL;
+        Py_XDECREF(off);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rec == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, r, rec);
+    }
+    return list;
+}
+
+#define TRANSACTIONAL 0x10
+#define CONTROL 0x20
+#define MIN_RECORD_SIZE 7 /* RecordBatch.records() checks the count against this for these two kinds */
+
+typedef struct {
+    PyObject *latest, *open_txns, *small, *fold_record, *fold_txn_record, *fold_control, *order;
+} target_t;
+
+static void target_clear(target_t *t) {
+    Py_CLEAR(t->latest);
+    Py_CLEAR(t->open_txns);
+    Py_CLEAR(t->small);
+    Py_CLEAR(t->fold_record);
+    Py_CLEAR(t->fold_txn_record);
+    Py_CLEAR(t->fold_control);
+    Py_CLEAR(t->order);
+}
+
+static int target_get(PyObject *obj, target_t *t) {
+    memset(t, 0, sizeof(*t));
+    if (!(t->latest = PyObject_GetAttrString(obj, "latest")) || !PyDict_Check(t->latest) ||
+        !(t->open_txns = PyObject_GetAttrString(obj, "open_txns")) || !PyDict_Check(t->open_txns) ||
+        !(t->small = PyObject_GetAttrString(obj, "_small_types")) || !PyList_Check(t->small) ||
+        PyList_GET_SIZE(t->small) < 2 || !(t->fold_record = PyObject_GetAttrString(obj, "fold_record")) ||
+        !(t->fold_txn_record = PyObject_GetAttrString(obj, "fold_transactional_record")) ||
+        !(t->fold_control = PyObject_GetAttrString(obj, "fold_control")) ||
+        !(t->order = PyObject_GetAttrString(obj, "offset_order"))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "fold target lacks latest/open_txns/_small_types");
+        target_clear(t);
+        return -1;
+    }
+    return 0;
+}
+
+static int report_order(target_t *t, PyObject *file, PyObject *pos_obj, int64_t base_offset, long long prev_last) {
+    PyObject *res = PyObject_CallFunction(t->order, "OOLL", file, pos_obj, (long long)base_offset, prev_last);
+    Py_XDECREF(res);
+    return res == NULL ? -1 : 0;
+}
+
+static PyObject *fold_run(PyObject *self, PyObject *args) {
+    PyObject *data, *file, *prev_obj, *target_obj, *decompress;
     Py_ssize_t pos, limit, max_batch;
     long long file_base;
     int verify;
-    if (!PyArg_ParseTuple(args, "OnnLOpnOO!O!OOO", &data, &pos, &limit, &file_base, &file, &verify, &max_batch,
-                          &prev_obj, &PyDict_Type, &latest, &PyList_Type, &small, &slow, &order, &decompress))
+    if (!PyArg_ParseTuple(args, "OnnLOpnOOO", &data, &pos, &limit, &file_base, &file, &verify, &max_batch,
+                          &prev_obj, &target_obj, &decompress))
         return NULL;
+    target_t t;
+    if (target_get(target_obj, &t) < 0) return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        target_clear(&t);
+        return NULL;
+    }
     const uint8_t *buf = (const uint8_t *)view.buf;
     const Py_ssize_t end = view.len;
     if (limit > end) limit = end;
@@ -213,11 +287,12 @@ static PyObject *fold_plain_run(PyObject *self, PyObject *args) {
     long long prev_last = PyLong_AsLongLongAndOverflow(prev_obj, &overflow);
     if (prev_last == -1 && PyErr_Occurred()) {
         PyBuffer_Release(&view);
+        target_clear(&t);
         return NULL;
     }
     if (overflow) limit = pos; /* a previous last offset past int64: the Python walk goes on alone */
 
-    long long n_batches = 0, n_bytes = 0, n_records = 0, first = -1, last = -1, hot_count = 0;
+    long long n_batches = 0, n_bytes = 0, n_records = 0, n_txn = 0, first = -1, last = -1, hot_count = 0;
     staged_t *st = NULL;
     size_t st_cap = 0;
     int failed = 0;
@@ -231,8 +306,9 @@ static PyObject *fold_plain_run(PyObject *self, PyObject *args) {
         uint32_t crc = be32(p + 17);
         int attrs = (int)((uint32_t)p[21] << 8 | p[22]);
         int32_t lod = (int32_t)be32(p + 23);
+        int64_t pid = (int64_t)be64(p + 43);
         int32_t count = (int32_t)be32(p + 57);
-        if (attrs & SLOW_ATTRS) break;
+        int kind = attrs & CONTROL ? CONTROL : attrs & TRANSACTIONAL;
         if (size < V2_MIN_SIZE || (Py_ssize_t)size > max_batch) break;
         Py_ssize_t total = LOG_OVERHEAD + (Py_ssize_t)size;
         if (total > end - pos) break;
@@ -255,8 +331,9 @@ static PyObject *fold_plain_run(PyObject *self, PyObject *args) {
             rec = (const uint8_t *)PyBytes_AS_STRING(body);
             rlen = PyBytes_GET_SIZE(body);
         }
-        /* Bounded before allocating: a record takes MIN_PARSED_RECORD bytes or more. */
-        if ((Py_ssize_t)count > rlen / MIN_PARSED_RECORD) { Py_XDECREF(body); break; }
+        /* Bounded before allocating. Plain batches are parsed by their records' lengths alone (the fold
+         * always has); the other two kinds go through RecordBatch.records(), which checks the count. */
+        if ((Py_ssize_t)count > rlen / (kind ? MIN_RECORD_SIZE : MIN_PARSED_RECORD)) { Py_XDECREF(body); break; }
         if ((size_t)count > st_cap) {
             size_t cap = (size_t)count < 64 ? 64 : (size_t)count;
             staged_t *grown = (staged_t *)realloc(st, cap * sizeof(staged_t));
@@ -268,37 +345,69 @@ static PyObject *fold_plain_run(PyObject *self, PyObject *args) {
 
         PyObject *base_obj = PyLong_FromLongLong(base_offset);
         PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
-        int rc = pos_obj ? apply(rec, st, count, base_obj, pos_obj, file, latest, slow, &hot_count) : -1;
-        if (rc == 0 && base_offset <= prev_last) {
-            PyObject *res = PyObject_CallFunction(order, "OOLL", file, pos_obj, (long long)base_offset, prev_last);
-            if (res == NULL) rc = -1;
-            Py_XDECREF(res);
+        int rc = pos_obj ? 0 : -1;
+        if (rc == 0 && kind == 0) {
+            rc = apply(rec, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL, &hot_count);
+            if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            prev_last = last_offset;
+            n_records += count;
+        } else if (rc == 0) {
+            /* As the walk does for every batch it hands over whole: order first, then the fold. */
+            if (base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            if (last_offset > prev_last) prev_last = last_offset;
+            PyObject *pid_obj = rc == 0 ? PyLong_FromLongLong(pid) : NULL;
+            if (pid_obj == NULL) {
+                rc = -1;
+            } else if (kind == TRANSACTIONAL) {
+                PyObject *fresh = PyDict_New();
+                PyObject *pending = fresh ? PyDict_SetDefault(t.open_txns, pid_obj, fresh) : NULL; /* borrowed */
+                if (pending == NULL) {
+                    rc = -1;
+                } else {
+                    Py_INCREF(pending);
+                    rc = apply(rec, st, count, base_obj, pos_obj, file, pending, t.fold_txn_record, pending,
+                               &hot_count);
+                    Py_DECREF(pending);
+                }
+                Py_XDECREF(fresh);
+                n_records += count;
+                n_txn++;
+            } else {
+                PyObject *records = record_list(rec, st, count);
+                PyObject *res = records ? PyObject_CallFunctionObjArgs(t.fold_control, pid_obj, records, pos_obj,
+                                                                       file, NULL)
+                                        : NULL;
+                rc = res == NULL ? -1 : 0;
+                Py_XDECREF(res);
+                Py_XDECREF(records);
+            }
+            Py_XDECREF(pid_obj);
         }
         Py_XDECREF(pos_obj);
         Py_XDECREF(base_obj);
         Py_XDECREF(body);
         if (rc < 0) { failed = 1; break; }
-        prev_last = last_offset;
         if (n_batches == 0) first = base_offset;
         n_batches++;
         n_bytes += total;
-        n_records += count;
         last = last_offset;
         pos += total;
     }
     free(st);
     PyBuffer_Release(&view);
     if (hot_count) {
-        /* The type tally of the hot case (record type 1), as fold_records keeps it. */
-        PyObject *cur = PyList_GetItem(small, 1);
-        PyObject *add = cur ? PyLong_FromLongLong(hot_count) : NULL;
+        /* The type tally of the hot case (record type 1), as the Python fold keeps it. */
+        PyObject *cur = PyList_GET_ITEM(t.small, 1);
+        PyObject *add = PyLong_FromLongLong(hot_count);
         PyObject *sum = add ? PyNumber_Add(cur, add) : NULL;
         Py_XDECREF(add);
-        if (sum == NULL || PyList_SetItem(small, 1, sum) < 0) return NULL;
+        if (sum == NULL || PyList_SetItem(t.small, 1, sum) < 0) failed = 1;
     }
+    target_clear(&t);
     if (failed) return NULL;
-    if (overflow) return Py_BuildValue("nOLLLLL", pos, prev_obj, n_batches, n_bytes, n_records, first, last);
-    return Py_BuildValue("nLLLLLL", pos, prev_last, n_batches, n_bytes, n_records, first, last);
+    if (overflow)
+        return Py_BuildValue("nOLLLLLL", pos, prev_obj, n_batches, n_bytes, n_records, first, last, n_txn);
+    return Py_BuildValue("nLLLLLLL", pos, prev_last, n_batches, n_bytes, n_records, first, last, n_txn);
 }
 
 static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
@@ -310,26 +419,27 @@ static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
-    {"fold_plain_run", fold_plain_run, METH_VARARGS,
-     "fold_plain_run(data, pos, limit, base, file, verify_crc, max_batch_bytes, prev_last, latest, "
-     "small_types, fold_record, offset_order, decompress) -> (pos, prev_last, batches, bytes, records, "
-     "first_offset, last_offset)"},
+    {"fold_run", fold_run, METH_VARARGS,
+     "fold_run(data, pos, limit, base, file, verify_crc, max_batch_bytes, prev_last, target, decompress) -> "
+     "(pos, prev_last, batches, bytes, records, first_offset, last_offset, transactional_batches)"},
     {"crc32c", crc32c_py, METH_O, "CRC-32C of a bytes-like object (the checksum the fold verifies)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cfold", "Native fold of plain magic-2 batches.", -1,
-                                    methods};
+                                    methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__cfold(void) {
     crc_init();
+    ZERO = PyLong_FromLong(0);
+    if (ZERO == NULL) return NULL;
 #ifdef HAVE_HW_CRC
     __builtin_cpu_init();
     if (__builtin_cpu_supports("sse4.2")) crc32c_fn = crc32c_hw;
 #endif
     PyObject *m = PyModule_Create(&module);
-    /* The calling convention of fold_plain_run; records/fold.py refuses a build with another one. */
-    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 1) < 0) {
+    /* The calling convention of fold_run; records/fold.py refuses a build with another one. */
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) {
         Py_DECREF(m);
         return NULL;
     }

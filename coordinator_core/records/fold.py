@@ -6,13 +6,16 @@ checked and reported exactly as :func:`~coordinator_core.records.reader.read_bat
 what it reads to a :class:`FoldTarget`: the records of each plain magic-2 batch (nearly all of an offsets
 topic) to ``fold_records``, every other batch to ``fold_batch``.
 
-When the native twin (``_cfold``, a C extension) is built, runs of plain, well-formed magic-2 batches
-are walked, CRC-checked, decompressed (through :func:`decompress`) and folded in C, with the same
-last-writer-wins rule; it stops at the first entry it does not take whole (another kind of batch,
-anything malformed, a record it cannot represent exactly), and that one entry goes through the Python
-path above, which reports it. Records outside its hot case (any key but an offset commit's, a tombstone,
-a value that is not a well-formed ``OffsetCommitValue`` v3) are handed to ``fold_record``, one at a time
-and in log order, so every rule has one definition. ``OFFSETOPS_NATIVE=0`` turns the twin off.
+When the native twin (``_cfold``, a C extension) is built, runs of well-formed magic-2 batches are
+walked, CRC-checked, decompressed (through :func:`decompress`) and parsed in C: records of plain batches
+are folded, last writer wins, and those of transactional batches staged per producer, with the same
+rules; control batches (a marker or two per transaction) go to ``fold_control`` as one list. It stops,
+without touching anything, at the first entry it does not take whole (legacy magic, anything
+malformed, a record it cannot represent exactly), and that one entry goes through the Python path
+above, which reports it. Records outside the hot case (any key but an offset commit's, a tombstone, a
+value that is not a well-formed ``OffsetCommitValue`` v3) are handed to ``fold_record`` /
+``fold_transactional_record`` one at a time and in log order, so every rule has one definition.
+``OFFSETOPS_NATIVE=0`` turns the twin off.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from coordinator_core.records.reader import Scan, read_entry
 
 __all__ = ["NATIVE", "FoldTarget", "fold_buffer", "native_available"]
 
-_INTERFACE = 1  # the calling convention of _cfold.fold_plain_run this module speaks
+_INTERFACE = 2  # the calling convention of _cfold.fold_run this module speaks
 
 
 def _installed_cfold():
@@ -83,9 +86,10 @@ NATIVE = _native_wanted()
 
 
 class FoldTarget(Protocol):
-    """What :func:`fold_buffer` folds into (``loader.PartitionFold``)."""
+    """What :func:`fold_buffer` folds into (``loader.PartitionFold``); the C twin uses the same members."""
 
     latest: dict[bytes, tuple[int, int, int, bytes | None]]
+    open_txns: dict[int, dict[bytes, tuple[int, int, int, bytes | None]]]
     _small_types: list[int]
 
     def fold_records(self, records: list[Record], base_offset: int, position: int, file: str | None) -> None:
@@ -97,11 +101,22 @@ class FoldTarget(Protocol):
     ) -> None:  # fmt: skip
         """Fold one record of a plain batch that is not the hot case (see the module docstring)."""
 
+    def fold_transactional_record(
+        self, pending: dict, offset: int, key: bytes | None, value: bytes | None, base_offset: int,
+        position: int, file: str | None,
+    ) -> None:  # fmt: skip
+        """Stage one record of a transactional batch that is not the hot case (C twin only)."""
+
+    def fold_control(self, pid: int, records: list[Record], position: int, file: str | None) -> None:
+        """The records of a control batch (C twin only; the walk hands control batches to fold_batch)."""
+
     def fold_batch(self, batch: RecordBatch) -> None:
         """Fold any other batch (control, transactional, legacy, or a plain one whose records are corrupt)."""
 
-    def fold_tally(self, batches: int, nbytes: int, records: int, first: int, last: int) -> None:
-        """Count a run of batches folded through ``fold_records``, before anything else is folded."""
+    def fold_tally(
+        self, batches: int, nbytes: int, records: int, first: int, last: int, transactional: int
+    ) -> None:
+        """Count a run of batches the walk folded itself, before anything else is folded."""
 
     def offset_order(self, file: str | None, position: int, base_offset: int, prev_last: int) -> None:
         """Report a batch whose base offset is not after the previous batch's last offset."""
@@ -136,12 +151,12 @@ def fold_buffer(
     """
     if scan is None:
         scan = Scan()
-    cfold = _cfold.fold_plain_run if (NATIVE if native is None else native and _cfold is not None) else None
+    cfold = _cfold.fold_run if (NATIVE if native is None else native and _cfold is not None) else None
     end = len(data)
     pos = 0
     next_release = RELEASE_EVERY
     # The run of batches folded through fold_records, counted in one go before anything else is folded.
-    n_batches = n_bytes = n_records = 0
+    n_batches = n_bytes = n_records = n_txn = 0
     first = last = -1
     prev_last = -1
     legacy = False
@@ -150,9 +165,8 @@ def fold_buffer(
             scan.done_with(pos)
             next_release = pos + RELEASE_EVERY
         if cfold is not None:
-            pos, prev_last, nb, nby, nrec, cfirst, clast = cfold(
-                data, pos, min(end, next_release), base, file, verify_crc, max_batch_bytes, prev_last,
-                target.latest, target._small_types, target.fold_record, target.offset_order,
+            pos, prev_last, nb, nby, nrec, cfirst, clast, ntxn = cfold(
+                data, pos, min(end, next_release), base, file, verify_crc, max_batch_bytes, prev_last, target,
                 _decompress_or_none,
             )  # fmt: skip
             if nb:
@@ -161,6 +175,7 @@ def fold_buffer(
                 n_batches += nb
                 n_bytes += nby
                 n_records += nrec
+                n_txn += ntxn
                 last = clast
             if pos >= end or pos >= next_release:
                 continue
@@ -196,12 +211,12 @@ def fold_buffer(
             last = batch.last_offset
             continue
         if n_batches:
-            target.fold_tally(n_batches, n_bytes, n_records, first, last)
-            n_batches = n_bytes = n_records = 0
+            target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn)
+            n_batches = n_bytes = n_records = n_txn = 0
         if batch.base_offset <= prev_last:
             target.offset_order(file, batch.position, batch.base_offset, prev_last)
         prev_last = max(prev_last, batch.last_offset)
         legacy = legacy or batch.magic < 2
         target.fold_batch(batch)
     if n_batches:
-        target.fold_tally(n_batches, n_bytes, n_records, first, last)
+        target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn)

@@ -142,10 +142,14 @@ def _segment(rng: random.Random) -> bytes:
             key = _key(f"g{rng.randrange(3)}", "t", rng.randrange(3), rtype=rng.choice([1, 1, 1, 0, 2]))
             value = None if rng.random() < 0.15 else _value(rng.randrange(1 << 40), "m" * rng.randrange(3))
             records.append((key, value, 1_700_000_000_000 + base))
-        out += build_record_batch(records, base_offset=base, compression=rng.choice([0, 0, 0, 1, 4]))
+        txn = rng.random() < 0.3
+        out += build_record_batch(
+            records, base_offset=base, compression=rng.choice([0, 0, 0, 1, 4]), is_transactional=txn,
+            producer_id=7 if txn else -1, producer_epoch=0 if txn else -1,
+        )  # fmt: skip
         base += len(records)
-    if rng.random() < 0.3:
-        out += build_control_batch(True, base_offset=base, producer_id=7, producer_epoch=0,
+    if rng.random() < 0.4:
+        out += build_control_batch(rng.random() < 0.7, base_offset=base, producer_id=7, producer_epoch=0,
                                    coordinator_epoch=0, timestamp=0)  # fmt: skip
     return bytes(out)
 
