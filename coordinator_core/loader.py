@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import mmap
 import os
@@ -143,13 +144,17 @@ class PartitionFold:
         The hot case (:func:`_hot`) is a dict store here and in the C twin alike; every other record
         goes through :meth:`fold_record`.
         """
-        latest = self.latest
+        self._fold_hot(records, self.latest, self.fold_record, base, pos, file)
+
+    def _fold_hot(
+        self, records: list[Record], dest: dict[bytes, Entry], slow, base: int, pos: int, file
+    ) -> None:
+        """Store the hot case in ``dest`` (latest, or a producer's pending offsets); ``slow`` the rest."""
         small = self._small_types
-        slow = self.fold_record
         for off, _ts, key, value in records:
             if _hot(key, value):
                 small[1] += 1
-                latest[key] = (off, base, pos, value)
+                dest[key] = (off, base, pos, value)
             else:
                 slow(off, key, value, base, pos, file)
 
@@ -322,14 +327,9 @@ class PartitionFold:
     ) -> None:
         """Stage the records of a transactional batch until its producer's marker resolves them."""
         pending = self.open_txns.setdefault(pid, {})
-        small = self._small_types
-        slow = self.fold_transactional_record
-        for off, _ts, key, value in records:
-            if _hot(key, value):
-                small[1] += 1
-                pending[key] = (off, base, pos, value)
-            else:
-                slow(pending, off, key, value, base, pos, file)
+        self._fold_hot(
+            records, pending, functools.partial(self.fold_transactional_record, pending), base, pos, file
+        )
 
     def fold_transactional_record(
         self,
