@@ -31,7 +31,7 @@ from coordinator_core.materialize import Entry, Materializer
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.records.batch import Record, RecordBatch
 from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from coordinator_core.records.fold import fold_buffer
+from coordinator_core.records.fold import fold_buffer, native_commit
 from coordinator_core.records.reader import Scan, page_release
 from coordinator_core.schema import SchemaError, decode_control_key
 from coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
@@ -396,6 +396,10 @@ class PartitionFold:
                 break  # the Scala loader reads only the first record of a control batch
 
     def _commit(self, pending: dict[bytes, Entry]) -> None:
+        native = native_commit()
+        if native is not None:
+            native(self.latest, pending, self.semantics == "scala", self._created)
+            return
         latest = self.latest
         idx = 0 if self.semantics == "java" else 1
         for key, entry in pending.items():

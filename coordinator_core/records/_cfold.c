@@ -162,25 +162,136 @@ static PyObject *bytes_or_none(const uint8_t *b, Py_ssize_t pos, Py_ssize_t len)
     return PyBytes_FromStringAndSize((const char *)b + pos, len);
 }
 
+/* ---- keys seen in this run: one bytes object per distinct key (its hash cached), not one per record ---- */
+
+typedef struct {
+    uint64_t h;
+    PyObject *key; /* owned */
+} kslot_t;
+
+typedef struct {
+    kslot_t *slots;
+    size_t cap, n;
+} kcache_t;
+
+/* A word-at-a-time hash of a key; crafted collisions cost at most MAX_PROBE probes per record. */
+static uint64_t khash(const uint8_t *p, Py_ssize_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, (size_t)n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
+}
+
+#define MAX_PROBE 32
+
+static void kc_free(kcache_t *c) {
+    for (size_t i = 0; i < c->cap; i++) Py_XDECREF(c->slots[i].key);
+    free(c->slots);
+    c->slots = NULL;
+    c->cap = c->n = 0;
+}
+
+static int kc_grow(kcache_t *c) {
+    size_t cap = c->cap ? c->cap * 2 : 1024;
+    kslot_t *slots = (kslot_t *)calloc(cap, sizeof(kslot_t));
+    if (slots == NULL) return -1;
+    for (size_t i = 0; i < c->cap; i++) {
+        if (c->slots[i].key == NULL) continue;
+        size_t j = (size_t)c->slots[i].h & (cap - 1);
+        while (slots[j].key != NULL) j = (j + 1) & (cap - 1);
+        slots[j] = c->slots[i];
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->cap = cap;
+    return 0;
+}
+
+/* A new reference to a bytes object equal to k[0:n]: the one seen before in this run, or a new one. */
+static PyObject *kc_key(kcache_t *c, const uint8_t *k, Py_ssize_t n) {
+    if (c->n * 2 >= c->cap && kc_grow(c) < 0) /* no room to remember it: a plain new object */
+        return PyBytes_FromStringAndSize((const char *)k, n);
+    uint64_t h = khash(k, n);
+    size_t j = (size_t)h & (c->cap - 1);
+    for (int probe = 0; c->slots[j].key != NULL; probe++) {
+        PyObject *key = c->slots[j].key;
+        if (c->slots[j].h == h && PyBytes_GET_SIZE(key) == n && memcmp(PyBytes_AS_STRING(key), k, (size_t)n) == 0) {
+            Py_INCREF(key);
+            return key;
+        }
+        if (probe >= MAX_PROBE) return PyBytes_FromStringAndSize((const char *)k, n); /* not remembered */
+        j = (j + 1) & (c->cap - 1);
+    }
+    PyObject *key = PyBytes_FromStringAndSize((const char *)k, n);
+    if (key == NULL) return NULL;
+    Py_INCREF(key);
+    c->slots[j].h = h;
+    c->slots[j].key = key;
+    c->n++;
+    return key;
+}
+
+/* dest[key] = (off, base, pos, value), stealing `off` and `value`. An entry tuple that only `dest` holds
+ * is refilled in place (nothing else can see it), which spares a tuple per record. */
+static int store(PyObject *dest, PyObject *key, PyObject *off, PyObject *base_obj, PyObject *pos_obj,
+                 PyObject *value) {
+    PyObject *cur = PyDict_GetItemWithError(dest, key); /* borrowed */
+    if (cur == NULL && PyErr_Occurred()) {
+        Py_DECREF(off);
+        Py_DECREF(value);
+        return -1;
+    }
+    if (cur != NULL && PyTuple_CheckExact(cur) && PyTuple_GET_SIZE(cur) == 4 && Py_REFCNT(cur) == 1) {
+        PyObject *old[4];
+        for (int i = 0; i < 4; i++) old[i] = PyTuple_GET_ITEM(cur, i);
+        Py_INCREF(base_obj);
+        Py_INCREF(pos_obj);
+        PyTuple_SET_ITEM(cur, 0, off);
+        PyTuple_SET_ITEM(cur, 1, base_obj);
+        PyTuple_SET_ITEM(cur, 2, pos_obj);
+        PyTuple_SET_ITEM(cur, 3, value);
+        for (int i = 0; i < 4; i++) Py_XDECREF(old[i]); /* ints and bytes: no code runs */
+        return 0;
+    }
+    PyObject *entry = PyTuple_Pack(4, off, base_obj, pos_obj, value);
+    Py_DECREF(off);
+    Py_DECREF(value);
+    if (entry == NULL) return -1;
+    int rc = PyDict_SetItem(dest, key, entry);
+    Py_DECREF(entry);
+    return rc;
+}
+
 /* Fold one parsed plain or transactional batch into `dest` (latest, or the producer's pending dict);
  * records outside the hot case go to `slow` (with `pending` first for a transactional batch).
  * -1 with an exception set if Python failed. */
 static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *base_obj, PyObject *pos_obj,
-                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pending, long long *hot_count) {
+                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pending, long long *hot_count,
+                 kcache_t *kc) {
     for (int32_t r = 0; r < count; r++) {
         const uint8_t *k = st[r].klen >= 0 ? b + st[r].kpos : NULL;
         const uint8_t *v = st[r].vlen >= 0 ? b + st[r].vpos : NULL;
         PyObject *off = PyLong_FromLongLong(st[r].offset);
         if (off == NULL) return -1;
         if (hot(k, st[r].klen, v, st[r].vlen)) {
-            PyObject *key = PyBytes_FromStringAndSize((const char *)k, st[r].klen);
+            PyObject *key = kc_key(kc, k, st[r].klen);
             PyObject *value = key ? PyBytes_FromStringAndSize((const char *)v, st[r].vlen) : NULL;
-            PyObject *entry = value ? PyTuple_Pack(4, off, base_obj, pos_obj, value) : NULL;
-            int rc = entry ? PyDict_SetItem(dest, key, entry) : -1;
-            Py_XDECREF(entry);
-            Py_XDECREF(value);
-            Py_XDECREF(key);
-            Py_DECREF(off);
+            if (value == NULL) {
+                Py_XDECREF(key);
+                Py_DECREF(off);
+                return -1;
+            }
+            int rc = store(dest, key, off, base_obj, pos_obj, value);
+            Py_DECREF(key);
             if (rc < 0) return -1;
             (*hot_count)++;
             continue;
@@ -295,6 +406,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     long long n_batches = 0, n_bytes = 0, n_records = 0, n_txn = 0, first = -1, last = -1, hot_count = 0;
     staged_t *st = NULL;
     size_t st_cap = 0;
+    kcache_t kc = {NULL, 0, 0};
     int failed = 0;
 
     while (pos < limit) {
@@ -347,7 +459,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
         PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
         int rc = pos_obj ? 0 : -1;
         if (rc == 0 && kind == 0) {
-            rc = apply(rec, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL, &hot_count);
+            rc = apply(rec, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL, &hot_count, &kc);
             if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
             prev_last = last_offset;
             n_records += count;
@@ -366,7 +478,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
                 } else {
                     Py_INCREF(pending);
                     rc = apply(rec, st, count, base_obj, pos_obj, file, pending, t.fold_txn_record, pending,
-                               &hot_count);
+                               &hot_count, &kc);
                     Py_DECREF(pending);
                 }
                 Py_XDECREF(fresh);
@@ -394,6 +506,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
         pos += total;
     }
     free(st);
+    kc_free(&kc);
     PyBuffer_Release(&view);
     if (hot_count) {
         /* The type tally of the hot case (record type 1), as the Python fold keeps it. */
@@ -410,6 +523,56 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     return Py_BuildValue("nLLLLLLL", pos, prev_last, n_batches, n_bytes, n_records, first, last, n_txn);
 }
 
+/* PartitionFold._commit: a COMMIT marker applies the producer's pending offsets to `latest`. Java
+ * (OffsetMetadataManager.replayEndTransactionMarker): an entry replaces the current one only if its record
+ * offset is greater, and a losing one is handed to `created` (it still created its group). Scala
+ * (GroupMetadataManager): the batch base offset decides, and a tombstone is always replaced. Pending
+ * tombstones are skipped. */
+static PyObject *commit_pending(PyObject *self, PyObject *args) {
+    PyObject *latest, *pending, *created;
+    int scala;
+    if (!PyArg_ParseTuple(args, "O!O!pO", &PyDict_Type, &latest, &PyDict_Type, &pending, &scala, &created))
+        return NULL;
+    const Py_ssize_t idx = scala ? 1 : 0;
+    Py_ssize_t it = 0;
+    PyObject *key, *entry;
+    /* pending is not touched while it is walked: `created` only records the group. */
+    Py_INCREF(pending);
+    while (PyDict_Next(pending, &it, &key, &entry)) {
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+            PyErr_SetString(PyExc_TypeError, "pending entries are (offset, base, position, value) tuples");
+            goto fail;
+        }
+        if (PyTuple_GET_ITEM(entry, 3) == Py_None) continue;
+        PyObject *cur = PyDict_GetItemWithError(latest, key); /* borrowed */
+        int take;
+        if (cur == NULL) {
+            if (PyErr_Occurred()) goto fail;
+            take = 1;
+        } else if (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 4) {
+            PyErr_SetString(PyExc_TypeError, "latest entries are (offset, base, position, value) tuples");
+            goto fail;
+        } else if (scala && PyTuple_GET_ITEM(cur, 3) == Py_None) {
+            take = 1;
+        } else {
+            take = PyObject_RichCompareBool(PyTuple_GET_ITEM(cur, idx), PyTuple_GET_ITEM(entry, idx), Py_LT);
+            if (take < 0) goto fail;
+        }
+        if (take) {
+            if (PyDict_SetItem(latest, key, entry) < 0) goto fail;
+        } else if (!scala) {
+            PyObject *res = PyObject_CallFunctionObjArgs(created, key, entry, NULL);
+            if (res == NULL) goto fail;
+            Py_DECREF(res);
+        }
+    }
+    Py_DECREF(pending);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(pending);
+    return NULL;
+}
+
 static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
@@ -422,6 +585,8 @@ static PyMethodDef methods[] = {
     {"fold_run", fold_run, METH_VARARGS,
      "fold_run(data, pos, limit, base, file, verify_crc, max_batch_bytes, prev_last, target, decompress) -> "
      "(pos, prev_last, batches, bytes, records, first_offset, last_offset, transactional_batches)"},
+    {"commit_pending", commit_pending, METH_VARARGS,
+     "commit_pending(latest, pending, scala, created): apply a committed transaction's offsets"},
     {"crc32c", crc32c_py, METH_O, "CRC-32C of a bytes-like object (the checksum the fold verifies)."},
     {NULL, NULL, 0, NULL},
 };
@@ -439,7 +604,7 @@ PyMODINIT_FUNC PyInit__cfold(void) {
 #endif
     PyObject *m = PyModule_Create(&module);
     /* The calling convention of fold_run; records/fold.py refuses a build with another one. */
-    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) {
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 3) < 0) {
         Py_DECREF(m);
         return NULL;
     }

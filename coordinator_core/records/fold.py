@@ -29,9 +29,9 @@ from coordinator_core.records.batch import Record, RecordBatch
 from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES, CompressionError, decompress
 from coordinator_core.records.reader import Scan, read_entry
 
-__all__ = ["NATIVE", "FoldTarget", "fold_buffer", "native_available"]
+__all__ = ["NATIVE", "FoldTarget", "fold_buffer", "native_available", "native_commit"]
 
-_INTERFACE = 2  # the calling convention of _cfold.fold_run this module speaks
+_INTERFACE = 3  # the calling convention of _cfold.fold_run this module speaks
 
 
 def _installed_cfold():
@@ -83,6 +83,11 @@ def _native_wanted() -> bool:
 
 NATIVE = _native_wanted()
 """Whether reloads use the C twin (read once at import; :func:`fold_buffer` takes ``native=`` too)."""
+
+
+def native_commit():
+    """``commit_pending(latest, pending, scala, created)`` of the C twin when it is in use, else None."""
+    return _cfold.commit_pending if NATIVE and _cfold is not None else None
 
 
 class FoldTarget(Protocol):
