@@ -6,7 +6,7 @@ For each size and codec it generates (or reuses) a simulated log dir under ``ben
 cleaner dead, so every duplicate is still there and the live set stays small), then measures, each in
 a fresh subprocess so that peak RSS figures do not contaminate each other:
 
-* ``native``: ``coordinator_core.loader.load_log_dir`` with the C fold (decode plus cache rebuild, CRCs
+* ``native``: ``offsetops.coordinator_core.loader.load_log_dir`` with the C fold (decode plus cache rebuild, CRCs
   checked, every error path of the reload);
 * ``python``: the same with ``OFFSETOPS_NATIVE=0``, the pure-Python reference path;
 * ``aiokafka``: what a speed-conscious user would write: aiokafka's Cython reader
@@ -176,8 +176,7 @@ def baseline_decode_value(rtype: int, value: bytes) -> dict | None:
 
 def run_baseline(path: Path) -> dict:
     from kafka.record import MemoryRecords
-
-    from coordinator_core.sources.logdir import open_log_dir
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
 
     records = 0
     size = 0
@@ -201,7 +200,7 @@ def run_baseline(path: Path) -> dict:
 
 
 def _segment_files(path: Path):
-    from coordinator_core.sources.logdir import open_log_dir
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
 
     for pdir in open_log_dir(path).partitions:
         yield [seg.path for seg in pdir.segments]
@@ -235,7 +234,7 @@ def run_aiokafka(path: Path, fold: bool) -> dict:
 
 
 def run_ours(path: Path) -> dict:
-    from coordinator_core.loader import load_log_dir
+    from offsetops.coordinator_core.loader import load_log_dir
 
     caches = load_log_dir(path, semantics="java")
     errors = sum(len(c.stats.errors) for c in caches)
@@ -254,9 +253,8 @@ MODES = ("native", "python", "aiokafka", "floor", "kafka-py")
 def measure(mode: str, path: Path) -> dict:
     """Runs in the child process: import, reset the peak RSS, do the work, report."""
     import kafka.record  # noqa: F401
-
-    import coordinator_core.loader  # noqa: F401 - imports count as the interpreter baseline
-    from coordinator_core.records import fold
+    import offsetops.coordinator_core.loader  # noqa: F401 - imports count as the interpreter baseline
+    from offsetops.coordinator_core.records import fold
 
     if mode in ("aiokafka", "floor"):
         import aiokafka.record._crecords  # noqa: F401
@@ -298,7 +296,7 @@ def _child(mode: str, path: Path) -> dict:
 
 def ensure_data(size: int, compression: str, args: argparse.Namespace) -> tuple[Path, float | None]:
     """The log dir for (size, codec): reused when present, else simulated (returns generation seconds)."""
-    from coordinator_core.simulator import SimulationConfig, simulate
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
     path = Path(args.data_dir) / f"{args.kafka_version}-{compression}-{size}"
     if (path / "truth.json").exists():

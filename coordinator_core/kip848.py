@@ -3,8 +3,8 @@ streams groups (17-24), as the Java group coordinator replays them (``GroupMetad
 
 from __future__ import annotations
 
-from coordinator_core.cache import GroupMetadata, MemberMetadata
-from coordinator_core.schema import GroupKey
+from offsetops.coordinator_core.cache import GroupMetadata, MemberMetadata
+from offsetops.coordinator_core.schema import GroupKey
 
 
 def _field(fields: dict, name: str, default=None):

@@ -3,10 +3,10 @@
 The load is a fold over record batches in log order. Per key, the record with the greatest offset wins
 (the Java coordinator's rule, ``OffsetMetadataManager.replay``/``replayEndTransactionMarker``);
 transactional offset commits wait per producer id until a COMMIT or ABORT control batch resolves them.
-Values are decoded only for the records that survive (:mod:`coordinator_core.materialize`), since most
+Values are decoded only for the records that survive (:mod:`offsetops.coordinator_core.materialize`), since most
 records in an offsets topic are overwritten by a later commit of the same key.
 
-Segments and Fetch responses are walked by :func:`~coordinator_core.records.fold.fold_buffer` (the one
+Segments and Fetch responses are walked by :func:`~offsetops.coordinator_core.records.fold.fold_buffer` (the one
 framing walker, with its native twin); this module holds the rules it folds with.
 
 A :class:`PartitionFold` can also be built per segment and the folds merged in log order, which gives
@@ -25,16 +25,16 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from coordinator_core.cache import CoordinatorCache, LoadStats
-from coordinator_core.errors import DecodeError, OffsetsDecodeException
-from coordinator_core.materialize import Entry, Materializer
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.batch import Record, RecordBatch
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from coordinator_core.records.fold import fold_buffer, native_commit
-from coordinator_core.records.reader import Scan, page_release
-from coordinator_core.schema import SchemaError, decode_control_key
-from coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
+from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
+from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.materialize import Entry, Materializer
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.records.batch import Record, RecordBatch
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.records.fold import fold_buffer, native_commit
+from offsetops.coordinator_core.records.reader import Scan, page_release
+from offsetops.coordinator_core.schema import SchemaError, decode_control_key
+from offsetops.coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
 
 __all__ = [
     "SEMANTICS",
@@ -270,7 +270,7 @@ class PartitionFold:
         """Fold a buffer of concatenated batches (a whole segment, or a Fetch response).
 
         Errors, resyncs and zero tails are reported exactly as the general reader reports them
-        (:func:`~coordinator_core.records.fold.fold_buffer` walks with its ``read_entry``).
+        (:func:`~offsetops.coordinator_core.records.fold.fold_buffer` walks with its ``read_entry``).
         """
         if isinstance(data, memoryview):
             data = data.tobytes()  # keys must come out as bytes (dict keys), not views
@@ -580,7 +580,7 @@ def load_partition_dir(
     The listing's anomalies come first; each segment is checked against its name and the segment
     before it once read (``segment_order_errors``).
     """
-    from coordinator_core.sources.logdir import segment_order_errors
+    from offsetops.coordinator_core.sources.logdir import segment_order_errors
 
     start = time.perf_counter()
     fold = PartitionFold(partition=pdir.partition, semantics=semantics)
@@ -606,7 +606,7 @@ def load_log_dir(
     semantics: str = "java",
 ) -> list[CoordinatorCache]:
     """Load every (or the chosen) ``__consumer_offsets`` partition of a broker log dir."""
-    from coordinator_core.sources.logdir import open_log_dir
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
 
     logdir = open_log_dir(path, partitions=partitions)
     return [

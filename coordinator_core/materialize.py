@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from coordinator_core.cache import (
+from offsetops.coordinator_core.cache import (
     CoordinatorCache,
     GroupMetadata,
     MemberMetadata,
     OffsetAndMetadata,
 )
-from coordinator_core.errors import DecodeError
-from coordinator_core.kip848 import consumer_group, member_group
-from coordinator_core.partitioner import partition_for
-from coordinator_core.schema import (
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.kip848 import consumer_group, member_group
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.schema import (
     GroupKey,
     GroupMetadataKey,
     OffsetCommitKey,
@@ -34,7 +34,7 @@ from coordinator_core.schema import (
 )
 
 if TYPE_CHECKING:
-    from coordinator_core.loader import PartitionFold
+    from offsetops.coordinator_core.loader import PartitionFold
 
 # An entry is (record_offset, batch_base_offset, batch_position, value-or-None-for-tombstone).
 Entry = tuple[int, int, int, bytes | None]

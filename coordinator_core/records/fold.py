@@ -1,8 +1,8 @@
 """The reload's walk over a buffer of batches: the fast fold entry point of the one framing walker.
 
 :func:`fold_buffer` steps through a buffer (a whole segment, mapped, or a Fetch response) with
-:func:`~coordinator_core.records.reader.read_entry`, so framing, CRCs, resyncs and zero tails are
-checked and reported exactly as :func:`~coordinator_core.records.reader.read_batches` does, and hands
+:func:`~offsetops.coordinator_core.records.reader.read_entry`, so framing, CRCs, resyncs and zero tails are
+checked and reported exactly as :func:`~offsetops.coordinator_core.records.reader.read_batches` does, and hands
 what it reads to a :class:`FoldTarget`: the records of each plain magic-2 batch (nearly all of an offsets
 topic) to ``fold_records``, every other batch to ``fold_batch``.
 
@@ -24,10 +24,14 @@ import os
 from collections.abc import Callable
 from typing import Protocol
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.records.batch import Record, RecordBatch
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES, CompressionError, decompress
-from coordinator_core.records.reader import Scan, read_entry
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.batch import Record, RecordBatch
+from offsetops.coordinator_core.records.compression import (
+    DEFAULT_MAX_BATCH_BYTES,
+    CompressionError,
+    decompress,
+)
+from offsetops.coordinator_core.records.reader import Scan, read_entry
 
 __all__ = ["NATIVE", "FoldTarget", "fold_buffer", "native_available", "native_commit"]
 
@@ -63,7 +67,7 @@ def _installed_cfold():
 
 
 try:
-    from coordinator_core.records import _cfold  # type: ignore[attr-defined]
+    from offsetops.coordinator_core.records import _cfold  # type: ignore[attr-defined]
 except ImportError:  # not built here (no compiler at install time, or imported from a zip)
     _cfold = _installed_cfold()
 if _cfold is not None and getattr(_cfold, "INTERFACE", None) != _INTERFACE:

@@ -16,12 +16,12 @@ import struct
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.loader import PartitionFold, load_log_dir
+from offsetops.coordinator_core.records import build_control_batch, build_record_batch, fold
+from offsetops.coordinator_core.records.batch import V2_HEADER_SIZE
+from offsetops.coordinator_core.records.builder import encode_varint
+from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
-from coordinator_core.loader import PartitionFold, load_log_dir
-from coordinator_core.records import build_control_batch, build_record_batch, fold
-from coordinator_core.records.batch import V2_HEADER_SIZE
-from coordinator_core.records.builder import encode_varint
-from coordinator_core.simulator import SimulationConfig, simulate
 from tests.offsetops.test_sweep import MUTATIONS
 from tests.support.mutation import fix_crc
 from tests.support.shared import REAL_KAFKA_DIR, real_kafka_logdirs
@@ -33,7 +33,7 @@ def test_native_fold_is_built_in_ci() -> None:
     """CI installs the compiler and headers (scripts/ensure_system_deps.sh): the extension must be there."""
     if os.environ.get("CI", "").lower() != "true":
         pytest.skip("only enforced in CI (CI=true)")
-    assert fold.native_available(), "coordinator_core.records._cfold did not build"
+    assert fold.native_available(), "offsetops.coordinator_core.records._cfold did not build"
     assert fold.NATIVE, "the native fold is built but not selected"
 
 
@@ -249,13 +249,13 @@ def test_sources_from_a_py_files_zip_still_use_the_installed_build(tmp_path: Pat
     import subprocess
     import sys
 
-    from pipelines.session import package_zip
+    from offsetops.pipelines.session import package_zip
 
     zipped = package_zip(tmp_path / "offsetops.zip")
     repo = Path(__file__).resolve().parents[3]
     code = (
         f"import sys; sys.path[:0] = [{str(zipped)!r}]; sys.path.append({str(repo)!r})\n"
-        "from coordinator_core.records import fold\n"
+        "from offsetops.coordinator_core.records import fold\n"
         "print(fold.__file__.startswith(sys.path[0]), fold.NATIVE)\n"
     )
     out = subprocess.run(
