@@ -6,7 +6,7 @@ For each size and codec it generates (or reuses) a simulated log dir under ``ben
 cleaner dead, so every duplicate is still there and the live set stays small), then measures, each in
 a fresh subprocess so that peak RSS figures do not contaminate each other:
 
-* ``native``: ``offsetops.coordinator_core.loader.load_log_dir`` with the C fold (decode plus cache rebuild, CRCs
+* ``native``: ``offsetops.coordinator_core.loader.load_log_dir`` with the C fold (decode, cache rebuild, CRCs
   checked, every error path of the reload);
 * ``python``: the same with ``OFFSETOPS_NATIVE=0``, the pure-Python reference path;
 * ``aiokafka``: what a speed-conscious user would write: aiokafka's Cython reader

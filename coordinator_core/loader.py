@@ -3,11 +3,13 @@
 The load is a fold over record batches in log order. Per key, the record with the greatest offset wins
 (the Java coordinator's rule, ``OffsetMetadataManager.replay``/``replayEndTransactionMarker``);
 transactional offset commits wait per producer id until a COMMIT or ABORT control batch resolves them.
-Values are decoded only for the records that survive (:mod:`offsetops.coordinator_core.materialize`), since most
-records in an offsets topic are overwritten by a later commit of the same key.
+Values are decoded only for the records that survive
+(:mod:`offsetops.coordinator_core.materialize`), since most records in an offsets topic are
+overwritten by a later commit of the same key.
 
-Segments and Fetch responses are walked by :func:`~offsetops.coordinator_core.records.fold.fold_buffer` (the one
-framing walker, with its native twin); this module holds the rules it folds with.
+Segments and Fetch responses are walked by
+:func:`~offsetops.coordinator_core.records.fold.fold_buffer` (the one framing walker, with its native
+twin); this module holds the rules it folds with.
 
 A :class:`PartitionFold` can also be built per segment and the folds merged in log order, which gives
 the same cache as one sequential fold (the Spark job splits large partitions this way).

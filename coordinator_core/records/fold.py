@@ -1,10 +1,11 @@
 """The reload's walk over a buffer of batches: the fast fold entry point of the one framing walker.
 
 :func:`fold_buffer` steps through a buffer (a whole segment, mapped, or a Fetch response) with
-:func:`~offsetops.coordinator_core.records.reader.read_entry`, so framing, CRCs, resyncs and zero tails are
-checked and reported exactly as :func:`~offsetops.coordinator_core.records.reader.read_batches` does, and hands
-what it reads to a :class:`FoldTarget`: the records of each plain magic-2 batch (nearly all of an offsets
-topic) to ``fold_records``, every other batch to ``fold_batch``.
+:func:`~offsetops.coordinator_core.records.reader.read_entry`, so framing, CRCs, resyncs and zero
+tails are checked and reported exactly as
+:func:`~offsetops.coordinator_core.records.reader.read_batches` does, and hands what it reads to a
+:class:`FoldTarget`: the records of each plain magic-2 batch (nearly all of an offsets topic) to
+``fold_records``, every other batch to ``fold_batch``.
 
 When the native twin (``_cfold``, a C extension) is built, runs of well-formed magic-2 batches are
 walked, CRC-checked, decompressed (through :func:`decompress`) and parsed in C: records of plain batches
@@ -48,7 +49,7 @@ def _installed_cfold():
     import sys
 
     for entry in sys.path:
-        folder = os.path.join(entry or ".", "coordinator_core", "records")
+        folder = os.path.join(entry or ".", "offsetops", "coordinator_core", "records")
         if not os.path.isdir(folder):
             continue
         for name in sorted(os.listdir(folder)):

@@ -245,20 +245,25 @@ def test_resigned_record_damage_folds_identically(monkeypatch) -> None:
 @needs_native
 def test_sources_from_a_py_files_zip_still_use_the_installed_build(tmp_path: Path) -> None:
     """Spark executors import our sources from the ``--py-files`` zip; the compiled twin comes from the
-    offsetops installed in their image or venv (here: the repo, on sys.path after the zip)."""
+    offsetops installed in their image or venv (here: a site dir holding the built extension, on
+    sys.path after the zip)."""
     import subprocess
     import sys
 
     from offsetops.pipelines.session import package_zip
 
     zipped = package_zip(tmp_path / "offsetops.zip")
-    repo = Path(__file__).resolve().parents[3]
+    site = tmp_path / "site" / "offsetops" / "coordinator_core" / "records"
+    site.mkdir(parents=True)
+    built = Path(fold._cfold.__file__)
+    shutil.copy(built, site / built.name)
     code = (
-        f"import sys; sys.path[:0] = [{str(zipped)!r}]; sys.path.append({str(repo)!r})\n"
+        f"import sys; sys.path[:0] = [{str(zipped)!r}]; sys.path.append({str(tmp_path / 'site')!r})\n"
         "from offsetops.coordinator_core.records import fold\n"
-        "print(fold.__file__.startswith(sys.path[0]), fold.NATIVE)\n"
+        "print(fold.__file__.startswith(sys.path[0]), fold.NATIVE,"
+        " fold._cfold.__file__.startswith(sys.path[-1]))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False
     )
-    assert out.stdout.split() == ["True", "True"], out.stderr
+    assert out.stdout.split() == ["True", "True", "True"], out.stderr
