@@ -1,12 +1,17 @@
-"""Package layout: the product's top-level folders install under the one ``offsetops`` namespace.
+"""Package layout and the one compiled part.
 
-The repository keeps its layout (``coordinator_core/``, ``pipelines/``, ``checks/``, ``assets/`` beside
+Package layout: the product's top-level folders install under the one ``offsetops`` namespace. The
+repository keeps its layout (``coordinator_core/``, ``pipelines/``, ``checks/``, ``assets/`` beside
 the CLI package ``offsetops/``), and every import says whose code it is: ``offsetops.pipelines.reload``,
-never a bare ``pipelines`` that would collide with another project's in site-packages. Everything else
-about the build is in pyproject.toml.
+never a bare ``pipelines`` that would collide with another project's in site-packages.
+
+The compiled part: the reload's native fold over magic-2 batches (``coordinator_core/records/_cfold.c``,
+see ``records/fold.py``). It is optional: without a C compiler and the Python headers the install
+still succeeds and the reload uses its pure-Python path (``scripts/ensure_system_deps.sh`` installs
+both; CI fails if the extension did not build). Everything else about the build is in pyproject.toml.
 """
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 #: Top-level folders installed as ``offsetops.<name>``.
 NAMESPACED = ("coordinator_core", "pipelines", "checks", "assets")
@@ -17,4 +22,15 @@ for top in NAMESPACED:
     package_dir[f"offsetops.{top}"] = top
     packages += [f"offsetops.{name}" for name in find_packages(include=[top, f"{top}.*"])]
 
-setup(packages=packages, package_dir=package_dir)
+setup(
+    packages=packages,
+    package_dir=package_dir,
+    ext_modules=[
+        Extension(
+            "offsetops.coordinator_core.records._cfold",
+            ["coordinator_core/records/_cfold.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+            optional=True,
+        )
+    ],
+)

@@ -1,4 +1,4 @@
-"""Reload throughput and memory: our loader against the kafka-python baseline, on the same bytes.
+"""Reload throughput and memory: offsetops (native and pure Python) beside its Python peers, same bytes.
 
     .venv/bin/python -m benchmarks.reload --sizes 10MB,100MB --compression none,zstd
 
@@ -6,15 +6,21 @@ For each size and codec it generates (or reuses) a simulated log dir under ``ben
 cleaner dead, so every duplicate is still there and the live set stays small), then measures, each in
 a fresh subprocess so that peak RSS figures do not contaminate each other:
 
-* ``ours``: ``offsetops.coordinator_core.loader.load_log_dir`` (decode plus cache rebuild, CRCs checked);
-* ``baseline``: what a Python user would write: kafka-python's ``MemoryRecords`` over each segment
-  file, iterating every batch and record, decoding every key and value with a straightforward
-  ``struct`` decoder of the schema, and keeping the last value per key in a dict.
+* ``native``: ``offsetops.coordinator_core.loader.load_log_dir`` with the C fold (decode, cache rebuild, CRCs
+  checked, every error path of the reload);
+* ``python``: the same with ``OFFSETOPS_NATIVE=0``, the pure-Python reference path;
+* ``aiokafka``: what a speed-conscious user would write: aiokafka's Cython reader
+  (``aiokafka.record._crecords.MemoryRecords``, CRCs not checked) over each segment, last value per key
+  in a dict, and only the survivors' values decoded with a straightforward ``struct`` decoder;
+* ``floor``: aiokafka's Cython reader touching every record's key and value and nothing else: the cost of
+  framing alone, in C;
+* ``kafka-py``: kafka-python's ``MemoryRecords``, every key and value decoded, last value per key kept.
 
-It prints records/s and MB/s per CPU second (``time.process_time``: the per-core cost, which stays
-honest when other work shares the machine; wall seconds are printed too), peak RSS above the
-interpreter's own (``ru_maxrss`` after imports vs at the end), the speed ratio ours/baseline, and
-the cost per record across sizes (the curve that should stay flat).
+aiokafka is benchmark-only (``pip install offsetops[bench]``); without it those rows are left out.
+It prints records/s and MB/s per CPU second (``time.process_time``: the per-core cost, which stays honest
+when other work shares the machine; wall seconds are printed too), peak RSS above the interpreter's own
+after imports (``VmHWM``, reset after imports), each mode's speed relative to ``native``, the load
+average during the run, and the native cost per record across sizes (the curve that should stay flat).
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import struct
 import subprocess
 import sys
@@ -42,9 +47,17 @@ def parse_size(text: str) -> int:
     return int(text)
 
 
-def _rss_kb() -> int:
-    """Peak RSS of this process so far, in KiB (Linux ``ru_maxrss``)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def _hwm_kb() -> int:
+    """Peak RSS of this address space since the last reset, in KiB (``VmHWM``, as tests/support/memory.py)."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+
+
+def _reset_hwm() -> int:
+    """Reset ``VmHWM`` to the current resident set (``clear_refs`` 5) and return it, in KiB."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    return _hwm_kb()
 
 
 # -- the baseline: kafka-python plus a plain struct decoder ----------------------------------------
@@ -186,6 +199,40 @@ def run_baseline(path: Path) -> dict:
     return {"records": records, "bytes": size}
 
 
+def _segment_files(path: Path):
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
+
+    for pdir in open_log_dir(path).partitions:
+        yield [seg.path for seg in pdir.segments]
+
+
+def run_aiokafka(path: Path, fold: bool) -> dict:
+    from aiokafka.record._crecords import MemoryRecords
+
+    records = size = 0
+    for segments in _segment_files(path):
+        latest: dict[bytes, bytes | None] = {}
+        for seg in segments:
+            data = seg.read_bytes()
+            size += len(data)
+            mr = MemoryRecords(data)
+            while True:
+                batch = mr.next_batch()
+                if batch is None:
+                    break
+                control = batch.is_control_batch
+                for rec in batch:
+                    records += 1
+                    key, value = rec.key, rec.value
+                    if fold and not control:
+                        latest[key] = value
+        if fold:
+            for key, value in latest.items():
+                if value is not None:
+                    baseline_decode_value(baseline_decode_key(key)[0], value)
+    return {"records": records, "bytes": size}
+
+
 def run_ours(path: Path) -> dict:
     from offsetops.coordinator_core.loader import load_log_dir
 
@@ -200,32 +247,49 @@ def run_ours(path: Path) -> dict:
     }
 
 
+MODES = ("native", "python", "aiokafka", "floor", "kafka-py")
+
+
 def measure(mode: str, path: Path) -> dict:
-    """Runs in the child process: import, note the baseline RSS, do the work, report."""
+    """Runs in the child process: import, reset the peak RSS, do the work, report."""
     import kafka.record  # noqa: F401
     import offsetops.coordinator_core.loader  # noqa: F401 - imports count as the interpreter baseline
+    from offsetops.coordinator_core.records import fold
 
-    before = _rss_kb()
+    if mode in ("aiokafka", "floor"):
+        import aiokafka.record._crecords  # noqa: F401
+    if mode == "native" and not fold.NATIVE:
+        raise SystemExit("the native fold is not built (or OFFSETOPS_NATIVE=0)")
+    before = _reset_hwm()
     start, cpu = time.perf_counter(), time.process_time()
-    result = run_ours(path) if mode == "ours" else run_baseline(path)
+    if mode in ("native", "python"):
+        result = run_ours(path)
+    elif mode == "aiokafka":
+        result = run_aiokafka(path, fold=True)
+    elif mode == "floor":
+        result = run_aiokafka(path, fold=False)
+    else:
+        result = run_baseline(path)
     # CPU seconds are the per-core cost; wall seconds suffer when other work shares the cores.
     result.update(
         mode=mode,
         seconds=time.process_time() - cpu,
         wall=time.perf_counter() - start,
         rss_base_mb=before / 1024,
-        rss_peak_mb=_rss_kb() / 1024,
+        rss_peak_mb=_hwm_kb() / 1024,
     )
     return result
 
 
 def _child(mode: str, path: Path) -> dict:
+    env = dict(os.environ, OFFSETOPS_NATIVE="0" if mode == "python" else "1")
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.reload", "--measure", mode, str(path)],
         cwd=ROOT,
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -263,44 +327,65 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partitions", type=int, default=50)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--data-dir", default=str(DATA))
-    p.add_argument("--skip-baseline", action="store_true")
+    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {','.join(MODES)}")
+    p.add_argument("--skip-baseline", action="store_true", help="leave out kafka-py (the slowest)")
     p.add_argument("--measure", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.measure:
         print(json.dumps(measure(args.measure[0], Path(args.measure[1]))))
         return 0
 
+    try:
+        import aiokafka.record._crecords  # noqa: F401
+
+        peers = True
+    except ImportError:
+        peers = False
+        print("aiokafka not installed (pip install offsetops[bench]): its rows are left out")
+    modes = [m for m in args.modes.split(",") if peers or m not in ("aiokafka", "floor")]
+    if args.skip_baseline:
+        modes = [m for m in modes if m != "kafka-py"]
     rows = []
     print(
-        f"{'size':>7} {'codec':>5} {'mode':>8} {'records':>10} {'rec/s':>10} {'MB/s':>7} "
-        f"{'ns/rec':>7} {'peakRSS+':>9} {'ratio':>6} {'wall s':>7}  (generation)"
+        f"{'size':>7} {'codec':>5} {'mode':>9} {'records':>10} {'rec/s/cpu':>10} {'MB/s/cpu':>8} "
+        f"{'ns/rec':>7} {'peakRSS+':>9} {'vs native':>9} {'cpu s':>6} {'wall s':>7}  (generation)"
     )
     for compression in args.compression.split(","):
         for size_text in args.sizes.split(","):
             size = parse_size(size_text)
             path, gen_s = ensure_data(size, compression, args)
-            ours = _child("ours", path)
-            if ours["errors"]:
-                raise SystemExit(f"{path}: our reload reported {ours['errors']} errors")
-            base = None if args.skip_baseline else _child("baseline", path)
+            results = {}
+            for mode in modes:
+                r = results[mode] = _child(mode, path)
+                if r.get("errors"):
+                    raise SystemExit(f"{path}: the {mode} reload reported {r['errors']} errors")
+            if "native" in results and "python" in results:
+                for key in ("records", "bytes", "groups", "offsets"):
+                    if results["native"][key] != results["python"][key]:
+                        raise SystemExit(f"{path}: native and python disagree on {key}")
             gen = f"  generated in {gen_s:.0f} s" if gen_s is not None else ""
-            for r in (ours, base):
-                if r is None:
-                    continue
+            native = results.get("native")
+            for mode, r in results.items():
                 rps = r["records"] / r["seconds"]
-                ratio = f"{rps / (base['records'] / base['seconds']):.2f}x" if (base and r is ours) else ""
+                ratio = f"{r['seconds'] / native['seconds']:.2f}x" if native else ""
                 print(
-                    f"{size_text:>7} {compression:>5} {r['mode']:>8} {r['records']:>10} {rps:>10.0f} "
-                    f"{r['bytes'] / 1e6 / r['seconds']:>7.1f} {1e9 * r['seconds'] / r['records']:>7.0f} "
-                    f"{r['rss_peak_mb'] - r['rss_base_mb']:>7.0f}MB {ratio:>6} {r['wall']:>7.1f}{gen}",
+                    f"{size_text:>7} {compression:>5} {mode:>9} {r['records']:>10} {rps:>10.0f} "
+                    f"{r['bytes'] / 1e6 / r['seconds']:>8.1f} {1e9 * r['seconds'] / r['records']:>7.0f} "
+                    f"{r['rss_peak_mb'] - r['rss_base_mb']:>7.0f}MB {ratio:>9} {r['seconds']:>6.2f} "
+                    f"{r['wall']:>7.2f}{gen}",
                     flush=True,
                 )
                 gen = ""
-            rows.append((compression, size_text, ours, base))
-    print("\ncost per record (ours), ns: the curve should be flat across sizes")
+            rows.append((compression, size_text, results))
+    print("\ncost per record (native), ns: the curve should be flat across sizes")
     for compression in args.compression.split(","):
-        curve = [f"{s}={1e9 * o['seconds'] / o['records']:.0f}" for c, s, o, _b in rows if c == compression]
+        curve = [
+            f"{s}={1e9 * r['native']['seconds'] / r['native']['records']:.0f}"
+            for c, s, r in rows
+            if c == compression and "native" in r
+        ]
         print(f"  {compression}: " + "  ".join(curve))
+    print(f"\nload average after the run (1/5/15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with open("/proc/cpuinfo") as fh:
         cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "?")
     print(f"\nmachine: {os.cpu_count()} cores, {cpu}, Python {sys.version.split()[0]}")

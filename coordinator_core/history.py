@@ -193,7 +193,7 @@ class _Membership:
             return
         self._kip848_dirty = False
         # The loader's ConsumerGroup reconstruction, reused so both views agree on owners and state.
-        from offsetops.coordinator_core.loader import _consumer_group
+        from offsetops.coordinator_core.kip848 import consumer_group
 
         by_type: dict[int, list[tuple[GroupKey, Any]]] = {}
         for key, value in self._kip848.values():
@@ -201,7 +201,7 @@ class _Membership:
         if not by_type:
             self.generation, self.state, self.members, self.owners = None, "Dead", [], {}
             return
-        group: GroupMetadata = _consumer_group(self.group_id, by_type, {})
+        group: GroupMetadata = consumer_group(self.group_id, by_type, {})
         self.generation, self.state = group.generation, group.state
         self.members, self.owners = [], {}
         for m in group.members:

@@ -5,6 +5,8 @@
 #   - Debian's postgresql server binaries (the Dagster-on-Postgres deployment test starts a throwaway
 #     cluster with initdb/pg_ctl on a free loopback port; no system-wide cluster is created)
 #   - Debian's stunnel4 (the TLS listener in front of the test broker, for the SSL tests)
+#   - a C compiler (gcc) and the Python headers, to build the native reload fold
+#     (coordinator_core/records/_cfold.c); without them the install falls back to pure Python
 # Idempotent: when everything is already there it only runs a few version checks.
 # Installs with apt-get (as root, or through sudo when available); `apt-get update` runs at most once.
 set -euo pipefail
@@ -63,6 +65,22 @@ if command -v stunnel4 >/dev/null 2>&1 || command -v stunnel >/dev/null 2>&1; th
 else
     log "stunnel4 missing"
     missing+=(stunnel4)
+fi
+
+if command -v gcc >/dev/null 2>&1; then
+    log "gcc present ($(gcc -dumpfullversion 2>/dev/null || gcc -dumpversion))"
+else
+    log "gcc missing"
+    missing+=(gcc libc6-dev)
+fi
+# The headers of the interpreter that builds the venv: a pyenv or python.org build ships its own,
+# Debian's python3 needs python3-dev.
+py_include=$("${PYTHON:-python3}" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null || true)
+if [ -n "$py_include" ] && [ -f "$py_include/Python.h" ]; then
+    log "Python headers present ($py_include)"
+else
+    log "Python headers missing (no Python.h in ${py_include:-?})"
+    missing+=(python3-dev)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then

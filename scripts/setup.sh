@@ -20,8 +20,9 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 
-# The stamp covers what decides the install: pyproject.toml, the lockfile and the interpreter version.
-want="$(cat pyproject.toml "$LOCK" | sha256sum | cut -d' ' -f1) $("$VENV/bin/python" -c 'import sys; print(sys.version.split()[0])')"
+# The stamp covers what decides the install: pyproject.toml, setup.py and the native fold's C source
+# (built in place by the editable install), the lockfile and the interpreter version.
+want="$(cat pyproject.toml setup.py coordinator_core/records/_cfold.c "$LOCK" | sha256sum | cut -d' ' -f1) $("$VENV/bin/python" -c 'import sys; print(sys.version.split()[0])')"
 have="$(cat "$STAMP" 2>/dev/null || true)"
 if [ "$want" = "$have" ] && [ "${OFFSETOPS_FORCE_SETUP:-0}" != "1" ]; then
     log "venv up to date (pyproject.toml and lockfile unchanged); skipping install"

@@ -41,6 +41,7 @@ __all__ = [
     "TIMESTAMP_TYPE_FLAG",
     "TRANSACTIONAL_FLAG",
     "V2_HEADER_SIZE",
+    "V2_MIN_SIZE",
     "Record",
     "RecordBatch",
     "decode_legacy_message",
@@ -51,6 +52,7 @@ Record = tuple[int, int, "bytes | None", "bytes | None"]
 
 LOG_OVERHEAD = 12  # Records.LOG_OVERHEAD: offset int64 + size int32
 V2_HEADER_SIZE = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+V2_MIN_SIZE = V2_HEADER_SIZE - LOG_OVERHEAD  # the smallest size field of a magic-2 batch (no records)
 LEGACY_OVERHEAD_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0 (crc, magic, attrs, key len, value len)
 LEGACY_OVERHEAD_V1 = 22  # LegacyRecord.RECORD_OVERHEAD_V1 (+ timestamp)
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
@@ -167,23 +169,26 @@ class RecordBatch:
             DecodeError(kind, reason, self.file, self.partition, self.position, self.base_offset)
         )
 
+    def _payload(self) -> tuple[bytes, int, int]:
+        """A magic-2 batch's records section as ``(data, pos, end)``, decompressed if need be."""
+        start = self._start
+        codec = self.attributes & CODEC_MASK
+        if codec == NONE:
+            return self._data, start + V2_HEADER_SIZE, start + self.size
+        payload = memoryview(self._data)[start + V2_HEADER_SIZE : start + self.size]
+        data = decompress(codec, payload, limit=self._limit)
+        return data, 0, len(data)
+
     def records(self) -> list[Record]:
         """All records as a list of ``(offset, timestamp, key, value)``; see :meth:`iter_records`."""
         if self.magic < 2:
             if self._legacy_error is not None:
                 raise OffsetsDecodeException(self._legacy_error)
             return list(self._legacy_records or ())
-        start = self._start
-        codec = self.attributes & CODEC_MASK
-        if codec == NONE:
-            data, pos, end = self._data, start + V2_HEADER_SIZE, start + self.size
-        else:
-            try:
-                payload = memoryview(self._data)[start + V2_HEADER_SIZE : start + self.size]
-                data = decompress(codec, payload, limit=self._limit)
-            except CompressionError as exc:
-                raise self._error("decompression", str(exc)) from exc
-            pos, end = 0, len(data)
+        try:
+            data, pos, end = self._payload()
+        except CompressionError as exc:
+            raise self._error("decompression", str(exc)) from exc
         if self.record_count > (end - pos) // MIN_RECORD_SIZE:
             # Checked before decoding, so a bogus count cannot make the loop build a huge list.
             raise self._error(
@@ -193,10 +198,10 @@ class RecordBatch:
             )
         log_append_ts = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_FLAG else None
         try:
-            return _decode_v2_records(
+            return decode_v2_records(
                 data, pos, end, self.record_count, self.base_offset, self.base_timestamp, log_append_ts
             )
-        except _CorruptRecord as exc:
+        except CorruptRecord as exc:
             raise self._error("corrupt_record", str(exc)) from None
         except (IndexError, ValueError) as exc:
             raise self._error("corrupt_record", f"record runs past the batch: {exc}") from exc
@@ -211,15 +216,31 @@ class RecordBatch:
         """
         return iter(self.records())
 
+    def plain_records(self) -> list[Record] | None:
+        """The records of a plain magic-2 batch (neither transactional nor control), or None.
 
-class _CorruptRecord(Exception):
-    pass
+        The reload's fold takes these; None (another kind of batch, a payload that does not decompress
+        or records that do not fit their lengths) sends the batch to :meth:`iter_records`, which reports
+        why. Unlike :meth:`records`, the record count is not checked against a 7-byte minimum record up
+        front: the records are parsed by their own lengths, as the reload always has.
+        """
+        if self.magic < 2 or self.attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG):
+            return None
+        try:
+            data, pos, end = self._payload()
+            return decode_v2_records(data, pos, end, self.record_count, self.base_offset, 0, None)
+        except (CompressionError, CorruptRecord, IndexError, ValueError):
+            return None
 
 
-def _decode_v2_records(
+class CorruptRecord(Exception):
+    """A record of a magic-2 batch does not fit its declared length, or bytes are left after the last."""
+
+
+def decode_v2_records(
     data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int, log_append_ts: int | None
 ) -> list[Record]:
-    """The ``DefaultRecord``s of a batch's records section ``data[pos:end]``.
+    """The ``DefaultRecord``s of a batch's records section ``data[pos:end]`` (the one record parser).
 
     The hot loop of a reload: each varint's 1-byte case (and 2-byte case for the lengths, which often
     exceed 63) is inlined; anything longer goes through :func:`_varint`.
@@ -285,7 +306,7 @@ def _decode_v2_records(
         # Headers mean nothing on __consumer_offsets: jump over them by the record's declared length,
         # which also checks that key and value stayed inside the record and the record inside the batch.
         if pos > rec_end or rec_end > end:
-            raise _CorruptRecord(f"record {n} (offset delta {offset_delta}) overruns its length {length}")
+            raise CorruptRecord(f"record {n} (offset delta {offset_delta}) overruns its length {length}")
         pos = rec_end
         append((base_offset + offset_delta, base_ts + ts_delta, key, value))
     if log_append_ts is not None:
@@ -293,7 +314,7 @@ def _decode_v2_records(
         # the loop above has no branch for it).
         out = [(o, log_append_ts, k, v) for o, _t, k, v in out]
     if pos != end:
-        raise _CorruptRecord(f"{end - pos} bytes left after {count} records (wrong record count?)")
+        raise CorruptRecord(f"{end - pos} bytes left after {count} records (wrong record count?)")
     return out
 
 

@@ -1,7 +1,8 @@
 """Walk segment bytes batch by batch (``FileLogInputStream`` / ``ByteBufferLogInputStream``).
 
-This is the one framing walker: the general reader below and the loader's fast path both step through
-:func:`read_entry` for anything that is not a plain, well-formed magic-2 batch. Bad input never raises
+This is the one framing walker: the general reader below and the reload's fold
+(:mod:`~offsetops.coordinator_core.records.fold`) both step through :func:`read_entry`; the fold's native twin
+takes runs of well-formed magic-2 batches and hands every other entry back to it. Bad input never raises
 and is never skipped silently: each problem becomes one
 :class:`~offsetops.coordinator_core.errors.DecodeError` handed to ``errors`` (a list, or any callable),
 and the walk goes on:
@@ -50,6 +51,7 @@ from offsetops.coordinator_core.records.batch import (
     LOG_OVERHEAD,
     V2_HEADER,
     V2_HEADER_SIZE,
+    V2_MIN_SIZE,
     RecordBatch,
     decode_legacy_message,
     decode_legacy_wrapper,
@@ -73,8 +75,7 @@ __all__ = [
 DEFAULT_CHUNK_SIZE = 8 << 20
 _HEAD = struct.Struct(">qi")  # offset / baseOffset, size / length
 _MAGIC_AT = 16  # the magic byte sits 16 bytes into the entry in every format
-_V2_MIN_SIZE = V2_HEADER_SIZE - LOG_OVERHEAD
-_MIN_SIZE = {0: LEGACY_OVERHEAD_V0, 1: LEGACY_OVERHEAD_V1, 2: _V2_MIN_SIZE}
+_MIN_SIZE = {0: LEGACY_OVERHEAD_V0, 1: LEGACY_OVERHEAD_V1, 2: V2_MIN_SIZE}
 _U32 = struct.Struct(">I")
 _MAGIC2 = b"\x02"
 
@@ -173,7 +174,7 @@ def resync(data, pos: int, end: int, max_batch_bytes: int, scan: Scan = _NO_SCAN
         (_b, size, _e, _m, crc, _a, lod, _t, _x, _p, _pe, _s, count) = unpack(data, start)
         total = LOG_OVERHEAD + size
         if (
-            _V2_MIN_SIZE <= size <= max_batch_bytes
+            V2_MIN_SIZE <= size <= max_batch_bytes
             and start + total <= end
             and count >= 0
             and lod >= 0

@@ -1,0 +1,276 @@
+"""Materialize a fold: decode the records that survived and build the :class:`CoordinatorCache`.
+
+After its scan, ``GroupMetadataManager.doLoadGroupsAndOffsets`` turns the winners per key into groups
+and offsets; only their values are decoded here (most records of an offsets topic are overwritten).
+Transactional commits still open at the end become pending offsets, and (Java semantics) groups an
+offset commit created on replay stay, Empty, until a GroupMetadata tombstone removes them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from offsetops.coordinator_core.cache import (
+    CoordinatorCache,
+    GroupMetadata,
+    MemberMetadata,
+    OffsetAndMetadata,
+)
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.kip848 import consumer_group, member_group
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.schema import (
+    GroupKey,
+    GroupMetadataKey,
+    OffsetCommitKey,
+    SchemaError,
+    UnknownKey,
+    decode_assignment,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    decode_subscription,
+    decode_value,
+)
+
+if TYPE_CHECKING:
+    from offsetops.coordinator_core.loader import PartitionFold
+
+# An entry is (record_offset, batch_base_offset, batch_position, value-or-None-for-tombstone).
+Entry = tuple[int, int, int, bytes | None]
+
+GROUP_PREFIX = b"\x00\x02"
+# The highest record type each coordinator's loader knows; it skips the others as unknown.
+# Scala (3.x ``GroupMetadataManager.readMessageKey``): 0-1 offset commits, 2 group metadata.
+# Java (4.x ``CoordinatorLoaderImpl``/``GroupCoordinatorRecordSerde``): up to the streams group types.
+_MAX_KNOWN_TYPE = {"java": 24, "scala": 2}
+
+
+class Materializer:
+    """Decode the surviving records of a fold and build the cache, as the loader does after its scan."""
+
+    def __init__(self, fold: PartitionFold, num_partitions: int):
+        self.fold = fold
+        self.num_partitions = num_partitions
+        self.stats = fold.stats
+        self.groups: dict[str, GroupMetadata] = {}
+        self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        self.kip848: dict[str, dict[int, list[tuple[GroupKey, object]]]] = {}
+        self.java = fold.semantics == "java"
+
+    def _error(self, kind: str, reason: str, entry: Entry) -> None:
+        self.stats.errors.append(
+            DecodeError(kind, reason, self.fold.file_for(entry[0]), self.fold.partition, entry[2], entry[0])
+        )
+
+    def _offset(self, entry: Entry) -> OffsetAndMetadata | None:
+        if entry[0] in self.fold.invalid_values:
+            return None  # reported by the validation pass
+        try:
+            # Kafka 3.x's OffsetCommitValue has no tagged field: every tag is unknown to it (KIP-915).
+            v = decode_offset_commit_value(entry[3], known_tags=self.java)
+        except SchemaError as exc:
+            self._error(exc.kind, f"offset commit value: {exc}", entry)
+            return None
+        return OffsetAndMetadata(
+            offset=v.offset,
+            leader_epoch=None if v.leader_epoch is None or v.leader_epoch < 0 else v.leader_epoch,
+            metadata=v.metadata if v.metadata is not None else "",
+            commit_timestamp=v.commit_timestamp,
+            expire_timestamp=None
+            if v.expire_timestamp is None or v.expire_timestamp < 0
+            else v.expire_timestamp,
+            record_offset=entry[0],
+            topic_id=getattr(v, "topic_id", None),
+        )
+
+    def build(self) -> CoordinatorCache:
+        fold = self.fold
+        stats = self.stats
+        unknown = 0
+        max_known = _MAX_KNOWN_TYPE[fold.semantics]
+        for rtype, n in fold.type_counts.items():
+            stats.records_by_type[rtype] = stats.records_by_type.get(rtype, 0) + n
+            if rtype < 0 or rtype > max_known:
+                unknown += n
+        stats.unknown_record_types = unknown
+
+        for raw, entry in fold.latest.items():
+            try:
+                key = decode_key(raw)
+            except SchemaError as exc:
+                # Tombstone keys too: the broker decodes every key, and a corrupt one fails the load.
+                self._error(exc.kind, f"record key: {exc}", entry)
+                continue
+            if entry[3] is None or entry[0] in fold.invalid_values:
+                continue
+            if isinstance(key, OffsetCommitKey):
+                om = self._offset(entry)
+                if om is not None:
+                    self.offsets.setdefault(key.group, {})[(key.topic, key.partition)] = om
+            elif isinstance(key, GroupMetadataKey):
+                self._group(key.group, entry)
+            elif isinstance(key, GroupKey):
+                if not self.java:
+                    continue  # an unknown key to the 3.x loader: counted above, never decoded
+                try:
+                    value = decode_value(key.record_type, entry[3])
+                except SchemaError as exc:
+                    self._error(exc.kind, f"record type {key.record_type} value: {exc}", entry)
+                    continue
+                self.kip848.setdefault(key.group_id, {}).setdefault(key.record_type, []).append((key, value))
+            elif isinstance(key, UnknownKey):
+                continue  # counted in stats.unknown_record_types; Kafka skips them too
+
+        # Kafka 4.1 (KIP-1101) no longer writes ConsumerGroupPartitionMetadata, where topic ids got
+        # their names; its v4 offset commits carry the TopicId next to the topic name instead.
+        topic_ids = {
+            str(om.topic_id): topic
+            for offsets in self.offsets.values()
+            for (topic, _p), om in offsets.items()
+            if om.topic_id is not None and getattr(om.topic_id, "int", 1)
+        }
+        self._build_kip848(topic_ids)
+
+        pending_by_group: dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]] = {}
+        open_transactions: dict[int, set[str]] = {}
+        for pid, pending in fold.open_txns.items():
+            for raw, entry in pending.items():
+                if entry[3] is None:
+                    continue
+                try:
+                    key = decode_key(raw)
+                except SchemaError as exc:
+                    self._error(exc.kind, f"record key: {exc}", entry)
+                    continue
+                if not isinstance(key, OffsetCommitKey):
+                    continue
+                om = self._offset(entry)
+                if om is None:
+                    continue
+                pending_by_group.setdefault(key.group, {}).setdefault(pid, {})[(key.topic, key.partition)] = (
+                    om
+                )
+                open_transactions.setdefault(pid, set()).add(key.group)
+
+        # Groups with offsets (committed or pending) but no metadata record: Empty, no protocol type.
+        for gid in list(self.offsets) + list(pending_by_group):
+            if gid not in self.groups:
+                self.groups[gid] = GroupMetadata(
+                    group_id=gid, state="Empty", protocol_type=None, generation=0
+                )
+        if self.java:
+            self._groups_created_by_commits()
+        for gid, offs in self.offsets.items():
+            self.groups[gid].offsets = offs
+        for gid, pend in pending_by_group.items():
+            self.groups[gid].pending_offsets = pend
+
+        misplaced = []
+        if fold.partition is not None:
+            misplaced = [g for g in self.groups if partition_for(g, self.num_partitions) != fold.partition]
+        return CoordinatorCache(
+            partition=fold.partition,
+            groups=self.groups,
+            stats=stats,
+            misplaced_groups=sorted(misplaced),
+            num_partitions=self.num_partitions,
+            open_transactions=open_transactions,
+        )
+
+    def _groups_created_by_commits(self) -> None:
+        """Groups an offset commit created on replay that neither kept an offset nor was removed since.
+
+        ``OffsetMetadataManager.replay`` creates the (simple, Empty) classic group for any offset-commit
+        value, transactional or not, and only a GroupMetadata tombstone removes it: after an aborted
+        transaction, or once every offset was deleted, the group is still there with no offsets (the
+        next cleanup deletes it with a GroupMetadata tombstone).
+        """
+        latest = self.fold.latest
+        for group_part, offset in self.fold.created.items():
+            removed = latest.get(GROUP_PREFIX + group_part)
+            if removed is not None and removed[3] is None and removed[0] > offset:
+                continue
+            try:
+                gid = decode_key(GROUP_PREFIX + group_part).group_id
+            except SchemaError:
+                continue  # the key itself was reported when its value was decoded
+            if gid not in self.groups:
+                self.groups[gid] = GroupMetadata(
+                    group_id=gid, state="Empty", protocol_type=None, generation=0
+                )
+
+    def _group(self, group_id: str, entry: Entry) -> None:
+        try:
+            v = decode_group_metadata_value(entry[3])
+        except SchemaError as exc:
+            self._error(exc.kind, f"group metadata value: {exc}", entry)
+            return
+        protocol_type = v.protocol_type or None
+        members = []
+        for m in v.members:
+            topics: list[str] | None = None
+            assignment: dict[str, list[int]] | None = None
+            if protocol_type == "consumer":
+                sub = decode_subscription(m.subscription)
+                topics = sorted(sub.topics) if sub is not None else None
+                asg = decode_assignment(m.assignment)
+                assignment = {t: sorted(p) for t, p in asg.partitions.items()} if asg is not None else None
+                # Lenient, as the broker is (it never parses these bytes), but never silent.
+                for what, raw, got in (
+                    ("subscription", m.subscription, sub),
+                    ("assignment", m.assignment, asg),
+                ):
+                    if raw and (got is None or got.partial):
+                        how = (
+                            "cannot be decoded"
+                            if got is None
+                            else "are truncated or corrupt after the topics"
+                        )
+                        self._error(
+                            "corrupt_embedded",
+                            f"group {group_id!r} member {m.member_id!r}: consumer-protocol {what} bytes "
+                            f"({len(raw)} bytes) {how}; kept as unknown",
+                            entry,
+                        )
+            rebalance = m.rebalance_timeout
+            # v0 has no rebalance timeout, and both loaders use the session timeout. A stored -1 in v1+
+            # is kept by Scala (``readGroupMessageValue`` checks the version only) and replaced by the
+            # session timeout in Java (``GroupMetadataManager.replay``).
+            if v.version == 0 or (self.java and rebalance == -1):
+                rebalance = m.session_timeout
+            members.append(
+                MemberMetadata(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    session_timeout_ms=m.session_timeout,
+                    rebalance_timeout_ms=rebalance,
+                    subscribed_topics=topics,
+                    assignment=assignment,
+                )
+            )
+        cst = v.current_state_timestamp
+        self.groups[group_id] = GroupMetadata(
+            group_id=group_id,
+            state="Stable" if members else "Empty",
+            protocol_type=protocol_type,
+            generation=v.generation,
+            protocol=v.protocol,
+            leader=v.leader,
+            current_state_timestamp=None if cst is None or cst < 0 else cst,
+            members=members,
+            metadata_record_offset=entry[0],
+            metadata_version=v.version,
+        )
+
+    def _build_kip848(self, topic_ids: dict[str, str]) -> None:
+        """KIP-848 consumer groups (types 3-8, 16), share groups (9-15) and streams groups (17-24)."""
+        for gid, by_type in self.kip848.items():
+            if any(t in by_type for t in range(3, 9)) or 16 in by_type:
+                self.groups[gid] = consumer_group(gid, by_type, topic_ids)
+            elif any(t in by_type for t in range(9, 16)):
+                self.groups[gid] = member_group(gid, by_type, "share", 11, 10)
+            elif any(t in by_type for t in range(17, 25)):
+                self.groups[gid] = member_group(gid, by_type, "streams", 17, 19)

@@ -1,0 +1,612 @@
+/*
+ * The native twin of the reload's fold over plain magic-2 batches (see records/fold.py).
+ *
+ * fold_run() walks a run of well-formed magic-2 batches (DefaultRecordBatch), verifies their CRC-32C,
+ * decompresses them through the Python codecs and parses their records (DefaultRecord). Records of plain
+ * batches are folded into the target's `latest` dict, last writer wins, and those of transactional batches
+ * staged in the producer's pending dict, exactly as PartitionFold.fold_records/fold_transactional do;
+ * control batches (markers, a few per transaction) go to PartitionFold.fold_control as one list. It stops, without touching anything, at the first entry it does not
+ * take whole: any other batch, anything malformed, and any value the Python path would represent
+ * differently (a 10-byte varint, an offset past int64). The Python walk then reads that entry with the
+ * general reader, which reports it. The bytes are untrusted: every read is checked against the end of
+ * its batch (or of the decompressed records), and nothing is allocated from a size field before it has
+ * been checked against the bytes that are there.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOG_OVERHEAD 12
+#define V2_HEADER_SIZE 61
+#define V2_MIN_SIZE (V2_HEADER_SIZE - LOG_OVERHEAD)
+#define MAGIC_AT 16
+#define CODEC_MASK 0x07
+/* A record the fold accepts takes at least 6 bytes: length, attributes, timestamp delta, offset delta,
+ * key length and value length (the header count is covered by the record's length, not read). */
+#define MIN_PARSED_RECORD 6
+
+/* ---- CRC-32C (Castagnoli), as Kafka's Crc32C: SSE4.2 when the CPU has it, else slicing-by-8 ---- */
+
+static uint32_t crc_tab[8][256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+        crc_tab[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++) crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xFF];
+}
+
+static uint32_t crc32c_sw(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        c = crc_tab[7][lo & 0xFF] ^ crc_tab[6][(lo >> 8) & 0xFF] ^ crc_tab[5][(lo >> 16) & 0xFF] ^
+            crc_tab[4][lo >> 24] ^ crc_tab[3][p[4]] ^ crc_tab[2][p[5]] ^ crc_tab[1][p[6]] ^ crc_tab[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = (c >> 8) ^ crc_tab[0][(c ^ *p++) & 0xFF];
+    return c ^ 0xFFFFFFFFu;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_HW_CRC 1
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(const uint8_t *p, size_t n) {
+    uint64_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = __builtin_ia32_crc32di(c, w);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+    return c32 ^ 0xFFFFFFFFu;
+}
+#endif
+
+static uint32_t (*crc32c_fn)(const uint8_t *, size_t) = crc32c_sw;
+static PyObject *ZERO; /* the timestamp slot of control records (unused by the fold) */
+
+/* ---- big-endian fields and zig-zag varints ---- */
+
+static inline uint64_t be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
+static inline uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+enum { OK = 0, STOP = -1 };
+
+/* ByteUtils.readVarlong at b[*q], within b[0:n]. At most 9 bytes (63 bits before zig-zag, so the value
+ * is exact in int64); a longer one stops the native walk and the Python parser decides. */
+static inline int varint(const uint8_t *b, Py_ssize_t n, Py_ssize_t *q, int64_t *out) {
+    uint64_t r = 0;
+    Py_ssize_t i = *q;
+    for (int shift = 0; shift < 63; shift += 7) {
+        if (i >= n) return STOP;
+        uint8_t c = b[i++];
+        r |= (uint64_t)(c & 0x7F) << shift;
+        if (c < 0x80) {
+            *q = i;
+            *out = (int64_t)(r >> 1) ^ -(int64_t)(r & 1);
+            return OK;
+        }
+    }
+    return STOP;
+}
+
+typedef struct {
+    int64_t offset;
+    Py_ssize_t kpos, klen; /* klen < 0: null key */
+    Py_ssize_t vpos, vlen; /* vlen < 0: tombstone */
+} staged_t;
+
+/* Parse the `count` records of b[0:n] into `out`; STOP if any does not fit its length (or n is not
+ * exactly the records), or cannot be represented exactly. Mirrors batch.decode_v2_records. */
+static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t base_offset, staged_t *out) {
+    Py_ssize_t q = 0;
+    for (int32_t r = 0; r < count; r++) {
+        int64_t length, ts_delta, offset_delta, klen, vlen;
+        if (varint(b, n, &q, &length) != OK) return STOP;
+        if (length < 0 || length > n - q) return STOP;
+        Py_ssize_t rec_end = q + (Py_ssize_t)length;
+        q += 1; /* record attributes: unused */
+        if (varint(b, n, &q, &ts_delta) != OK) return STOP;
+        if (varint(b, n, &q, &offset_delta) != OK) return STOP;
+        int64_t off;
+        if (__builtin_add_overflow(base_offset, offset_delta, &off)) return STOP;
+        if (varint(b, n, &q, &klen) != OK) return STOP;
+        out[r].offset = off;
+        out[r].kpos = q;
+        if (klen < 0) {
+            out[r].klen = -1;
+        } else {
+            if (klen > rec_end - q) return STOP;
+            out[r].klen = (Py_ssize_t)klen;
+            q += (Py_ssize_t)klen;
+        }
+        if (varint(b, n, &q, &vlen) != OK) return STOP;
+        out[r].vpos = q;
+        if (vlen < 0) {
+            out[r].vlen = -1;
+        } else {
+            if (vlen > rec_end - q) return STOP;
+            out[r].vlen = (Py_ssize_t)vlen;
+            q += (Py_ssize_t)vlen;
+        }
+        if (q > rec_end) return STOP;
+        q = rec_end; /* headers mean nothing on __consumer_offsets */
+    }
+    return q == n ? OK : STOP;
+}
+
+/* The hot case of PartitionFold.fold_records: an offset-commit key (type 1) and a well-formed
+ * OffsetCommitValue v3 (version, then a metadata string whose length fits). */
+static inline int hot(const uint8_t *k, Py_ssize_t klen, const uint8_t *v, Py_ssize_t vlen) {
+    return k != NULL && v != NULL && klen > 1 && k[0] == 0 && k[1] == 1 && vlen >= 24 && v[0] == 0 && v[1] == 3 &&
+           v[14] <= 0x7F && vlen >= 24 + (((Py_ssize_t)v[14] << 8) | v[15]);
+}
+
+static PyObject *bytes_or_none(const uint8_t *b, Py_ssize_t pos, Py_ssize_t len) {
+    if (len < 0) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)b + pos, len);
+}
+
+/* ---- keys seen in this run: one bytes object per distinct key (its hash cached), not one per record ---- */
+
+typedef struct {
+    uint64_t h;
+    PyObject *key; /* owned */
+} kslot_t;
+
+typedef struct {
+    kslot_t *slots;
+    size_t cap, n;
+} kcache_t;
+
+/* A word-at-a-time hash of a key; crafted collisions cost at most MAX_PROBE probes per record. */
+static uint64_t khash(const uint8_t *p, Py_ssize_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, (size_t)n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
+}
+
+#define MAX_PROBE 32
+
+static void kc_free(kcache_t *c) {
+    for (size_t i = 0; i < c->cap; i++) Py_XDECREF(c->slots[i].key);
+    free(c->slots);
+    c->slots = NULL;
+    c->cap = c->n = 0;
+}
+
+static int kc_grow(kcache_t *c) {
+    size_t cap = c->cap ? c->cap * 2 : 1024;
+    kslot_t *slots = (kslot_t *)calloc(cap, sizeof(kslot_t));
+    if (slots == NULL) return -1;
+    for (size_t i = 0; i < c->cap; i++) {
+        if (c->slots[i].key == NULL) continue;
+        size_t j = (size_t)c->slots[i].h & (cap - 1);
+        while (slots[j].key != NULL) j = (j + 1) & (cap - 1);
+        slots[j] = c->slots[i];
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->cap = cap;
+    return 0;
+}
+
+/* A new reference to a bytes object equal to k[0:n]: the one seen before in this run, or a new one. */
+static PyObject *kc_key(kcache_t *c, const uint8_t *k, Py_ssize_t n) {
+    if (c->n * 2 >= c->cap && kc_grow(c) < 0) /* no room to remember it: a plain new object */
+        return PyBytes_FromStringAndSize((const char *)k, n);
+    uint64_t h = khash(k, n);
+    size_t j = (size_t)h & (c->cap - 1);
+    for (int probe = 0; c->slots[j].key != NULL; probe++) {
+        PyObject *key = c->slots[j].key;
+        if (c->slots[j].h == h && PyBytes_GET_SIZE(key) == n && memcmp(PyBytes_AS_STRING(key), k, (size_t)n) == 0) {
+            Py_INCREF(key);
+            return key;
+        }
+        if (probe >= MAX_PROBE) return PyBytes_FromStringAndSize((const char *)k, n); /* not remembered */
+        j = (j + 1) & (c->cap - 1);
+    }
+    PyObject *key = PyBytes_FromStringAndSize((const char *)k, n);
+    if (key == NULL) return NULL;
+    Py_INCREF(key);
+    c->slots[j].h = h;
+    c->slots[j].key = key;
+    c->n++;
+    return key;
+}
+
+/* dest[key] = (off, base, pos, value), stealing `off` and `value`. An entry tuple that only `dest` holds
+ * is refilled in place (nothing else can see it), which spares a tuple per record. */
+static int store(PyObject *dest, PyObject *key, PyObject *off, PyObject *base_obj, PyObject *pos_obj,
+                 PyObject *value) {
+    PyObject *cur = PyDict_GetItemWithError(dest, key); /* borrowed */
+    if (cur == NULL && PyErr_Occurred()) {
+        Py_DECREF(off);
+        Py_DECREF(value);
+        return -1;
+    }
+    if (cur != NULL && PyTuple_CheckExact(cur) && PyTuple_GET_SIZE(cur) == 4 && Py_REFCNT(cur) == 1) {
+        PyObject *old[4];
+        for (int i = 0; i < 4; i++) old[i] = PyTuple_GET_ITEM(cur, i);
+        Py_INCREF(base_obj);
+        Py_INCREF(pos_obj);
+        PyTuple_SET_ITEM(cur, 0, off);
+        PyTuple_SET_ITEM(cur, 1, base_obj);
+        PyTuple_SET_ITEM(cur, 2, pos_obj);
+        PyTuple_SET_ITEM(cur, 3, value);
+        for (int i = 0; i < 4; i++) Py_XDECREF(old[i]); /* ints and bytes: no code runs */
+        return 0;
+    }
+    PyObject *entry = PyTuple_Pack(4, off, base_obj, pos_obj, value);
+    Py_DECREF(off);
+    Py_DECREF(value);
+    if (entry == NULL) return -1;
+    int rc = PyDict_SetItem(dest, key, entry);
+    Py_DECREF(entry);
+    return rc;
+}
+
+/* Fold one parsed plain or transactional batch into `dest` (latest, or the producer's pending dict);
+ * records outside the hot case go to `slow` (with `pending` first for a transactional batch).
+ * -1 with an exception set if Python failed. */
+static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *base_obj, PyObject *pos_obj,
+                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pending, long long *hot_count,
+                 kcache_t *kc) {
+    for (int32_t r = 0; r < count; r++) {
+        const uint8_t *k = st[r].klen >= 0 ? b + st[r].kpos : NULL;
+        const uint8_t *v = st[r].vlen >= 0 ? b + st[r].vpos : NULL;
+        PyObject *off = PyLong_FromLongLong(st[r].offset);
+        if (off == NULL) return -1;
+        if (hot(k, st[r].klen, v, st[r].vlen)) {
+            PyObject *key = kc_key(kc, k, st[r].klen);
+            PyObject *value = key ? PyBytes_FromStringAndSize((const char *)v, st[r].vlen) : NULL;
+            if (value == NULL) {
+                Py_XDECREF(key);
+                Py_DECREF(off);
+                return -1;
+            }
+            int rc = store(dest, key, off, base_obj, pos_obj, value);
+            Py_DECREF(key);
+            if (rc < 0) return -1;
+            (*hot_count)++;
+            continue;
+        }
+        PyObject *key = bytes_or_none(b, st[r].kpos, st[r].klen);
+        PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
+        PyObject *res = NULL;
+        if (value != NULL) {
+            if (pending != NULL)
+                res = PyObject_CallFunctionObjArgs(slow, pending, off, key, value, base_obj, pos_obj, file, NULL);
+            else
+                res = PyObject_CallFunctionObjArgs(slow, off, key, value, base_obj, pos_obj, file, NULL);
+        }
+        Py_XDECREF(value);
+        Py_XDECREF(key);
+        Py_DECREF(off);
+        if (res == NULL) return -1;
+        Py_DECREF(res);
+    }
+    return 0;
+}
+
+/* The records of a control batch as the list fold_control takes: (offset, 0, key, value). */
+static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count) {
+    PyObject *list = PyList_New(count);
+    if (list == NULL) return NULL;
+    for (int32_t r = 0; r < count; r++) {
+        PyObject *off = PyLong_FromLongLong(st[r].offset);
+        PyObject *key = off ? bytes_or_none(b, st[r].kpos, st[r].klen) : NULL;
+        PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
+        PyObject *rec = value ? PyTuple_Pack(4, off, ZERO, key, value) : NULL;
+        Py_XDECREF(off);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rec == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, r, rec);
+    }
+    return list;
+}
+
+#define TRANSACTIONAL 0x10
+#define CONTROL 0x20
+#define MIN_RECORD_SIZE 7 /* RecordBatch.records() checks the count against this for these two kinds */
+
+typedef struct {
+    PyObject *latest, *open_txns, *small, *fold_record, *fold_txn_record, *fold_control, *order;
+} target_t;
+
+static void target_clear(target_t *t) {
+    Py_CLEAR(t->latest);
+    Py_CLEAR(t->open_txns);
+    Py_CLEAR(t->small);
+    Py_CLEAR(t->fold_record);
+    Py_CLEAR(t->fold_txn_record);
+    Py_CLEAR(t->fold_control);
+    Py_CLEAR(t->order);
+}
+
+static int target_get(PyObject *obj, target_t *t) {
+    memset(t, 0, sizeof(*t));
+    if (!(t->latest = PyObject_GetAttrString(obj, "latest")) || !PyDict_Check(t->latest) ||
+        !(t->open_txns = PyObject_GetAttrString(obj, "open_txns")) || !PyDict_Check(t->open_txns) ||
+        !(t->small = PyObject_GetAttrString(obj, "_small_types")) || !PyList_Check(t->small) ||
+        PyList_GET_SIZE(t->small) < 2 || !(t->fold_record = PyObject_GetAttrString(obj, "fold_record")) ||
+        !(t->fold_txn_record = PyObject_GetAttrString(obj, "fold_transactional_record")) ||
+        !(t->fold_control = PyObject_GetAttrString(obj, "fold_control")) ||
+        !(t->order = PyObject_GetAttrString(obj, "offset_order"))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "fold target lacks latest/open_txns/_small_types");
+        target_clear(t);
+        return -1;
+    }
+    return 0;
+}
+
+static int report_order(target_t *t, PyObject *file, PyObject *pos_obj, int64_t base_offset, long long prev_last) {
+    PyObject *res = PyObject_CallFunction(t->order, "OOLL", file, pos_obj, (long long)base_offset, prev_last);
+    Py_XDECREF(res);
+    return res == NULL ? -1 : 0;
+}
+
+static PyObject *fold_run(PyObject *self, PyObject *args) {
+    PyObject *data, *file, *prev_obj, *target_obj, *decompress;
+    Py_ssize_t pos, limit, max_batch;
+    long long file_base;
+    int verify;
+    if (!PyArg_ParseTuple(args, "OnnLOpnOOO", &data, &pos, &limit, &file_base, &file, &verify, &max_batch,
+                          &prev_obj, &target_obj, &decompress))
+        return NULL;
+    target_t t;
+    if (target_get(target_obj, &t) < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
+        target_clear(&t);
+        return NULL;
+    }
+    const uint8_t *buf = (const uint8_t *)view.buf;
+    const Py_ssize_t end = view.len;
+    if (limit > end) limit = end;
+    if (pos < 0) pos = end; /* nothing to do */
+    int overflow = 0;
+    long long prev_last = PyLong_AsLongLongAndOverflow(prev_obj, &overflow);
+    if (prev_last == -1 && PyErr_Occurred()) {
+        PyBuffer_Release(&view);
+        target_clear(&t);
+        return NULL;
+    }
+    if (overflow) limit = pos; /* a previous last offset past int64: the Python walk goes on alone */
+
+    long long n_batches = 0, n_bytes = 0, n_records = 0, n_txn = 0, first = -1, last = -1, hot_count = 0;
+    staged_t *st = NULL;
+    size_t st_cap = 0;
+    kcache_t kc = {NULL, 0, 0};
+    int failed = 0;
+
+    while (pos < limit) {
+        if (end - pos < V2_HEADER_SIZE) break;
+        const uint8_t *p = buf + pos;
+        if (p[MAGIC_AT] != 2) break;
+        int64_t base_offset = (int64_t)be64(p);
+        int32_t size = (int32_t)be32(p + 8);
+        uint32_t crc = be32(p + 17);
+        int attrs = (int)((uint32_t)p[21] << 8 | p[22]);
+        int32_t lod = (int32_t)be32(p + 23);
+        int64_t pid = (int64_t)be64(p + 43);
+        int32_t count = (int32_t)be32(p + 57);
+        int kind = attrs & CONTROL ? CONTROL : attrs & TRANSACTIONAL;
+        if (size < V2_MIN_SIZE || (Py_ssize_t)size > max_batch) break;
+        Py_ssize_t total = LOG_OVERHEAD + (Py_ssize_t)size;
+        if (total > end - pos) break;
+        if (count < 0 || lod < 0) break;
+        int64_t last_offset;
+        if (__builtin_add_overflow(base_offset, (int64_t)lod, &last_offset)) break;
+        if (verify && crc32c_fn(p + 21, (size_t)(total - 21)) != crc) break;
+
+        const uint8_t *rec = p + V2_HEADER_SIZE;
+        Py_ssize_t rlen = total - V2_HEADER_SIZE;
+        PyObject *body = NULL;
+        int codec = attrs & CODEC_MASK;
+        if (codec) {
+            PyObject *mv = PyMemoryView_FromMemory((char *)rec, rlen, PyBUF_READ);
+            if (mv == NULL) { failed = 1; break; }
+            body = PyObject_CallFunction(decompress, "iOn", codec, mv, max_batch);
+            Py_DECREF(mv);
+            if (body == NULL) { failed = 1; break; }
+            if (!PyBytes_Check(body)) { Py_DECREF(body); break; } /* None: the Python walk reports it */
+            rec = (const uint8_t *)PyBytes_AS_STRING(body);
+            rlen = PyBytes_GET_SIZE(body);
+        }
+        /* Bounded before allocating. Plain batches are parsed by their records' lengths alone (the fold
+         * always has); the other two kinds go through RecordBatch.records(), which checks the count. */
+        if ((Py_ssize_t)count > rlen / (kind ? MIN_RECORD_SIZE : MIN_PARSED_RECORD)) { Py_XDECREF(body); break; }
+        if ((size_t)count > st_cap) {
+            size_t cap = (size_t)count < 64 ? 64 : (size_t)count;
+            staged_t *grown = (staged_t *)realloc(st, cap * sizeof(staged_t));
+            if (grown == NULL) { Py_XDECREF(body); PyErr_NoMemory(); failed = 1; break; }
+            st = grown;
+            st_cap = cap;
+        }
+        if (parse_records(rec, rlen, count, base_offset, st) != OK) { Py_XDECREF(body); break; }
+
+        PyObject *base_obj = PyLong_FromLongLong(base_offset);
+        PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
+        int rc = pos_obj ? 0 : -1;
+        if (rc == 0 && kind == 0) {
+            rc = apply(rec, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL, &hot_count, &kc);
+            if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            prev_last = last_offset;
+            n_records += count;
+        } else if (rc == 0) {
+            /* As the walk does for every batch it hands over whole: order first, then the fold. */
+            if (base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            if (last_offset > prev_last) prev_last = last_offset;
+            PyObject *pid_obj = rc == 0 ? PyLong_FromLongLong(pid) : NULL;
+            if (pid_obj == NULL) {
+                rc = -1;
+            } else if (kind == TRANSACTIONAL) {
+                PyObject *fresh = PyDict_New();
+                PyObject *pending = fresh ? PyDict_SetDefault(t.open_txns, pid_obj, fresh) : NULL; /* borrowed */
+                if (pending == NULL) {
+                    rc = -1;
+                } else {
+                    Py_INCREF(pending);
+                    rc = apply(rec, st, count, base_obj, pos_obj, file, pending, t.fold_txn_record, pending,
+                               &hot_count, &kc);
+                    Py_DECREF(pending);
+                }
+                Py_XDECREF(fresh);
+                n_records += count;
+                n_txn++;
+            } else {
+                PyObject *records = record_list(rec, st, count);
+                PyObject *res = records ? PyObject_CallFunctionObjArgs(t.fold_control, pid_obj, records, pos_obj,
+                                                                       file, NULL)
+                                        : NULL;
+                rc = res == NULL ? -1 : 0;
+                Py_XDECREF(res);
+                Py_XDECREF(records);
+            }
+            Py_XDECREF(pid_obj);
+        }
+        Py_XDECREF(pos_obj);
+        Py_XDECREF(base_obj);
+        Py_XDECREF(body);
+        if (rc < 0) { failed = 1; break; }
+        if (n_batches == 0) first = base_offset;
+        n_batches++;
+        n_bytes += total;
+        last = last_offset;
+        pos += total;
+    }
+    free(st);
+    kc_free(&kc);
+    PyBuffer_Release(&view);
+    if (hot_count) {
+        /* The type tally of the hot case (record type 1), as the Python fold keeps it. */
+        PyObject *cur = PyList_GET_ITEM(t.small, 1);
+        PyObject *add = PyLong_FromLongLong(hot_count);
+        PyObject *sum = add ? PyNumber_Add(cur, add) : NULL;
+        Py_XDECREF(add);
+        if (sum == NULL || PyList_SetItem(t.small, 1, sum) < 0) failed = 1;
+    }
+    target_clear(&t);
+    if (failed) return NULL;
+    if (overflow)
+        return Py_BuildValue("nOLLLLLL", pos, prev_obj, n_batches, n_bytes, n_records, first, last, n_txn);
+    return Py_BuildValue("nLLLLLLL", pos, prev_last, n_batches, n_bytes, n_records, first, last, n_txn);
+}
+
+/* PartitionFold._commit: a COMMIT marker applies the producer's pending offsets to `latest`. Java
+ * (OffsetMetadataManager.replayEndTransactionMarker): an entry replaces the current one only if its record
+ * offset is greater, and a losing one is handed to `created` (it still created its group). Scala
+ * (GroupMetadataManager): the batch base offset decides, and a tombstone is always replaced. Pending
+ * tombstones are skipped. */
+static PyObject *commit_pending(PyObject *self, PyObject *args) {
+    PyObject *latest, *pending, *created;
+    int scala;
+    if (!PyArg_ParseTuple(args, "O!O!pO", &PyDict_Type, &latest, &PyDict_Type, &pending, &scala, &created))
+        return NULL;
+    const Py_ssize_t idx = scala ? 1 : 0;
+    Py_ssize_t it = 0;
+    PyObject *key, *entry;
+    /* pending is not touched while it is walked: `created` only records the group. */
+    Py_INCREF(pending);
+    while (PyDict_Next(pending, &it, &key, &entry)) {
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+            PyErr_SetString(PyExc_TypeError, "pending entries are (offset, base, position, value) tuples");
+            goto fail;
+        }
+        if (PyTuple_GET_ITEM(entry, 3) == Py_None) continue;
+        PyObject *cur = PyDict_GetItemWithError(latest, key); /* borrowed */
+        int take;
+        if (cur == NULL) {
+            if (PyErr_Occurred()) goto fail;
+            take = 1;
+        } else if (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 4) {
+            PyErr_SetString(PyExc_TypeError, "latest entries are (offset, base, position, value) tuples");
+            goto fail;
+        } else if (scala && PyTuple_GET_ITEM(cur, 3) == Py_None) {
+            take = 1;
+        } else {
+            take = PyObject_RichCompareBool(PyTuple_GET_ITEM(cur, idx), PyTuple_GET_ITEM(entry, idx), Py_LT);
+            if (take < 0) goto fail;
+        }
+        if (take) {
+            if (PyDict_SetItem(latest, key, entry) < 0) goto fail;
+        } else if (!scala) {
+            PyObject *res = PyObject_CallFunctionObjArgs(created, key, entry, NULL);
+            if (res == NULL) goto fail;
+            Py_DECREF(res);
+        }
+    }
+    Py_DECREF(pending);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(pending);
+    return NULL;
+}
+
+static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t c = crc32c_fn((const uint8_t *)view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyMethodDef methods[] = {
+    {"fold_run", fold_run, METH_VARARGS,
+     "fold_run(data, pos, limit, base, file, verify_crc, max_batch_bytes, prev_last, target, decompress) -> "
+     "(pos, prev_last, batches, bytes, records, first_offset, last_offset, transactional_batches)"},
+    {"commit_pending", commit_pending, METH_VARARGS,
+     "commit_pending(latest, pending, scala, created): apply a committed transaction's offsets"},
+    {"crc32c", crc32c_py, METH_O, "CRC-32C of a bytes-like object (the checksum the fold verifies)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cfold", "Native fold of plain magic-2 batches.", -1,
+                                    methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__cfold(void) {
+    crc_init();
+    ZERO = PyLong_FromLong(0);
+    if (ZERO == NULL) return NULL;
+#ifdef HAVE_HW_CRC
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("sse4.2")) crc32c_fn = crc32c_hw;
+#endif
+    PyObject *m = PyModule_Create(&module);
+    /* The calling convention of fold_run; records/fold.py refuses a build with another one. */
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 3) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

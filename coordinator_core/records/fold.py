@@ -1,0 +1,232 @@
+"""The reload's walk over a buffer of batches: the fast fold entry point of the one framing walker.
+
+:func:`fold_buffer` steps through a buffer (a whole segment, mapped, or a Fetch response) with
+:func:`~offsetops.coordinator_core.records.reader.read_entry`, so framing, CRCs, resyncs and zero
+tails are checked and reported exactly as
+:func:`~offsetops.coordinator_core.records.reader.read_batches` does, and hands what it reads to a
+:class:`FoldTarget`: the records of each plain magic-2 batch (nearly all of an offsets topic) to
+``fold_records``, every other batch to ``fold_batch``.
+
+When the native twin (``_cfold``, a C extension) is built, runs of well-formed magic-2 batches are
+walked, CRC-checked, decompressed (through :func:`decompress`) and parsed in C: records of plain batches
+are folded, last writer wins, and those of transactional batches staged per producer, with the same
+rules; control batches (a marker or two per transaction) go to ``fold_control`` as one list. It stops,
+without touching anything, at the first entry it does not take whole (legacy magic, anything
+malformed, a record it cannot represent exactly), and that one entry goes through the Python path
+above, which reports it. Records outside the hot case (any key but an offset commit's, a tombstone, a
+value that is not a well-formed ``OffsetCommitValue`` v3) are handed to ``fold_record`` /
+``fold_transactional_record`` one at a time and in log order, so every rule has one definition.
+``OFFSETOPS_NATIVE=0`` turns the twin off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Protocol
+
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.batch import Record, RecordBatch
+from offsetops.coordinator_core.records.compression import (
+    DEFAULT_MAX_BATCH_BYTES,
+    CompressionError,
+    decompress,
+)
+from offsetops.coordinator_core.records.reader import Scan, read_entry
+
+__all__ = ["NATIVE", "FoldTarget", "fold_buffer", "native_available", "native_commit"]
+
+_INTERFACE = 3  # the calling convention of _cfold.fold_run this module speaks
+
+
+def _installed_cfold():
+    """The compiled twin from an installed offsetops, when this package was imported from a zip.
+
+    Spark ships our sources to executors as a ``--py-files`` zip, from which no extension can load; an
+    executor whose image or venv has offsetops installed still has the compiled twin on ``sys.path``.
+    """
+    import importlib.util
+    import sys
+
+    for entry in sys.path:
+        folder = os.path.join(entry or ".", "offsetops", "coordinator_core", "records")
+        if not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if name.startswith("_cfold.") and name.endswith(".so"):
+                spec = importlib.util.spec_from_file_location(__name__.rpartition(".")[0] + "._cfold",
+                                                              os.path.join(folder, name))  # fmt: skip
+                if spec is None or spec.loader is None:
+                    continue
+                try:
+                    module = importlib.util.module_from_spec(spec)
+                    spec.loader.exec_module(module)
+                except ImportError:
+                    continue
+                return module
+    return None
+
+
+try:
+    from offsetops.coordinator_core.records import _cfold  # type: ignore[attr-defined]
+except ImportError:  # not built here (no compiler at install time, or imported from a zip)
+    _cfold = _installed_cfold()
+if _cfold is not None and getattr(_cfold, "INTERFACE", None) != _INTERFACE:
+    _cfold = None  # a build of another version of offsetops: the pure-Python path is always right
+
+RELEASE_EVERY = 64 << 20  # drop already-folded pages of a mapped segment from RSS this often
+
+
+def native_available() -> bool:
+    """Whether the C twin was built and imports."""
+    return _cfold is not None
+
+
+def _native_wanted() -> bool:
+    return _cfold is not None and os.environ.get("OFFSETOPS_NATIVE", "1").strip() not in ("0", "false", "no")
+
+
+NATIVE = _native_wanted()
+"""Whether reloads use the C twin (read once at import; :func:`fold_buffer` takes ``native=`` too)."""
+
+
+def native_commit():
+    """``commit_pending(latest, pending, scala, created)`` of the C twin when it is in use, else None."""
+    return _cfold.commit_pending if NATIVE and _cfold is not None else None
+
+
+class FoldTarget(Protocol):
+    """What :func:`fold_buffer` folds into (``loader.PartitionFold``); the C twin uses the same members."""
+
+    latest: dict[bytes, tuple[int, int, int, bytes | None]]
+    open_txns: dict[int, dict[bytes, tuple[int, int, int, bytes | None]]]
+    _small_types: list[int]
+
+    def fold_records(self, records: list[Record], base_offset: int, position: int, file: str | None) -> None:
+        """Fold the records of one plain magic-2 batch (counted by the walk's tally)."""
+
+    def fold_record(
+        self, offset: int, key: bytes | None, value: bytes | None, base_offset: int, position: int,
+        file: str | None,
+    ) -> None:  # fmt: skip
+        """Fold one record of a plain batch that is not the hot case (see the module docstring)."""
+
+    def fold_transactional_record(
+        self, pending: dict, offset: int, key: bytes | None, value: bytes | None, base_offset: int,
+        position: int, file: str | None,
+    ) -> None:  # fmt: skip
+        """Stage one record of a transactional batch that is not the hot case (C twin only)."""
+
+    def fold_control(self, pid: int, records: list[Record], position: int, file: str | None) -> None:
+        """The records of a control batch (C twin only; the walk hands control batches to fold_batch)."""
+
+    def fold_batch(self, batch: RecordBatch) -> None:
+        """Fold any other batch (control, transactional, legacy, or a plain one whose records are corrupt)."""
+
+    def fold_tally(
+        self, batches: int, nbytes: int, records: int, first: int, last: int, transactional: int
+    ) -> None:
+        """Count a run of batches the walk folded itself, before anything else is folded."""
+
+    def offset_order(self, file: str | None, position: int, base_offset: int, prev_last: int) -> None:
+        """Report a batch whose base offset is not after the previous batch's last offset."""
+
+
+def _decompress_or_none(codec: int, payload, limit: int) -> bytes | None:
+    """For the C twin: the decompressed payload, or None so the Python path reports the failure."""
+    try:
+        return decompress(codec, payload, limit=limit)
+    except CompressionError:
+        return None
+
+
+def fold_buffer(
+    data,
+    target: FoldTarget,
+    *,
+    report: Callable[[DecodeError], object],
+    base: int = 0,
+    file: str | None = None,
+    partition: int | None = None,
+    verify_crc: bool = True,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    scan: Scan | None = None,
+    native: bool | None = None,
+) -> None:
+    """Walk ``data`` (bytes or a mapped file; file position ``base`` at ``data[0]``) into ``target``.
+
+    Offsets only increase within a buffer (``LogSegment``'s offset index rejects anything else; the base
+    offset is outside the batch CRC, so a corrupt one is only seen here): each batch is checked against
+    the last offset of the batch before it.
+    """
+    if scan is None:
+        scan = Scan()
+    cfold = _cfold.fold_run if (NATIVE if native is None else native and _cfold is not None) else None
+    end = len(data)
+    pos = 0
+    next_release = RELEASE_EVERY
+    # The run of batches folded through fold_records, counted in one go before anything else is folded.
+    n_batches = n_bytes = n_records = n_txn = 0
+    first = last = -1
+    prev_last = -1
+    legacy = False
+    while pos < end:
+        if pos >= next_release:
+            scan.done_with(pos)
+            next_release = pos + RELEASE_EVERY
+        if cfold is not None:
+            pos, prev_last, nb, nby, nrec, cfirst, clast, ntxn = cfold(
+                data, pos, min(end, next_release), base, file, verify_crc, max_batch_bytes, prev_last, target,
+                _decompress_or_none,
+            )  # fmt: skip
+            if nb:
+                if not n_batches:
+                    first = cfirst
+                n_batches += nb
+                n_bytes += nby
+                n_records += nrec
+                n_txn += ntxn
+                last = clast
+            if pos >= end or pos >= next_release:
+                continue
+        # The same step as reader.walk (one entry, reported and resynced the same way), interleaved
+        # here with the native runs, which a generator over walk() could not hand the position to.
+        batch, nxt = read_entry(
+            data,
+            pos,
+            end,
+            base=base,
+            file=file,
+            partition=partition,
+            report=report,
+            verify_crc=verify_crc,
+            max_batch_bytes=max_batch_bytes,
+            scan=scan,
+            legacy=legacy,
+        )
+        pos = nxt
+        if batch is None:
+            continue
+        records = batch.plain_records()
+        if records is not None:
+            target.fold_records(records, batch.base_offset, batch.position, file)
+            if batch.base_offset <= prev_last:
+                target.offset_order(file, batch.position, batch.base_offset, prev_last)
+            prev_last = batch.last_offset
+            if not n_batches:
+                first = batch.base_offset
+            n_batches += 1
+            n_bytes += batch.size
+            n_records += batch.record_count
+            last = batch.last_offset
+            continue
+        if n_batches:
+            target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn)
+            n_batches = n_bytes = n_records = n_txn = 0
+        if batch.base_offset <= prev_last:
+            target.offset_order(file, batch.position, batch.base_offset, prev_last)
+        prev_last = max(prev_last, batch.last_offset)
+        legacy = legacy or batch.magic < 2
+        target.fold_batch(batch)
+    if n_batches:
+        target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn)
