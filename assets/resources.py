@@ -247,15 +247,15 @@ class OffsetsSourceResource(ConfigurableResource):
 
     def load_caches(self, partitions: list[int]) -> list[CoordinatorCache]:
         """doLoadGroupsAndOffsets for each partition; a partition with no data is an empty cache."""
-        from coordinator_core.loader import load_partition_dir, load_partition_from
+        from coordinator_core.loader import load_partition_dir
 
         if self.is_live:
-            from coordinator_core.sources.live import LiveSource
+            from coordinator_core.sources.live import LiveSource, load_live_partition
 
             with LiveSource(self.kafka_config(), topic=self.topic) as source:
                 present = set(source.partitions())
                 return [
-                    load_partition_from(
+                    load_live_partition(
                         source, p, num_partitions=self.num_partitions, semantics=self.semantics
                     )
                     if p in present

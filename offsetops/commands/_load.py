@@ -8,7 +8,7 @@ import re
 
 from coordinator_core.asof import Cut, load_as_of
 from coordinator_core.cache import CoordinatorCache
-from coordinator_core.loader import load_partition_dir, load_partition_from
+from coordinator_core.loader import load_partition_dir
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from coordinator_core.sources.logdir import open_log_dir
@@ -84,7 +84,7 @@ def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[Coordi
     whole = cut.until_offset is None and cut.until_ms is None
     kw = {"num_partitions": args.num_partitions, "semantics": args.semantics}
     if is_live(args):
-        from coordinator_core.sources.live import LiveSource
+        from coordinator_core.sources.live import LiveSource, load_live_partition
 
         config = kafka_client_config(args)
         with LiveSource(config, topic=getattr(args, "offsets_topic", "__consumer_offsets")) as source:
@@ -93,7 +93,7 @@ def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[Coordi
             with Progress("reading", total=len(parts), unit="partitions") as progress:
                 for part in parts:
                     if whole:
-                        out.append(load_partition_from(source, part, **kw))
+                        out.append(load_live_partition(source, part, **kw))
                     else:
 
                         def batches(errors, p=part):

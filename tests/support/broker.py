@@ -236,6 +236,8 @@ class BrokerClient:
     def __init__(self, bootstrap: str, *, timeout_ms: int = 10_000, **client_options: Any):
         """``client_options``: more kafka-python settings (``security_protocol``, ``ssl_context``)."""
         self.timeout_ms = timeout_ms
+        self._producers: dict[int, tuple[int, int]] = {}
+        self._sequences: dict[tuple[int, str, int], int] = {}
         self.client = KafkaNetClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms,
                                      client_id="offsetops-tests", **client_options)
         self.client.check_version(timeout_ms=timeout_ms)
@@ -309,6 +311,32 @@ class BrokerClient:
         if pr.error_code:
             raise RuntimeError(f"Produce {topic}-{partition}: error {pr.error_code} {pr.error_message}")
         return int(pr.base_offset)
+
+    def replay(self, topic: str, partition: int, batch: bytes) -> int:
+        """Append one recorded magic-2 batch, its producer id swapped for one this broker issued.
+
+        Tansu refuses a transactional batch whose producer id it never handed out (error 59), so each
+        recorded producer id maps to one InitProducerId answer (ids, epochs and the CRC rewritten;
+        sequences kept). Plain batches (producer id -1) and magic 0/1 go as they are.
+        """
+        if len(batch) < 61 or batch[16] != 2:
+            return self.produce_raw(topic, partition, batch)
+        (recorded,) = struct.unpack_from(">q", batch, 43)
+        if recorded < 0:
+            return self.produce_raw(topic, partition, batch)
+        if recorded not in self._producers:
+            self._producers[recorded] = self.init_producer_id()
+        pid, epoch = self._producers[recorded]
+        buf = bytearray(batch)
+        struct.pack_into(">qh", buf, 43, pid, epoch)
+        (attributes,) = struct.unpack_from(">h", buf, 21)
+        if not attributes & 0x20:  # control batches carry no sequence
+            (count,) = struct.unpack_from(">i", buf, 57)
+            sequence = self._sequences.get((pid, topic, partition), 0)
+            struct.pack_into(">i", buf, 53, sequence)
+            self._sequences[(pid, topic, partition)] = sequence + count
+        struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
+        return self.produce_raw(topic, partition, bytes(buf))
 
     def fetch_raw(self, topic: str, partition: int, offset: int = 0, max_bytes: int = 1 << 20) -> bytes:
         """The record-set bytes a READ_UNCOMMITTED Fetch returns (Fetch v12: topics by name)."""
