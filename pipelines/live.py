@@ -85,10 +85,6 @@ RANGE_SCHEMA = StructType(
 LIVE_FOLD_SCHEMA = StructType([*FOLD_SCHEMA.fields, StructField("error", StringType(), True)])
 """Stage 2 output: the pickled fold of one range (``base_offset`` = the range start), or its error."""
 
-#: Live reload modes: the driver alone, the executors, or the executors above a size on a cluster.
-LIVE_RELOADS = ("auto", "driver", "executors")
-#: ``auto`` fetches on the executors when the run covers at least this many offsets (and Spark is not local).
-DEFAULT_EXECUTORS_MIN_OFFSETS = 5_000_000
 _MAX_REPORTED_FAILURES = 5
 
 
@@ -110,18 +106,6 @@ class LiveReloadResult:
             f"{self.partitions} partitions in {self.ranges} fetch ranges ({self.offsets} offsets) from "
             f"{self.cluster} -> {self.output} ({tables}) in {self.elapsed_s:.1f} s"
         )
-
-
-def fetch_on_executors(
-    mode: str, master: str, ranges: Sequence[FetchRange], min_offsets: int = DEFAULT_EXECUTORS_MIN_OFFSETS
-) -> bool:
-    """Whether a live reload of ``ranges`` runs on the executors: always for ``executors``, never for
-    ``driver``; for ``auto`` on a non-local master once the ranges span ``min_offsets`` offsets."""
-    if mode not in LIVE_RELOADS:
-        raise ValueError(f"live reload must be one of {LIVE_RELOADS}, got {mode!r}")
-    if mode != "auto":
-        return mode == "executors"
-    return not master.startswith("local") and sum(r.span for r in ranges) >= min_offsets
 
 
 # -- stage 2: fetch and fold, one task per range --------------------------------------------------------

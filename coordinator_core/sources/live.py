@@ -35,7 +35,7 @@ from coordinator_core.loader import PartitionFold
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.records.batch import RecordBatch
 from coordinator_core.records.reader import ErrorSink, read_batches
-from coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS, FetchRange, cut_range
+from coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS, FetchRange, cut_range, owned
 
 __all__ = [
     "CONSUMER_OFFSETS",
@@ -335,11 +335,12 @@ class LiveSource:
         self, rng: FetchRange, errors: ErrorSink, *, verify_crc: bool = True
     ) -> Iterator[RecordBatch]:
         """The batches ``rng`` owns (:meth:`FetchRange.owns`), fetched from its start to its end."""
-        for batch in self.iter_batches(
-            rng.partition, errors, start_offset=rng.start, end_offset=rng.end, verify_crc=verify_crc
-        ):
-            if rng.owns(batch.base_offset, batch.last_offset):
-                yield batch
+        yield from owned(
+            rng,
+            self.iter_batches(
+                rng.partition, errors, start_offset=rng.start, end_offset=rng.end, verify_crc=verify_crc
+            ),
+        )
 
     def iter_batches(
         self,
