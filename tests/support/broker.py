@@ -375,6 +375,37 @@ class BrokerClient:
         return bytes(pd.records or b"")
 
 
+def mirror_log_dir(
+    bc: BrokerClient, log_dir: Path, topic: str, *, partitions: int, only: list[int] | None = None
+) -> None:
+    """Create ``topic`` and replay each ``__consumer_offsets-N`` of ``log_dir`` into its partition N.
+
+    Consecutive plain batches travel together (up to 1 MiB a request); batches with a producer id go
+    one by one through :meth:`BrokerClient.replay`. The broker assigns offsets densely, so a compacted
+    log's record offsets shift; compare reads of the mirror with each other, not with the files.
+    """
+    from coordinator_core.records.reader import iter_segment_batches
+    from coordinator_core.sources.logdir import open_log_dir
+
+    bc.create_topic(topic, partitions=partitions)
+    for pdir in open_log_dir(log_dir, partitions=only).partitions:
+        plain = bytearray()
+        for segment in pdir.segments:
+            for batch in iter_segment_batches(segment.path, errors=[]):
+                if batch.producer_id < 0 and len(plain) < 1 << 20:
+                    plain += batch.raw()
+                    continue
+                if plain:
+                    bc.produce_raw(topic, pdir.partition, bytes(plain))
+                    plain.clear()
+                if batch.producer_id < 0:
+                    plain += batch.raw()
+                else:
+                    bc.replay(topic, pdir.partition, batch.raw())
+        if plain:
+            bc.produce_raw(topic, pdir.partition, bytes(plain))
+
+
 def kafka_python_batch(
     records: list[tuple[bytes | None, bytes | None]],
     *,
