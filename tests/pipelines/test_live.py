@@ -129,3 +129,25 @@ def test_executors_fetch_over_tls_with_the_shipped_settings(
     assert "on executor" in str(caught.value) and "TLS certificate verification failed" in str(caught.value)
     printed = capfd.readouterr()
     assert tb.ca.client_key_password not in str(caught.value) + printed.out + printed.err
+
+
+def test_executors_attempt_sasl_with_the_shipped_settings(
+    spark, kafka_broker: TansuBroker, tmp_path: Path, capfd
+) -> None:
+    """Tansu refuses every SASL mechanism: the executors' error shows they attempted SASL SCRAM (a
+    plaintext client would have read the topic), and the password appears nowhere."""
+    canary = "sasl-executor-canary-51d7"
+    config = KafkaClientConfig(
+        kafka_broker.bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username="offsetops",
+        sasl_plain_password=canary,
+        connect_timeout_ms=3000,
+    )
+    with pytest.raises(LiveSourceError) as caught:
+        run_live_reload(spark, config, str(tmp_path / "out"), topic="t", ranges=[FetchRange(0, 0, 10)])
+    message = str(caught.value)
+    assert "on executor" in message and "SASL handshake refused" in message and "SCRAM-SHA-512" in message
+    printed = capfd.readouterr()
+    assert canary not in message + printed.out + printed.err
