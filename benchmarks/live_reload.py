@@ -49,7 +49,8 @@ def _child(args: argparse.Namespace) -> None:
         result = once()
         times.append(time.perf_counter() - t)
     assert result is not None
-    print(json.dumps({"best_s": min(times), "times_s": times, "ranges": result.ranges, "counts": result.counts}))
+    doc = {"best_s": min(times), "times_s": times, "ranges": result.ranges, "counts": result.counts}
+    print(json.dumps(doc))
 
 
 def _single(bootstrap: str, topic: str, num_partitions: int, repeat: int) -> tuple[float, dict[str, int]]:
@@ -61,7 +62,8 @@ def _single(bootstrap: str, topic: str, num_partitions: int, repeat: int) -> tup
     for _ in range(repeat + 1):
         t = time.perf_counter()
         with LiveSource(KafkaClientConfig(bootstrap), topic=topic) as source:
-            caches = [load_live_partition(source, p, num_partitions=num_partitions) for p in source.partitions()]
+            parts = source.partitions()
+            caches = [load_live_partition(source, p, num_partitions=num_partitions) for p in parts]
         best = min(best, time.perf_counter() - t)
         counts = {k: len(v) for k, v in all_cache_rows(caches).items()}
     return best, counts
