@@ -267,19 +267,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config = KafkaClientConfig.resolve(args.bootstrap, args.client_config)
-    except KafkaClientError as exc:
-        print(f"offsetops pipeline live: {printable(exc)}", file=sys.stderr)
-        return 2
-    spark = session_from_args(args, "live")
-    try:
+        # Plan before starting Spark: a wrong address or credential fails in seconds, in one line.
+        with LiveSource(config, topic=args.topic) as source:
+            ranges = plan_fetch_ranges(source, args.partition, max_offsets=args.max_range_offsets)
+        spark = session_from_args(args, "live")
         result = run_live_reload(
-            spark,
-            config,
-            args.output,
-            options_from_args(args),
-            topic=args.topic,
-            partitions=args.partition,
-            max_range_offsets=args.max_range_offsets,
+            spark, config, args.output, options_from_args(args), topic=args.topic, ranges=ranges
         )
     except KafkaClientError as exc:  # names the cluster (and the executor), never a secret
         print(f"offsetops pipeline live: {printable(exc)}", file=sys.stderr)
