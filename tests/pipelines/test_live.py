@@ -22,7 +22,7 @@ from pipelines.tables import all_cache_rows, comparable
 from tests.support.broker import BrokerClient, TansuBroker, free_port, mirror_log_dir
 from tests.support.tls import TLSBroker, make_test_ca
 
-pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
 PARTITIONS = 3  # of the simulated cluster (sim_txn)
 
@@ -50,6 +50,7 @@ def mirror(kafka_broker: TansuBroker, sim_txn: SimulationResult) -> str:
     return topic
 
 
+@pytest.mark.slow
 def test_distributed_live_reload_equals_the_single_process_one(
     spark, kafka_broker: TansuBroker, mirror: str, tmp_path: Path, capsys
 ) -> None:
@@ -75,6 +76,7 @@ def test_distributed_live_reload_equals_the_single_process_one(
     assert_same_tables(spark, out, reference)
 
 
+@pytest.mark.slow
 def test_an_executor_that_cannot_reach_the_cluster_stops_the_job_in_one_line(spark, tmp_path: Path) -> None:
     config = KafkaClientConfig(f"127.0.0.1:{free_port()}", connect_timeout_ms=1500)
     with pytest.raises(LiveSourceError) as caught:
@@ -84,6 +86,7 @@ def test_an_executor_that_cannot_reach_the_cluster_stops_the_job_in_one_line(spa
     assert config.bootstrap_servers in message and "Traceback" not in message and "\n" not in message
 
 
+@pytest.mark.slow
 def test_executors_fetch_over_tls_with_the_shipped_settings(
     spark, kafka_tls_broker: TLSBroker, sim_txn: SimulationResult, tmp_path: Path, capfd
 ) -> None:
@@ -131,6 +134,7 @@ def test_executors_fetch_over_tls_with_the_shipped_settings(
     assert tb.ca.client_key_password not in str(caught.value) + printed.out + printed.err
 
 
+@pytest.mark.slow
 def test_executors_attempt_sasl_with_the_shipped_settings(
     spark, kafka_broker: TansuBroker, tmp_path: Path, capfd
 ) -> None:
@@ -151,3 +155,14 @@ def test_executors_attempt_sasl_with_the_shipped_settings(
     assert "on executor" in message and "SASL handshake refused" in message and "SCRAM-SHA-512" in message
     printed = capfd.readouterr()
     assert canary not in message + printed.out + printed.err
+
+
+def test_cli_names_an_unreachable_cluster_before_starting_spark(monkeypatch, tmp_path: Path, capsys) -> None:
+    monkeypatch.setenv("OFFSETOPS_CONNECT_TIMEOUT_MS", "1000")
+    address = f"127.0.0.1:{free_port()}"
+    code = main(["pipeline", "live", "--bootstrap", address, "--output", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith(f"offsetops pipeline live: cannot reach Kafka at {address}")
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
