@@ -202,6 +202,10 @@ def live_reload_tables(
     The folds are fetched once (persisted) and checked for failed ranges before anything is merged;
     unpersist ``folds`` when done.
     """
+    partitions = {r.partition for r in ranges}
+    if options.semantics != "java" and len(ranges) > len(partitions):
+        # PartitionFold.merge follows the Java coordinator's rules only; Scala replay reads whole.
+        raise ValueError("with scala semantics, plan one range per partition (folds cannot be merged)")
     folds = fetch_folds(spark, config, ranges, topic=topic, options=options)
     folds.persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -209,7 +213,6 @@ def live_reload_tables(
     except BaseException:
         folds.unpersist()
         raise
-    partitions = {r.partition for r in ranges}
     blobs = partition_outputs(
         folds.drop("error"),
         emit=reload_emitter,
