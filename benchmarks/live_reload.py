@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,8 @@ def main() -> None:
         _child(args)
         return
     broker = None
+    # Stop the broker we start on Ctrl-C and on SIGTERM alike (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not args.bootstrap:
         from coordinator_core.simulator import SimulationConfig, simulate
         from tests.support.broker import BrokerClient, TansuBroker, mirror_log_dir
