@@ -21,8 +21,7 @@ from dagster import (
     TableSchema,
     asset,
 )
-
-from assets.resources import (
+from offsetops.assets.resources import (
     OFFSETS_PARTITIONS,
     OffsetsSourceResource,
     SparkResource,
@@ -30,13 +29,12 @@ from assets.resources import (
     run_partitions,
     write_json,
 )
-from coordinator_core.cleaner_audit import format_bytes
-from coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.cleaner_audit import format_bytes
+from offsetops.coordinator_core.timefmt import iso_utc
 
 if TYPE_CHECKING:
+    from offsetops.pipelines.reload import ReloadOptions
     from pyspark.sql import DataFrame, SparkSession
-
-    from pipelines.reload import ReloadOptions
 
 GROUP = "reload"
 INVENTORY_FILE = "segments.json"
@@ -72,7 +70,7 @@ def _inventory_files(source: OffsetsSourceResource, partitions: list[int]) -> di
 
 def _inventory_uri(spark: "SparkSession", log_dir: str, partitions: list[int]) -> dict[int, dict[str, Any]]:
     """The same inventory for a Hadoop URI (``s3a://``, ``hdfs://``), listed through Spark."""
-    from pipelines.source import list_log_dir
+    from offsetops.pipelines.source import list_log_dir
 
     listing = list_log_dir(spark, log_dir)
     out: dict[int, dict[str, Any]] = {p: {"present": False, "segments": 0, "bytes": 0} for p in partitions}
@@ -96,7 +94,7 @@ def _inventory_uri(spark: "SparkSession", log_dir: str, partitions: list[int]) -
 
 
 def _inventory_live(source: OffsetsSourceResource, partitions: list[int]) -> dict[int, dict[str, Any]]:
-    from coordinator_core.sources.live import LiveSource
+    from offsetops.coordinator_core.sources.live import LiveSource
 
     with LiveSource(source.kafka_config(), topic=source.topic) as live:
         present = [p for p in partitions if p in set(live.partitions())]
@@ -144,8 +142,8 @@ def raw_segments(
     state: StateResource,
 ) -> MaterializeResult:
     """Inventory the partitions of this run; a partition absent from the source is listed as absent."""
-    from coordinator_core.kafka_client import KafkaClientError
-    from coordinator_core.sources.logdir import LogDirError
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
+    from offsetops.coordinator_core.sources.logdir import LogDirError
 
     partitions = run_partitions(context)
     state.ensure()
@@ -227,7 +225,7 @@ def _delete(spark: "SparkSession", path: str) -> None:
 
 
 def _empty(spark: "SparkSession", table: str) -> "DataFrame":
-    from pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
     return spark.createDataFrame([], TABLE_SCHEMAS[table])
 
@@ -235,7 +233,7 @@ def _empty(spark: "SparkSession", table: str) -> "DataFrame":
 def _present_partitions(
     spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int]
 ) -> list[int]:
-    from pipelines.source import InputPathError, list_log_dir
+    from offsetops.pipelines.source import InputPathError, list_log_dir
 
     log_dir = str(source.log_dir)
     if not path_exists(spark, log_dir):
@@ -253,8 +251,8 @@ def _reload_to_staging(
 ) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
     """The reload tables of ``partitions`` in ``staging``: the Spark job from files, or live fetches
     (in this process, or on the executors: ``OffsetsSourceResource.live_reload``); and how it was read."""
-    from pipelines.reload import ReloadOptions, read_tables, run_reload
-    from pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.reload import ReloadOptions, read_tables, run_reload
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
     options = ReloadOptions(num_partitions=source.num_partitions, semantics=source.semantics)
     if source.is_live:
@@ -273,11 +271,11 @@ def _live_to_staging(
     staging: str,
     options: "ReloadOptions",
 ) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
-    from coordinator_core.sources.live import LiveSource, plan_fetch_ranges
-    from coordinator_core.sources.ranges import fetch_on_executors
-    from pipelines.reload import read_tables
-    from pipelines.schemas import TABLE_SCHEMAS
-    from pipelines.tables import all_cache_rows
+    from offsetops.coordinator_core.sources.live import LiveSource, plan_fetch_ranges
+    from offsetops.coordinator_core.sources.ranges import fetch_on_executors
+    from offsetops.pipelines.reload import read_tables
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows
 
     ranges = []
     if source.live_reload != "driver":
@@ -293,7 +291,7 @@ def _live_to_staging(
         rows = all_cache_rows(source.load_caches(partitions))
         tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
         return tables, {"read_by": "driver"}
-    from pipelines.live import run_live_reload
+    from offsetops.pipelines.live import run_live_reload
 
     run_live_reload(spark, source.kafka_config(), staging, options, topic=source.topic, ranges=ranges)
     tables = read_tables(spark, staging)
@@ -322,9 +320,8 @@ def read_cache_tables(
     spark: "SparkSession", state: StateResource, partitions: list[int] | None = None
 ) -> dict[str, "DataFrame"]:
     """The canonical reload tables (optionally only some offsets partitions), with their schemas."""
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
     from pyspark.sql import functions as F
-
-    from pipelines.schemas import TABLE_SCHEMAS
 
     out = {}
     for name, schema in TABLE_SCHEMAS.items():
@@ -374,7 +371,7 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
 
 
 def _offsets_table_schema() -> TableSchema:
-    from pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
     return TableSchema(
         columns=[
@@ -401,8 +398,8 @@ def coordinator_cache(
     state: StateResource,
 ) -> MaterializeResult:
     """Run the Spark reload for this run's partitions and publish them into the canonical tables."""
-    from coordinator_core.kafka_client import KafkaClientError
-    from pipelines.source import InputPathError
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
+    from offsetops.pipelines.source import InputPathError
 
     partitions = run_partitions(context)
     state.ensure()

@@ -26,22 +26,20 @@ from dagster import (
     MetadataValue,
     StaticPartitionsDefinition,
 )
+from offsetops.checks.operator_report import ENV_REPORTS_BASE_URL, REPORT_FILE
+from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
+from offsetops.coordinator_core.clock import Clock, resolve_clock
+from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.sources.ranges import DEFAULT_EXECUTORS_MIN_OFFSETS, DEFAULT_RANGE_OFFSETS
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from checks.operator_report import ENV_REPORTS_BASE_URL, REPORT_FILE
-from coordinator_core.cache import CoordinatorCache, LoadStats
-from coordinator_core.clock import Clock, resolve_clock
-from coordinator_core.expiration import DEFAULT_RETENTION_MS
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.sources.ranges import DEFAULT_EXECUTORS_MIN_OFFSETS, DEFAULT_RANGE_OFFSETS
-
 if TYPE_CHECKING:
+    from offsetops.assets.alerting import SlackNotifier
+    from offsetops.assets.alerting.blocks import AlertLinks
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+    from offsetops.coordinator_core.sources.logdir import LogDir
     from pyspark.sql import SparkSession
-
-    from assets.alerting import SlackNotifier
-    from assets.alerting.blocks import AlertLinks
-    from coordinator_core.kafka_client import KafkaClientConfig
-    from coordinator_core.sources.logdir import LogDir
 
 DEPLOYMENTS = ("local", "cluster")
 DEFAULT_OUTPUT_DIR = "out/demo"
@@ -196,7 +194,7 @@ class OffsetsSourceResource(ConfigurableResource):
                 "all are empty"
             )
         if self.is_live:
-            from coordinator_core.kafka_client import ClientConfigError
+            from offsetops.coordinator_core.kafka_client import ClientConfigError
 
             try:  # a bad client config fails when the code location loads, not at the first run
                 self.kafka_config()
@@ -235,7 +233,7 @@ class OffsetsSourceResource(ConfigurableResource):
         )
 
     def clock(self) -> Clock:
-        """The run's clock, resolved once (``coordinator_core.clock.resolve_clock``)."""
+        """The run's clock, resolved once (``offsetops.coordinator_core.clock.resolve_clock``)."""
         if self._clock is None:
             self._clock = self._resolve_clock()
         return self._clock
@@ -245,13 +243,13 @@ class OffsetsSourceResource(ConfigurableResource):
 
     def kafka_config(self) -> KafkaClientConfig:
         """The Kafka client configuration of live mode, for every client the assets build."""
-        from coordinator_core.kafka_client import KafkaClientConfig
+        from offsetops.coordinator_core.kafka_client import KafkaClientConfig
 
         return KafkaClientConfig.resolve(self.bootstrap_servers, self.client_config)
 
     def open_log_dir(self) -> LogDir:
         """The configured log dir, opened (raises ``LogDirError`` naming the path when unusable)."""
-        from coordinator_core.sources.logdir import LogDirError, open_log_dir
+        from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 
         if not self.log_dir:
             raise LogDirError("no log_dir is configured (OffsetsSourceResource.log_dir)")
@@ -264,10 +262,10 @@ class OffsetsSourceResource(ConfigurableResource):
 
     def load_caches(self, partitions: list[int]) -> list[CoordinatorCache]:
         """doLoadGroupsAndOffsets for each partition; a partition with no data is an empty cache."""
-        from coordinator_core.loader import load_partition_dir
+        from offsetops.coordinator_core.loader import load_partition_dir
 
         if self.is_live:
-            from coordinator_core.sources.live import LiveSource, load_live_partition
+            from offsetops.coordinator_core.sources.live import LiveSource, load_live_partition
 
             with LiveSource(self.kafka_config(), topic=self.topic) as source:
                 present = set(source.partitions())
@@ -325,10 +323,10 @@ class SparkResource(ConfigurableResource):
     def get_session(self) -> SparkSession:
         """The process's SparkSession, created on first use with this resource's settings.
 
-        Built by :func:`pipelines.session.build_session`, which ships our packages to the executors
+        Built by :func:`offsetops.pipelines.session.build_session`, which ships our packages to the executors
         of a non-local master.
         """
-        from pipelines.session import build_session
+        from offsetops.pipelines.session import build_session
 
         local = self.master.startswith("local")
         conf = {"spark.sql.sources.partitionOverwriteMode": "dynamic"}
@@ -361,7 +359,7 @@ class StateResource(ConfigurableResource):
 
     @property
     def reports_path(self) -> Path:
-        """Every human-readable report lives here (``checks.suite`` writes Data Docs below it too)."""
+        """Every human-readable report lives here (``offsetops.checks.suite`` writes Data Docs below)."""
         return self.output_path / "reports"
 
     @property
@@ -395,8 +393,8 @@ class StateResource(ConfigurableResource):
 class SlackResource(ConfigurableResource):
     """Slack paging: a bot token (from ``SLACK_BOT_TOKEN``), a channel, and dedupe settings.
 
-    A missing or invalid token never fails a run: :class:`~assets.alerting.SlackNotifier` logs one line
-    and appends the alert to the outbox in the state dir.
+    A missing or invalid token never fails a run: :class:`~offsetops.assets.alerting.SlackNotifier` logs one
+    line and appends the alert to the outbox in the state dir.
     """
 
     token: str | None = Field(default=None, description="Slack bot token (xoxb-...).")
@@ -444,7 +442,7 @@ class SlackResource(ConfigurableResource):
 
     def links(self) -> AlertLinks:
         """Where alerts link: the Dagster UI (asset partitions, runs) and the operator report."""
-        from assets.alerting.blocks import AlertLinks
+        from offsetops.assets.alerting.blocks import AlertLinks
 
         return AlertLinks(
             dagster_url=self.dagster_url or DEFAULT_DAGSTER_URL,
@@ -454,7 +452,7 @@ class SlackResource(ConfigurableResource):
 
     def notifier(self, state: StateResource) -> SlackNotifier:
         """A :class:`SlackNotifier` whose dedupe state and outbox live in ``state``'s state dir."""
-        from assets.alerting import SlackNotifier
+        from offsetops.assets.alerting import SlackNotifier
 
         base_url = self.base_url
         if base_url and not base_url.endswith("/"):

@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT))
 
 
 def _child(args: argparse.Namespace) -> None:
-    from coordinator_core.kafka_client import KafkaClientConfig
-    from pipelines.live import run_live_reload
-    from pipelines.reload import ReloadOptions
-    from pipelines.session import build_session
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+    from offsetops.pipelines.live import run_live_reload
+    from offsetops.pipelines.reload import ReloadOptions
+    from offsetops.pipelines.session import build_session
 
     spark = build_session(args.master, quiet=True, ship_code=False)
     out = tempfile.mkdtemp(prefix="offsetops-bench-live-")
@@ -55,9 +55,9 @@ def _child(args: argparse.Namespace) -> None:
 
 
 def _single(bootstrap: str, topic: str, num_partitions: int, repeat: int) -> tuple[float, dict[str, int]]:
-    from coordinator_core.kafka_client import KafkaClientConfig
-    from coordinator_core.sources.live import LiveSource, load_live_partition
-    from pipelines.tables import all_cache_rows
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+    from offsetops.coordinator_core.sources.live import LiveSource, load_live_partition
+    from offsetops.pipelines.tables import all_cache_rows
 
     best, counts = float("inf"), {}
     for _ in range(repeat + 1):
@@ -90,7 +90,8 @@ def main() -> None:
     # Stop the broker we start on Ctrl-C and on SIGTERM alike (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not args.bootstrap:
-        from coordinator_core.simulator import SimulationConfig, simulate
+        from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+
         from tests.support.broker import BrokerClient, TansuBroker, mirror_log_dir
 
         work = Path(tempfile.mkdtemp(prefix="offsetops-bench-live-"))

@@ -35,8 +35,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 from dagster._core.event_api import AssetRecordsFilter
-
-from coordinator_core.cleaner_audit import (
+from offsetops.coordinator_core.cleaner_audit import (
     CRITICAL,
     DEGRADED,
     HEALTHY,
@@ -45,8 +44,8 @@ from coordinator_core.cleaner_audit import (
     format_bytes,
     format_duration,
 )
-from coordinator_core.expiration import ForecastEntry
-from coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.expiration import ForecastEntry
+from offsetops.coordinator_core.timefmt import iso_utc
 
 VALIDATION_ASSET = "cache_validation"
 AUDIT_ASSET = "cleaner_audit"

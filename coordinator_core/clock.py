@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.timefmt import iso_utc
 
 CLOCK_FILE = "offsetops-clock.json"
 CLOCK_FORMAT = 1

@@ -210,8 +210,10 @@ class KafkaClientConfig:
             object.__setattr__(self, "sasl_mechanism", mechanism)
         if self.uses_sasl and self.sasl_mechanism is None:
             object.__setattr__(self, "sasl_mechanism", "PLAIN")  # Kafka's default sasl.mechanism
-        if self.uses_sasl and self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and (
-            not self.sasl_plain_username or self.sasl_plain_password is None
+        if (
+            self.uses_sasl
+            and self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+            and (not self.sasl_plain_username or self.sasl_plain_password is None)
         ):
             raise ClientConfigError(
                 f"{self.source}: SASL {self.sasl_mechanism} needs a username and a password "

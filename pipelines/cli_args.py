@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from coordinator_core.sources.logdir import OFFSETS_TOPIC
-from coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
+from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
+from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
 
 MODES = ("arrow", "rows")
 

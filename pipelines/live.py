@@ -5,16 +5,16 @@ fetches every partition through one process. For a large cluster this job spread
 fold over the executors, and gives the same tables:
 
 1. **plan** (driver): Metadata and ListOffsets (log start, high watermark at READ_UNCOMMITTED); each
-   partition is cut into :class:`~coordinator_core.sources.live.FetchRange` s of at most
+   partition is cut into :class:`~offsetops.coordinator_core.sources.live.FetchRange` s of at most
    ``--max-range-offsets`` offsets (``plan_fetch_ranges``);
 2. **fetch and fold** (``mapInArrow``, one Spark partition per range, largest first): each task opens
-   its own connection from the one :class:`~coordinator_core.kafka_client.KafkaClientConfig` (shipped
+   its own connection from the one :class:`~offsetops.coordinator_core.kafka_client.KafkaClientConfig` (shipped
    inside the task, never logged: its ``repr`` masks the passwords; SASL and TLS as on the driver),
    fetches its range from the partition leader and folds the batches the range owns (``fold_range``,
    the fold of the single-process reload) into a pickled ``PartitionFold``. A task that cannot reach
    or authenticate to the cluster returns its error as a row, so the driver stops with one line naming
    the executor and the cluster instead of Spark retrying an unreachable cluster;
-3. **merge and expand**: the file reload's stages (``pipelines.reload.partition_outputs`` and
+3. **merge and expand**: the file reload's stages (``offsetops.pipelines.reload.partition_outputs`` and
    ``expand_table``): folds of one partition are merged in offset order with ``PartitionFold.merge``,
    which settles transactions whose records and markers fell into different ranges.
 
@@ -34,6 +34,29 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError
+from offsetops.coordinator_core.sources.live import (
+    CONSUMER_OFFSETS,
+    DEFAULT_RANGE_OFFSETS,
+    FetchRange,
+    LiveSource,
+    LiveSourceError,
+    fold_range,
+    plan_fetch_ranges,
+)
+from offsetops.pipelines.cli_args import live_arguments, script_main
+from offsetops.pipelines.reload import (
+    DEFAULT_OPTIONS,
+    FOLD_SCHEMA,
+    ReloadOptions,
+    expand_table,
+    merge_tasks,
+    partition_outputs,
+    reload_emitter,
+    write_blob_tables,
+)
+from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.tables import arrow_schema
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -45,30 +68,6 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
-
-from coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError
-from coordinator_core.sources.live import (
-    CONSUMER_OFFSETS,
-    DEFAULT_RANGE_OFFSETS,
-    FetchRange,
-    LiveSource,
-    LiveSourceError,
-    fold_range,
-    plan_fetch_ranges,
-)
-from pipelines.cli_args import live_arguments, script_main
-from pipelines.reload import (
-    DEFAULT_OPTIONS,
-    FOLD_SCHEMA,
-    ReloadOptions,
-    expand_table,
-    merge_tasks,
-    partition_outputs,
-    reload_emitter,
-    write_blob_tables,
-)
-from pipelines.schemas import TABLE_SCHEMAS
-from pipelines.tables import arrow_schema
 
 log = logging.getLogger(__name__)
 
@@ -265,8 +264,8 @@ def run_live_reload(
 
 def run(args: argparse.Namespace) -> int:
     """Run the job from parsed arguments; returns the exit code (decode errors are counted, not fatal)."""
-    from coordinator_core.errors import printable
-    from pipelines.reload import options_from_args, report_decode_errors, session_from_args
+    from offsetops.coordinator_core.errors import printable
+    from offsetops.pipelines.reload import options_from_args, report_decode_errors, session_from_args
 
     try:
         config = KafkaClientConfig.resolve(args.bootstrap, args.client_config)
@@ -290,10 +289,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run the importable module, not this file as __main__, so executors unpickle pipelines.live.
-    import os
+    # Run the importable module, not this file as __main__, so executors unpickle offsetops.pipelines.live.
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from pipelines.live import main as _main
+    from offsetops.pipelines.live import main as _main
 
     sys.exit(_main())

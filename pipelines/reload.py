@@ -3,8 +3,8 @@
 Kafka loads a partition sequentially (``GroupMetadataManager.doLoadGroupsAndOffsets``). The load is a
 last-writer-wins fold by record offset with transactions resolved by their markers, so it splits:
 
-1. per segment (``mapInArrow``): decode the segment with ``coordinator_core.records.read_batches`` into
-   a :class:`~coordinator_core.loader.PartitionFold` and pickle its state;
+1. per segment (``mapInArrow``): decode the segment with ``offsetops.coordinator_core.records.read_batches``
+   into a :class:`~offsetops.coordinator_core.loader.PartitionFold` and pickle its state;
 2. per partition (``repartition`` by partition + ``sortWithinPartitions`` by base offset +
    ``mapInArrow``): merge the folds in log order (``PartitionFold.merge``), ``finish()`` into a
    ``CoordinatorCache`` and turn it into Arrow tables, carried as IPC blobs (one row per table);
@@ -26,21 +26,20 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.errors import DecodeError, count_errors, printable
+from offsetops.coordinator_core.loader import PartitionFold
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.sources.logdir import segment_order_errors
+from offsetops.pipelines.cli_args import MODES, reload_arguments, script_main
+from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.source import NO_SEGMENT, LogDirListing, list_log_dir, local_file, segment_rows
+from offsetops.pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
-
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.errors import DecodeError, count_errors, printable
-from coordinator_core.loader import PartitionFold
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from coordinator_core.sources.logdir import segment_order_errors
-from pipelines.cli_args import MODES, reload_arguments, script_main
-from pipelines.schemas import TABLE_SCHEMAS
-from pipelines.source import NO_SEGMENT, LogDirListing, list_log_dir, local_file, segment_rows
-from pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
 
 log = logging.getLogger(__name__)
 
@@ -354,8 +353,8 @@ def reload_tables(
         schemas=schemas,
         num_partitions=options.num_partitions,
         tasks=merge_tasks(
-        len(listing.partitions), options.partitions_per_task, spark.sparkContext.defaultParallelism
-    ),
+            len(listing.partitions), options.partitions_per_task, spark.sparkContext.defaultParallelism
+        ),
         anomalies={p: listing.anomalies_of(p) for p in {p for p, _e in listing.anomalies}},
     )
     return {t: expand_table(blobs, t, s) for t, s in schemas.items()}, blobs
@@ -504,7 +503,7 @@ def options_from_args(args: argparse.Namespace) -> ReloadOptions:
 
 
 def session_from_args(args: argparse.Namespace, job: str) -> SparkSession:
-    from pipelines.session import build_session, parse_conf
+    from offsetops.pipelines.session import build_session, parse_conf
 
     return build_session(
         args.master, app_name=args.app_name or f"offsetops-{job}", conf=parse_conf(args.conf)
@@ -513,7 +512,7 @@ def session_from_args(args: argparse.Namespace, job: str) -> SparkSession:
 
 def run(args: argparse.Namespace) -> int:
     """Run the job from parsed arguments; returns the exit code (errors are counted, not fatal)."""
-    from pipelines.source import InputPathError
+    from offsetops.pipelines.source import InputPathError
 
     spark = session_from_args(args, "reload")
     try:
@@ -554,10 +553,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run the importable module, not this file as __main__, so executors unpickle pipelines.reload.
-    import os
+    # Run the importable module, not this file as __main__, so executors unpickle offsetops.pipelines.reload.
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from pipelines.reload import main as _main
+    from offsetops.pipelines.reload import main as _main
 
     sys.exit(_main())

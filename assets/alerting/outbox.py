@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from assets.alerting.state import atomic_write_text
+from offsetops.assets.alerting.state import atomic_write_text
 
 log = logging.getLogger(__name__)
 

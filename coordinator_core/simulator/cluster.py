@@ -15,23 +15,23 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_core.partitioner import partition_for
-from coordinator_core.schema.consumer_protocol import (
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.schema.consumer_protocol import (
     Assignment,
     Subscription,
     encode_assignment,
     encode_subscription,
 )
-from coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey, encode_key
-from coordinator_core.schema.values import (
+from offsetops.coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey, encode_key
+from offsetops.coordinator_core.schema.values import (
     GenericValue,
     GroupMetadataValue,
     MemberMetadata,
     OffsetCommitValue,
     encode_value,
 )
-from coordinator_core.simulator.log import PartitionLog
-from coordinator_core.simulator.profile import BrokerProfile
+from offsetops.coordinator_core.simulator.log import PartitionLog
+from offsetops.coordinator_core.simulator.profile import BrokerProfile
 
 log = logging.getLogger(__name__)
 

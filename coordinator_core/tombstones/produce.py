@@ -8,7 +8,7 @@ Idempotence: the target partitions' end offsets are journaled before the first s
 reads from those offsets and marks planned keys that already have a tombstone there as applied (the
 process may have died after the broker acknowledged a record but before the journal said so).
 
-Every client is built from the run's :class:`~coordinator_core.kafka_client.KafkaClientConfig`; the
+Every client is built from the run's :class:`~offsetops.coordinator_core.kafka_client.KafkaClientConfig`; the
 cluster is reached once before the first send (:meth:`ProduceExecutor.check`), and a send that fails
 because the cluster is gone stops the run (the journal stays resumable) instead of timing out per item.
 """
@@ -20,16 +20,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from coordinator_core.kafka_client import (
+from offsetops.coordinator_core.kafka_client import (
     KafkaClientConfig,
     check_connection,
     is_connection_error,
     unreachable,
 )
-from coordinator_core.sources.logdir import OFFSETS_TOPIC
-from coordinator_core.tombstones.journal import APPLIED, ERROR, Journal, fault_point
-from coordinator_core.tombstones.runner import ExecutorRefused, VerifyResult
-from coordinator_core.tombstones.verify import classify, latest_values
+from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
+from offsetops.coordinator_core.tombstones.journal import APPLIED, ERROR, Journal, fault_point
+from offsetops.coordinator_core.tombstones.runner import ExecutorRefused, VerifyResult
+from offsetops.coordinator_core.tombstones.verify import classify, latest_values
 
 INTERNAL_TOPIC_WARNING = f"""\
 refusing to produce to {OFFSETS_TOPIC} itself. Records written by a producer bypass the group
@@ -62,8 +62,15 @@ def _consumer(config: KafkaClientConfig, **extra: Any) -> Iterator[Any]:
     """A ``KafkaConsumer`` without a group, built from ``config``; closed on exit."""
     from kafka import KafkaConsumer
 
-    consumer = _guard(config, "connect", lambda: KafkaConsumer(**config.client_kwargs(
-        KafkaConsumer, enable_auto_commit=False, group_id=None, auto_offset_reset="earliest", **extra)))
+    consumer = _guard(
+        config,
+        "connect",
+        lambda: KafkaConsumer(
+            **config.client_kwargs(
+                KafkaConsumer, enable_auto_commit=False, group_id=None, auto_offset_reset="earliest", **extra
+            )
+        ),
+    )
     try:
         yield consumer
     finally:
@@ -82,12 +89,16 @@ def read_partitions(
     """Every record ``(partition, offset, key, value)`` of ``topic`` from ``start_offsets`` (or the
     beginning) up to the end offsets as of the call, in offset order per partition."""
     with _consumer(config) as consumer:
-        return _guard(config, f"reading {topic}",
-                      lambda: _read(consumer, topic, start_offsets, partitions, timeout_s))
+        return _guard(
+            config, f"reading {topic}", lambda: _read(consumer, topic, start_offsets, partitions, timeout_s)
+        )
 
 
 def _read(
-    consumer: Any, topic: str, start_offsets: dict[int, int] | None, partitions: list[int] | None,
+    consumer: Any,
+    topic: str,
+    start_offsets: dict[int, int] | None,
+    partitions: list[int] | None,
     timeout_s: float,
 ) -> list[tuple[int, int, bytes | None, bytes | None]]:
     from kafka import TopicPartition
@@ -183,8 +194,11 @@ class ProduceExecutor:
         from kafka import TopicPartition
 
         with _consumer(self.config) as consumer:
-            ends = _guard(self.config, "ListOffsets", lambda: consumer.end_offsets(
-                [TopicPartition(self.topic, p) for p in partitions]))
+            ends = _guard(
+                self.config,
+                "ListOffsets",
+                lambda: consumer.end_offsets([TopicPartition(self.topic, p) for p in partitions]),
+            )
         return {tp.partition: off for tp, off in ends.items()}
 
     def apply(self, journal: Journal, todo: list[dict[str, Any]]) -> None:
@@ -210,14 +224,20 @@ class ProduceExecutor:
         if not todo:
             return
         self._partitions(todo)
-        self._producer = _guard(self.config, "connect", lambda: KafkaProducer(**self.config.client_kwargs(
-            KafkaProducer,
-            acks="all",
-            retries=5,
-            max_in_flight_requests_per_connection=1,
-            linger_ms=0,
-            client_id="__admin_client" if self.internal else "offsetops-tombstones",
-        )))
+        self._producer = _guard(
+            self.config,
+            "connect",
+            lambda: KafkaProducer(
+                **self.config.client_kwargs(
+                    KafkaProducer,
+                    acks="all",
+                    retries=5,
+                    max_in_flight_requests_per_connection=1,
+                    linger_ms=0,
+                    client_id="__admin_client" if self.internal else "offsetops-tombstones",
+                )
+            ),
+        )
         now_ms = journal.plan["now_ms"]
         for item in todo:
             partition = item["offsets_partition"] if self.partitioning == "same" else None

@@ -125,13 +125,16 @@ def send_alerts(
     import time
 
     import pyarrow.parquet as pq
-
-    from assets.alerting.blocks import AlertLinks, condition_blocks, condition_text
-    from assets.alerting.evidence import cleaner_observations, forget_long_lost, offsets_observations
-    from assets.alerting.lifecycle import advance, message_groups
-    from assets.alerting.model import Transition
-    from assets.alerting.notifier import OutgoingMessage, SlackNotifier
-    from assets.alerting.sensors import failure_alert
+    from offsetops.assets.alerting.blocks import AlertLinks, condition_blocks, condition_text
+    from offsetops.assets.alerting.evidence import (
+        cleaner_observations,
+        forget_long_lost,
+        offsets_observations,
+    )
+    from offsetops.assets.alerting.lifecycle import advance, message_groups
+    from offsetops.assets.alerting.model import Transition
+    from offsetops.assets.alerting.notifier import OutgoingMessage, SlackNotifier
+    from offsetops.assets.alerting.sensors import failure_alert
 
     class Links(AlertLinks):  # links go to the Airflow task log, not to a Dagster UI
         def run(self, _run_id: str) -> str:

@@ -8,8 +8,8 @@ import math
 import sys
 from typing import Any
 
-from coordinator_core.errors import DecodeError, count_errors
-from coordinator_core.errors import printable as escape
+from offsetops.coordinator_core.errors import DecodeError, count_errors
+from offsetops.coordinator_core.errors import printable as escape
 
 EXIT_OK = 0
 EXIT_ERRORS = 1  # the run finished but found errors and --strict was given (or the command failed)
@@ -58,10 +58,13 @@ CLIENT_CONFIG_HELP = (
 def kafka_client_config(args: Any, bootstrap: str | None = None) -> Any:
     """The one Kafka client configuration of a command: ``--bootstrap`` over ``--client-config`` over
     the ``OFFSETOPS_*`` environment. Raises ``ClientConfigError`` with a one-line message."""
-    from coordinator_core.kafka_client import KafkaClientConfig
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
 
-    return KafkaClientConfig.resolve(bootstrap or getattr(args, "bootstrap", None),
-                                     getattr(args, "client_config", None))
+    return KafkaClientConfig.resolve(
+        bootstrap or getattr(args, "bootstrap", None), getattr(args, "client_config", None)
+    )
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer >= 1."""
     value = _int(text)
@@ -91,7 +94,7 @@ def non_negative_float(text: str) -> float:
 
 def epoch_time(text: str) -> int:
     """An argparse type: a time (epoch ms, ISO-8601, or relative like -2h) that is not before 1970."""
-    from coordinator_core.timefmt import time_arg
+    from offsetops.coordinator_core.timefmt import time_arg
 
     value = time_arg(text)
     if value < 0:
@@ -101,7 +104,7 @@ def epoch_time(text: str) -> int:
 
 def add_max_batch_bytes(p: argparse.ArgumentParser) -> None:
     """``--max-batch-bytes``: the bound on one batch, framed or decompressed (hostile input stops there)."""
-    from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+    from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 
     p.add_argument(
         "--max-batch-bytes",

@@ -6,8 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
-from coordinator_core.history import (
+from offsetops.commands._common import die, epoch_time, kafka_client_config, print_json, report_errors
+from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
+from offsetops.commands._load import add_source_args, check_source, is_live
+from offsetops.commands._table import cell, print_table, write_csv
+from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
+from offsetops.coordinator_core.history import (
     NOT_ASSIGNED,
     PAST_LOG_END,
     REWIND,
@@ -15,15 +19,11 @@ from coordinator_core.history import (
     CommitHistory,
     replay_history,
 )
-from coordinator_core.kafka_client import KafkaClientError
-from coordinator_core.partitioner import partition_for
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import ago, iso_utc, now_ms, time_json
-from offsetops.commands._common import die, epoch_time, kafka_client_config, print_json, report_errors
-from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
-from offsetops.commands._load import add_source_args, check_source, is_live
-from offsetops.commands._table import cell, print_table, write_csv
+from offsetops.coordinator_core.kafka_client import KafkaClientError
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.coordinator_core.timefmt import ago, iso_utc, now_ms, time_json
 from offsetops.progress import Progress
 
 HEADERS = ("LOG-OFFSET", "TIME", "TOPIC", "PARTITION", "OFFSET", "DELTA", "EPOCH", "TXN", "OWNER", "FLAGS")
@@ -105,7 +105,7 @@ class _LiveEnds:
 
     def __call__(self, tp: tuple[str, int]) -> PartitionOffsets | None:
         if tp[0] not in self._topics:
-            from coordinator_core.sources.live import LiveSource
+            from offsetops.coordinator_core.sources.live import LiveSource
 
             self._topics.add(tp[0])
             try:
@@ -121,13 +121,18 @@ def _history(args: argparse.Namespace) -> CommitHistory:
     partition = partition_for(args.group, args.num_partitions)
     kw = {"offsets_partition": partition, "keep": _window(args), "max_commits": args.max_commits}
     if is_live(args):
-        from coordinator_core.sources.live import LiveSource
+        from offsetops.coordinator_core.sources.live import LiveSource
 
         config = kafka_client_config(args)
         errors: list = []
         with LiveSource(config, topic=args.offsets_topic) as source:
-            return replay_history(source.iter_batches(partition, errors), args.group, errors=errors,
-                                  log_offsets=_LiveEnds(config), **kw)
+            return replay_history(
+                source.iter_batches(partition, errors),
+                args.group,
+                errors=errors,
+                log_offsets=_LiveEnds(config),
+                **kw,
+            )
     pdir = open_log_dir(args.path, partitions=[partition]).partitions[0]
     dirs = [logdir_root(args.path), *args.log_dir]
     errors = []
@@ -139,8 +144,13 @@ def _history(args: argparse.Namespace) -> CommitHistory:
                 yield from iter_segment_batches(seg.path, partition=partition, errors=errors)
                 pr.advance(1, seg.size)
 
-        return replay_history(batches(), args.group, errors=errors,
-                              log_offsets=lambda tp: offline_offsets(dirs, [tp]).get(tp), **kw)
+        return replay_history(
+            batches(),
+            args.group,
+            errors=errors,
+            log_offsets=lambda tp: offline_offsets(dirs, [tp]).get(tp),
+            **kw,
+        )
 
 
 def _selected(hist: CommitHistory, args: argparse.Namespace) -> list[CommitEvent]:
@@ -171,30 +181,37 @@ def run(args: argparse.Namespace) -> int:
     try:
         hist = _history(args)
     except LogDirError as exc:
-        return die(f"{exc} (group {args.group!r} lives in partition "
-                   f"{partition_for(args.group, args.num_partitions)} with --num-partitions "
-                   f"{args.num_partitions})")
+        return die(
+            f"{exc} (group {args.group!r} lives in partition "
+            f"{partition_for(args.group, args.num_partitions)} with --num-partitions "
+            f"{args.num_partitions})"
+        )
     except KafkaClientError as exc:
         return die(str(exc))
     now = args.now if args.now is not None else now_ms()
     commits = _selected(hist, args)
     if hist.dropped_commits:
         selected = len(hist.commits) + hist.dropped_commits
-        print(f"offsetops: showing the newest {len(hist.commits)} of {selected} selected commits; narrow "
-              "with --since/--until/--topic or raise --max-commits", file=sys.stderr)
+        print(
+            f"offsetops: showing the newest {len(hist.commits)} of {selected} selected commits; narrow "
+            "with --since/--until/--topic or raise --max-commits",
+            file=sys.stderr,
+        )
     if args.format == "json":
-        print_json({
-            "group_id": hist.group_id,
-            "offsets_partition": hist.offsets_partition,
-            "records_read": hist.records_read,
-            "total_commits": hist.total_commits,
-            "dropped_commits": hist.dropped_commits,
-            "log_range": [hist.first_offset, hist.last_offset],
-            "summary": _summary(commits),
-            "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
-            "group_changes": [dict(g.to_json(), time=time_json(g.timestamp, now)) for g in hist.changes],
-            "errors": [e.to_dict() for e in hist.errors],
-        })
+        print_json(
+            {
+                "group_id": hist.group_id,
+                "offsets_partition": hist.offsets_partition,
+                "records_read": hist.records_read,
+                "total_commits": hist.total_commits,
+                "dropped_commits": hist.dropped_commits,
+                "log_range": [hist.first_offset, hist.last_offset],
+                "summary": _summary(commits),
+                "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
+                "group_changes": [dict(g.to_json(), time=time_json(g.timestamp, now)) for g in hist.changes],
+                "errors": [e.to_dict() for e in hist.errors],
+            }
+        )
     elif args.format == "csv":
         write_csv(
             CSV_HEADERS,

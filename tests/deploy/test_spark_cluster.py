@@ -1,7 +1,7 @@
 """The Spark jobs on a real standalone cluster, submitted as docs/pipelines.md tells operators to.
 
 One cluster for the module (a master and two one-core workers on loopback). Each job is submitted
-with ``spark-submit --py-files offsetops.zip`` (the zip from ``pipelines.session.package_zip``); the
+with ``spark-submit --py-files offsetops.zip`` (the zip from ``offsetops.pipelines.session.package_zip``); the
 executors run a Python without offsetops installed, so a job only passes when the documented
 packaging delivers the code. The tables must equal the single-process core's results; the live
 reload's, read by the executors from the loopback broker, the single-process live reload's.
@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS, KIP848, plan_expiration
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
 
-from coordinator_core.cleaner_audit import audit_log_dir
-from coordinator_core.expiration import DEFAULT_RETENTION_MS, KIP848, plan_expiration
-from coordinator_core.loader import load_log_dir
-from coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
 from tests.deploy.conftest import REPO, VENV_BIN, build_py_files, java_available
 from tests.deploy.spark_cluster import SparkCluster, run_cluster, spark_home
 from tests.support.broker import BrokerClient, TansuBroker, mirror_log_dir
@@ -88,7 +88,8 @@ def submit(cluster: SparkCluster, py_files: Path, job: str, *args: str) -> subpr
         "--conf",
         "spark.ui.enabled=false",
         f"pipelines/{job}.py",
-        "--num-partitions", str(PARTITIONS),  # offsets.topic.num.partitions of the simulated cluster
+        "--num-partitions",
+        str(PARTITIONS),  # offsets.topic.num.partitions of the simulated cluster
         *args,
     ]
     # A pip-installed pyspark: SPARK_HOME is the package dir (docs/pipelines.md says to export it).
@@ -151,7 +152,7 @@ def live_output(
 @pytest.fixture(scope="module")
 def reader() -> Iterator:
     """A local SparkSession to read the cluster's Parquet back with the explicit schemas."""
-    from pipelines.session import build_session
+    from offsetops.pipelines.session import build_session
 
     yield build_session("local[1]", app_name="offsetops-deploy-tests", quiet=True, ship_code=False)
 
@@ -181,9 +182,9 @@ def test_jobs_ran_on_both_workers(
 def test_reload_tables_equal_the_single_process_reload(
     outputs: dict[str, Path], log_dir: SimulationResult, reader
 ) -> None:
-    from pipelines.reload import read_tables
-    from pipelines.schemas import TABLE_SCHEMAS
-    from pipelines.tables import all_cache_rows, comparable
+    from offsetops.pipelines.reload import read_tables
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows, comparable
 
     ref = all_cache_rows(load_log_dir(log_dir.out_dir, num_partitions=PARTITIONS))
     tables = read_tables(reader, str(outputs["reload"]))
@@ -197,9 +198,9 @@ def test_reload_tables_equal_the_single_process_reload(
 def test_expire_tables_equal_the_single_process_plan(
     outputs: dict[str, Path], log_dir: SimulationResult, reader
 ) -> None:
-    from pipelines.expire import EXPIRE_SCHEMAS, plan_rows
-    from pipelines.reload import read_tables
-    from pipelines.tables import comparable
+    from offsetops.pipelines.expire import EXPIRE_SCHEMAS, plan_rows
+    from offsetops.pipelines.reload import read_tables
+    from offsetops.pipelines.tables import comparable
 
     now = log_dir.simulated_until_ms + 8 * DAY_MS
     plan = plan_expiration(
@@ -220,7 +221,7 @@ def test_expire_tables_equal_the_single_process_plan(
 def test_audit_equals_the_single_process_audit(
     outputs: dict[str, Path], log_dir: SimulationResult, reader
 ) -> None:
-    from pipelines.audit import CLEANER_AUDIT_SCHEMA
+    from offsetops.pipelines.audit import CLEANER_AUDIT_SCHEMA
 
     now = log_dir.simulated_until_ms + 8 * DAY_MS
     rows = reader.read.schema(CLEANER_AUDIT_SCHEMA).parquet(str(outputs["audit"] / "cleaner_audit")).collect()
@@ -240,11 +241,11 @@ def test_validate_writes_data_docs_from_the_cluster_tables(outputs: dict[str, Pa
 def test_live_reload_on_the_executors_equals_the_single_process_live_reload(
     live_output: tuple[Path, str], kafka_broker: TansuBroker, reader
 ) -> None:
-    from coordinator_core.kafka_client import KafkaClientConfig
-    from coordinator_core.sources.live import LiveSource, load_live_partition
-    from pipelines.reload import read_tables
-    from pipelines.schemas import TABLE_SCHEMAS
-    from pipelines.tables import all_cache_rows, comparable
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+    from offsetops.coordinator_core.sources.live import LiveSource, load_live_partition
+    from offsetops.pipelines.reload import read_tables
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows, comparable
 
     out, topic = live_output
     with LiveSource(KafkaClientConfig(kafka_broker.bootstrap), topic=topic) as source:

@@ -9,16 +9,21 @@ import uuid
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+from offsetops.coordinator_core.simulator import SimulationResult
+from offsetops.coordinator_core.sources.live import (
+    LiveSource,
+    LiveSourceError,
+    load_live_partition,
+    plan_fetch_ranges,
+)
+from offsetops.coordinator_core.sources.ranges import FetchRange
+from offsetops.pipelines.live import run_live_reload
+from offsetops.pipelines.reload import ReloadOptions, read_tables
+from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.tables import all_cache_rows, comparable
 
-from coordinator_core.kafka_client import KafkaClientConfig
-from coordinator_core.simulator import SimulationResult
-from coordinator_core.sources.live import LiveSource, LiveSourceError, load_live_partition, plan_fetch_ranges
-from coordinator_core.sources.ranges import FetchRange
 from offsetops.cli import main
-from pipelines.live import run_live_reload
-from pipelines.reload import ReloadOptions, read_tables
-from pipelines.schemas import TABLE_SCHEMAS
-from pipelines.tables import all_cache_rows, comparable
 from tests.support.broker import BrokerClient, TansuBroker, free_port, mirror_log_dir
 from tests.support.tls import TLSBroker, make_test_ca
 

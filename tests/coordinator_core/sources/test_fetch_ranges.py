@@ -15,16 +15,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from coordinator_core.records.batch import RecordBatch
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.simulator import SimulationConfig, simulate
-from coordinator_core.sources.live import fold_range
-from coordinator_core.sources.logdir import open_log_dir
-from coordinator_core.sources.ranges import FetchRange, cut_range, fetch_on_executors, owned
-from pipelines.reload import merge_folds
-from pipelines.schemas import TABLE_SCHEMAS
-from pipelines.tables import cache_rows, comparable
+from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+from offsetops.coordinator_core.sources.live import fold_range
+from offsetops.coordinator_core.sources.logdir import open_log_dir
+from offsetops.coordinator_core.sources.ranges import FetchRange, cut_range, fetch_on_executors, owned
+from offsetops.pipelines.reload import merge_folds
+from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.tables import cache_rows, comparable
 
 PARTITION = 0
 
