@@ -52,6 +52,7 @@ DEFAULT_FORECAST_HOURS = 24.0
 ENV_DEPLOYMENT = "OFFSETOPS_DEPLOYMENT"
 ENV_NUM_PARTITIONS = "OFFSETOPS_NUM_PARTITIONS"
 ENV_LOG_DIR = "OFFSETOPS_LOG_DIR"
+ENV_BROKER_SCANS_DIR = "OFFSETOPS_BROKER_SCANS_DIR"
 ENV_BOOTSTRAP = "OFFSETOPS_BOOTSTRAP_SERVERS"
 ENV_CLIENT_CONFIG = "OFFSETOPS_CLIENT_CONFIG"
 ENV_TOPIC = "OFFSETOPS_TOPIC"
@@ -148,6 +149,11 @@ class OffsetsSourceResource(ConfigurableResource):
     """
 
     log_dir: str | None = Field(default=None, description="Broker log dir, or one __consumer_offsets-N dir.")
+    broker_scans_dir: str | None = Field(
+        default=None,
+        description="Shared directory where `offsetops broker-scan` beside each broker writes "
+        "broker-<id>.json; the cleaner audit judges every broker from it instead of log_dir.",
+    )
     bootstrap_servers: str | None = Field(default=None, description="host:port[,host:port] for live mode.")
     client_config: str | None = Field(
         default=None,
@@ -571,6 +577,7 @@ def build_resources(
         OffsetsSourceResource,
         {
             "log_dir": ENV_LOG_DIR,
+            "broker_scans_dir": ENV_BROKER_SCANS_DIR,
             "bootstrap_servers": ENV_BOOTSTRAP,
             "client_config": ENV_CLIENT_CONFIG,
             "topic": ENV_TOPIC,
@@ -582,6 +589,7 @@ def build_resources(
             "live_executors_min_offsets": ENV_LIVE_EXECUTORS_MIN_OFFSETS,
         },
         log_dir=log_dir,
+        broker_scans_dir=env.get(ENV_BROKER_SCANS_DIR) or None,
         bootstrap_servers=bootstrap,
         client_config=client_config,
         topic=env.get(ENV_TOPIC) or "__consumer_offsets",

@@ -8,8 +8,9 @@ fold over the executors, and gives the same tables:
    partition is cut into :class:`~offsetops.coordinator_core.sources.live.FetchRange` s of at most
    ``--max-range-offsets`` offsets (``plan_fetch_ranges``);
 2. **fetch and fold** (``mapInArrow``, one Spark partition per range, largest first): each task opens
-   its own connection from the one :class:`~offsetops.coordinator_core.kafka_client.KafkaClientConfig` (shipped
-   inside the task, never logged: its ``repr`` masks the passwords; SASL and TLS as on the driver),
+   its own connection from the one
+   :class:`~offsetops.coordinator_core.kafka_client.KafkaClientConfig` (shipped inside the task, never
+   logged: its ``repr`` masks the passwords; SASL and TLS as on the driver),
    fetches its range from the partition leader and folds the batches the range owns (``fold_range``,
    the fold of the single-process reload) into a pickled ``PartitionFold``. A task that cannot reach
    or authenticate to the cluster returns its error as a row, so the driver stops with one line naming
