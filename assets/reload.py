@@ -33,6 +33,7 @@ from offsetops.coordinator_core.cleaner_audit import format_bytes
 from offsetops.coordinator_core.timefmt import iso_utc
 
 if TYPE_CHECKING:
+    from offsetops.pipelines.reload import ReloadOptions
     from pyspark.sql import DataFrame, SparkSession
 
 GROUP = "reload"
@@ -247,21 +248,61 @@ def _present_partitions(
 
 def _reload_to_staging(
     spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int], staging: str
-) -> dict[str, "DataFrame"]:
-    """The reload tables of ``partitions`` in ``staging``: the Spark job from files, or live fetches."""
+) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
+    """The reload tables of ``partitions`` in ``staging``: the Spark job from files, or live fetches
+    (in this process, or on the executors: ``OffsetsSourceResource.live_reload``); and how it was read."""
     from offsetops.pipelines.reload import ReloadOptions, read_tables, run_reload
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+
+    options = ReloadOptions(num_partitions=source.num_partitions, semantics=source.semantics)
+    if source.is_live:
+        return _live_to_staging(spark, source, partitions, staging, options)
+    present = _present_partitions(spark, source, partitions)
+    if not present:
+        return {t: _empty(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark"}
+    run_reload(spark, str(source.log_dir), staging, options, partitions=present)
+    return read_tables(spark, staging), {"read_by": "spark"}
+
+
+def _live_to_staging(
+    spark: "SparkSession",
+    source: OffsetsSourceResource,
+    partitions: list[int],
+    staging: str,
+    options: "ReloadOptions",
+) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
+    from offsetops.coordinator_core.sources.live import LiveSource, plan_fetch_ranges
+    from offsetops.coordinator_core.sources.ranges import fetch_on_executors
+    from offsetops.pipelines.reload import read_tables
     from offsetops.pipelines.schemas import TABLE_SCHEMAS
     from offsetops.pipelines.tables import all_cache_rows
 
-    if source.is_live:
+    ranges = []
+    if source.live_reload != "driver":
+        with LiveSource(source.kafka_config(), topic=source.topic) as live:
+            present = set(live.partitions())
+            # Folds merge under the Java coordinator's rules only: Scala replay reads whole partitions.
+            cut = source.live_range_offsets if source.semantics == "java" else 1 << 62
+            ranges = plan_fetch_ranges(live, [p for p in partitions if p in present], max_offsets=cut)
+    master = spark.sparkContext.master
+    if not ranges or not fetch_on_executors(
+        source.live_reload, master, ranges, source.live_executors_min_offsets
+    ):
         rows = all_cache_rows(source.load_caches(partitions))
-        return {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
-    present = _present_partitions(spark, source, partitions)
-    if not present:
-        return {t: _empty(spark, t) for t in TABLE_SCHEMAS}
-    options = ReloadOptions(num_partitions=source.num_partitions, semantics=source.semantics)
-    run_reload(spark, str(source.log_dir), staging, options, partitions=present)
-    return read_tables(spark, staging)
+        tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
+        return tables, {"read_by": "driver"}
+    from offsetops.pipelines.live import run_live_reload
+
+    run_live_reload(spark, source.kafka_config(), staging, options, topic=source.topic, ranges=ranges)
+    tables = read_tables(spark, staging)
+    # Partitions the topic lacks are empty caches, as the driver's read gives them.
+    fetched = {r.partition for r in ranges}
+    absent = all_cache_rows([source.empty_cache(p) for p in partitions if p not in fetched])
+    tables = {
+        t: df.unionByName(spark.createDataFrame(absent[t], TABLE_SCHEMAS[t])) if absent[t] else df
+        for t, df in tables.items()
+    }
+    return tables, {"read_by": "executors", "fetch_ranges": len(ranges)}
 
 
 def publish_tables(
@@ -367,7 +408,7 @@ def coordinator_cache(
     staging = f"{state.tables_location}/_staging/reload-{context.run.run_id[:8]}-{uuid.uuid4().hex[:6]}"
     started = time.perf_counter()
     try:
-        tables = _reload_to_staging(session, offsets_source, partitions, staging)
+        tables, read = _reload_to_staging(session, offsets_source, partitions, staging)
         summary = _summarise(tables)
         by_partition = _per_partition(tables)
         publish_tables(session, tables, state, partitions)
@@ -384,6 +425,7 @@ def coordinator_cache(
         "source": offsets_source.describe(),
         "tables": state.tables_location,
         "elapsed_s": round(elapsed, 2),
+        **read,
         **summary,
     }
     path = write_json(state.reports_path / RELOAD_SUMMARY_FILE, report)
@@ -395,6 +437,7 @@ def coordinator_cache(
     )
     return MaterializeResult(
         metadata={
+            "read_by": read["read_by"],
             "tables": MetadataValue.path(state.tables_location),
             "summary": MetadataValue.path(str(path)),
             "dagster/column_schema": _offsets_table_schema(),

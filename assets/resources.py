@@ -31,6 +31,7 @@ from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
 from offsetops.coordinator_core.clock import Clock, resolve_clock
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.sources.ranges import DEFAULT_EXECUTORS_MIN_OFFSETS, DEFAULT_RANGE_OFFSETS
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 if TYPE_CHECKING:
@@ -56,6 +57,9 @@ ENV_BOOTSTRAP = "OFFSETOPS_BOOTSTRAP_SERVERS"
 ENV_CLIENT_CONFIG = "OFFSETOPS_CLIENT_CONFIG"
 ENV_TOPIC = "OFFSETOPS_TOPIC"
 ENV_SEMANTICS = "OFFSETOPS_SEMANTICS"
+ENV_LIVE_RELOAD = "OFFSETOPS_LIVE_RELOAD"
+ENV_LIVE_RANGE_OFFSETS = "OFFSETOPS_LIVE_RANGE_OFFSETS"
+ENV_LIVE_EXECUTORS_MIN_OFFSETS = "OFFSETOPS_LIVE_EXECUTORS_MIN_OFFSETS"
 ENV_AS_OF_MS = "OFFSETOPS_AS_OF_MS"
 ENV_RETENTION_MINUTES = "OFFSETOPS_RETENTION_MINUTES"
 ENV_FORECAST_HOURS = "OFFSETOPS_FORECAST_HOURS"
@@ -172,6 +176,19 @@ class OffsetsSourceResource(ConfigurableResource):
         ge=0,
         description="Evaluate as of this epoch ms; default: the log dir's declared clock, else the wall.",
     )
+    live_reload: Literal["auto", "driver", "executors"] = Field(
+        default="auto",
+        description="Live mode: fetch in the run process (driver), on the Spark executors (executors), or "
+        "on the executors when Spark is a cluster and the run spans live_executors_min_offsets (auto).",
+    )
+    live_range_offsets: int = Field(
+        default=DEFAULT_RANGE_OFFSETS, ge=1, description="Offsets per Spark task of the executors' reload."
+    )
+    live_executors_min_offsets: int = Field(
+        default=DEFAULT_EXECUTORS_MIN_OFFSETS,
+        ge=0,
+        description="live_reload=auto: fetch on the executors from this many offsets in the run on.",
+    )
 
     _clock: Clock | None = PrivateAttr(default=None)
 
@@ -251,15 +268,15 @@ class OffsetsSourceResource(ConfigurableResource):
 
     def load_caches(self, partitions: list[int]) -> list[CoordinatorCache]:
         """doLoadGroupsAndOffsets for each partition; a partition with no data is an empty cache."""
-        from offsetops.coordinator_core.loader import load_partition_dir, load_partition_from
+        from offsetops.coordinator_core.loader import load_partition_dir
 
         if self.is_live:
-            from offsetops.coordinator_core.sources.live import LiveSource
+            from offsetops.coordinator_core.sources.live import LiveSource, load_live_partition
 
             with LiveSource(self.kafka_config(), topic=self.topic) as source:
                 present = set(source.partitions())
                 return [
-                    load_partition_from(
+                    load_live_partition(
                         source, p, num_partitions=self.num_partitions, semantics=self.semantics
                     )
                     if p in present
@@ -567,6 +584,9 @@ def build_resources(
             "num_partitions": ENV_NUM_PARTITIONS,
             "semantics": ENV_SEMANTICS,
             "as_of_ms": ENV_AS_OF_MS,
+            "live_reload": ENV_LIVE_RELOAD,
+            "live_range_offsets": ENV_LIVE_RANGE_OFFSETS,
+            "live_executors_min_offsets": ENV_LIVE_EXECUTORS_MIN_OFFSETS,
         },
         log_dir=log_dir,
         broker_scans_dir=env.get(ENV_BROKER_SCANS_DIR) or None,
@@ -576,6 +596,9 @@ def build_resources(
         num_partitions=num_partitions_from_env(env),
         semantics=env.get(ENV_SEMANTICS) or None,
         as_of_ms=_int_env(env, ENV_AS_OF_MS),
+        live_reload=(env.get(ENV_LIVE_RELOAD) or "").strip().lower() or None,
+        live_range_offsets=_int_env(env, ENV_LIVE_RANGE_OFFSETS),
+        live_executors_min_offsets=_int_env(env, ENV_LIVE_EXECUTORS_MIN_OFFSETS),
     )
     spark = _make(
         SparkResource,

@@ -227,6 +227,11 @@ class KafkaClientConfig:
 
     # -- what it says -------------------------------------------------------------------------------
 
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        # Unpickled (on a Spark executor) through __init__: the checks run there too, and that
+        # process learns the secrets to mask in its own log handlers.
+        return _config_from_fields, ({f.name: getattr(self, f.name) for f in dataclasses.fields(self)},)
+
     def __repr__(self) -> str:
         shown = []
         for f in dataclasses.fields(self):
@@ -418,6 +423,10 @@ class KafkaClientConfig:
                 values["ssl_check_hostname"], "ssl_check_hostname", source
             )
         return cls(**values, source=source)
+
+
+def _config_from_fields(values: dict[str, Any]) -> KafkaClientConfig:
+    return KafkaClientConfig(**values)
 
 
 def _env_values(environ: Mapping[str, str] | None) -> dict[str, Any]:

@@ -550,25 +550,6 @@ def load_partition(
     return cache
 
 
-def load_partition_from(
-    source,
-    partition: int,
-    *,
-    num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
-    semantics: str = "java",
-) -> CoordinatorCache:
-    """Load one partition from a batch source (``iter_batches(partition, errors)``, e.g. a live cluster).
-
-    The source's read errors and the loader's decode errors land in the stats in the order they happen.
-    """
-    start = time.perf_counter()
-    fold = PartitionFold(partition=partition, semantics=semantics)
-    fold.add_batches(source.iter_batches(partition, fold.stats.errors))
-    cache = fold.finish(num_partitions=num_partitions)
-    cache.stats.elapsed_ms = (time.perf_counter() - start) * 1000
-    return cache
-
-
 def load_partition_dir(
     pdir,
     *,

@@ -320,7 +320,7 @@ def _scan(
     """Every segment, grouped by partition in base-offset order, through ``fn`` (``mapInArrow``)."""
     from offsetops.pipelines.source import NO_SEGMENT, segment_rows
 
-    tasks = merge_tasks(listing, partitions_per_task, spark.sparkContext.defaultParallelism)
+    tasks = merge_tasks(len(listing.partitions), partitions_per_task, spark.sparkContext.defaultParallelism)
     columns = ("offsets_partition", "base_offset", "file", "mtime_ms", "content")
     return (
         # Local listings carry paths only (the executors read the files in place); remote ones the bytes.

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
+from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
 
 MODES = ("arrow", "rows")
 
@@ -39,9 +41,20 @@ def _positive_int(text: str) -> int:
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
-    """``--input``, ``--output``, ``--master`` and the Spark/reload knobs every job takes."""
+    """``--input``, ``--output``, ``--master`` and the Spark/reload knobs every file job takes."""
     p.add_argument("--input", required=True, metavar="PATH", help="broker log dir (local, s3a://, hdfs://)")
     p.add_argument("--output", required=True, metavar="DIR", help="output dir for the Parquet tables")
+    _add_spark_arguments(p)
+    p.add_argument(
+        "--max-batch-bytes",
+        type=_positive_int,
+        default=DEFAULT_MAX_BATCH_BYTES,
+        metavar="N",
+        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
+    )
+
+
+def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
     p.add_argument("--app-name", default=None, help="Spark application name")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark setting (repeat)")
@@ -60,18 +73,37 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
         help="offsets.topic.num.partitions, for partition_for checks (default 50)",
     )
     p.add_argument("--no-verify-crc", action="store_true", help="skip batch CRC checks")
-    p.add_argument(
-        "--max-batch-bytes",
-        type=_positive_int,
-        default=DEFAULT_MAX_BATCH_BYTES,
-        metavar="N",
-        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
-    )
 
 
 def reload_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument("--mode", choices=MODES, default="arrow", help="arrow (mapInArrow, default) or rows (RDD)")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any decode error was found")
+
+
+def live_arguments(p: argparse.ArgumentParser) -> None:
+    """The live job: a cluster instead of ``--input``; the same Spark knobs."""
+    p.add_argument(
+        "--bootstrap", metavar="HOST:PORT", help="the cluster (or bootstrap.servers of --client-config)"
+    )
+    p.add_argument(
+        "--client-config",
+        metavar="FILE",
+        help="Kafka client.properties (bootstrap.servers, security.protocol, SASL, TLS); OFFSETOPS_* "
+        "variables fill what it leaves out. The executors use the same settings; TLS files must exist "
+        "at the same paths on them",
+    )
+    p.add_argument("--topic", default=OFFSETS_TOPIC, help=argparse.SUPPRESS)
+    p.add_argument("--output", required=True, metavar="DIR", help="output dir for the Parquet tables")
+    _add_spark_arguments(p)
+    p.add_argument(
+        "--max-range-offsets",
+        type=_positive_int,
+        default=DEFAULT_RANGE_OFFSETS,
+        metavar="N",
+        help=f"cut partitions into fetch ranges of at most N offsets, one Spark task each "
+        f"(default {DEFAULT_RANGE_OFFSETS})",
+    )
     p.add_argument("--strict", action="store_true", help="exit 1 if any decode error was found")
 
 
@@ -113,4 +145,5 @@ JOB_ARGUMENTS = {
     "expire": expire_arguments,
     "audit": audit_arguments,
     "validate": validate_arguments,
+    "live": live_arguments,
 }

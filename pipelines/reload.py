@@ -228,6 +228,7 @@ def _merge_arrow(
     schemas: dict[str, StructType],
     num_partitions: int,
     anomalies: dict[int, list[DecodeError]] | None = None,
+    segment_checks: bool = True,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         target = pa.schema(
@@ -263,12 +264,13 @@ def _merge_arrow(
             for i in range(rb.num_rows):
                 start = time.perf_counter()
                 fold: PartitionFold = pickle.loads(blobs[i].as_py())
+                base = bases[i] if segment_checks else NO_SEGMENT
                 if parts[i] != current:
                     if running is not None and current is not None:
                         yield flush(current, running)
-                    current, running = parts[i], merge_segment(None, fold, bases[i])
+                    current, running = parts[i], merge_segment(None, fold, base)
                 else:
-                    running = merge_segment(running, fold, bases[i])
+                    running = merge_segment(running, fold, base)
                 running.stats.elapsed_ms += (time.perf_counter() - start) * 1000
         if running is not None and current is not None:
             yield flush(current, running)
@@ -284,17 +286,20 @@ def partition_outputs(
     num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
     tasks: int | None = None,
     anomalies: dict[int, list[DecodeError]] | None = None,
+    segment_checks: bool = True,
 ) -> DataFrame:
     """Stage 2: folds -> one Arrow IPC blob per (partition, table) (``BLOB_SCHEMA``).
 
     ``tasks`` Spark tasks merge the partitions (default: Spark's shuffle partition count); every
-    segment of a partition goes to the same task, in base-offset order.
+    segment of a partition goes to the same task, in base-offset order. ``segment_checks`` checks each
+    fold against the segment its ``base_offset`` names (off for folds of fetch ranges, which name no
+    file).
     """
     grouped = (
         folds.repartition(tasks, "offsets_partition") if tasks else folds.repartition("offsets_partition")
     )
     return grouped.sortWithinPartitions("offsets_partition", "base_offset").mapInArrow(
-        _merge_arrow(emit, schemas, num_partitions, anomalies), BLOB_SCHEMA
+        _merge_arrow(emit, schemas, num_partitions, anomalies, segment_checks), BLOB_SCHEMA
     )
 
 
@@ -317,13 +322,12 @@ def expand_table(blobs: DataFrame, table: str, schema: StructType) -> DataFrame:
     return selected.coalesce(max(1, cores)).mapInArrow(_expand, schema)
 
 
-def merge_tasks(listing: LogDirListing, partitions_per_task: int | None, cores: int) -> int:
-    """Spark tasks for the merge stage: ``ceil(partitions / partitions_per_task)``.
+def merge_tasks(n: int, partitions_per_task: int | None, cores: int) -> int:
+    """Spark tasks for the merge stage of ``n`` partitions: ``ceil(n / partitions_per_task)``.
 
     ``None`` picks about four tasks per core (at most one per partition), which evens out skew
     between partitions without paying a Python task launch per small partition.
     """
-    n = len(listing.partitions)
     if partitions_per_task is None:
         return max(1, min(n, 4 * cores))
     return max(1, math.ceil(n / max(1, partitions_per_task)))
@@ -348,7 +352,9 @@ def reload_tables(
         emit=emit,
         schemas=schemas,
         num_partitions=options.num_partitions,
-        tasks=merge_tasks(listing, options.partitions_per_task, spark.sparkContext.defaultParallelism),
+        tasks=merge_tasks(
+            len(listing.partitions), options.partitions_per_task, spark.sparkContext.defaultParallelism
+        ),
         anomalies={p: listing.anomalies_of(p) for p in {p for p, _e in listing.anomalies}},
     )
     return {t: expand_table(blobs, t, s) for t, s in schemas.items()}, blobs
@@ -389,7 +395,9 @@ def reload_tables_rows(
         merged = merge_folds(folds, [base for base, _b in ordered], anomalies.get(part, []))
         return emit(finish_fold(merged, num_partitions))
 
-    tasks = merge_tasks(listing, options.partitions_per_task, spark.sparkContext.defaultParallelism)
+    tasks = merge_tasks(
+        len(listing.partitions), options.partitions_per_task, spark.sparkContext.defaultParallelism
+    )
     per_partition = segments.rdd.map(to_fold).groupByKey(tasks).map(finish)
     per_partition.persist(StorageLevel.MEMORY_AND_DISK)
     tables = {
@@ -406,6 +414,17 @@ def blob_counts(blobs: DataFrame, tables: Sequence[str]) -> dict[str, int]:
     """Rows per table, from the stage-2 blobs (no extra pass over the tables)."""
     got = {r["table"]: int(r["n"]) for r in blobs.groupBy("table").agg(F.sum("rows").alias("n")).collect()}
     return {t: got.get(t, 0) for t in tables}
+
+
+def write_blob_tables(tables: dict[str, DataFrame], blobs: DataFrame, output: str) -> dict[str, int]:
+    """Write the tables that expand ``blobs`` (persisted meanwhile, so the folds run once); the counts."""
+    blobs.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        counts = blob_counts(blobs, list(tables))
+        write_tables(tables, output, counts)
+    finally:
+        blobs.unpersist()
+    return counts
 
 
 def write_tables(
@@ -454,12 +473,7 @@ def run_reload(
     listing = list_log_dir(spark, input_path, partitions=partitions)
     if mode == "arrow":
         tables, blobs = reload_tables(spark, listing, options)
-        blobs.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts = blob_counts(blobs, list(tables))
-            write_tables(tables, output, counts)
-        finally:
-            blobs.unpersist()
+        counts = write_blob_tables(tables, blobs, output)
     else:
         tables, rdd = reload_tables_rows(spark, listing, options)
         try:
@@ -509,12 +523,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"offsetops pipeline reload: {exc}", file=sys.stderr)
         return 2
     print(f"reload: {result.summary()}")
-    errors = read_decode_errors(spark, args.output)
+    return report_decode_errors(spark, args.output, strict=getattr(args, "strict", False))
+
+
+def report_decode_errors(spark: SparkSession, output: str, *, strict: bool) -> int:
+    """Print the first 20 decode errors of a finished reload on stderr; the job's exit code."""
+    errors = read_decode_errors(spark, output)
     for err in errors[:20]:
         print(f"  {'notice' if err.is_notice else 'error'}: {printable(err)}", file=sys.stderr)
     if len(errors) > 20:
         print(f"  ... and {len(errors) - 20} more (see the decode_errors table)", file=sys.stderr)
-    return 1 if getattr(args, "strict", False) and count_errors(errors) else 0
+    return 1 if strict and count_errors(errors) else 0
 
 
 def read_decode_errors(spark: SparkSession, output: str) -> list[DecodeError]:

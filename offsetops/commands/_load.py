@@ -17,7 +17,7 @@ from offsetops.commands._common import (
 )
 from offsetops.coordinator_core.asof import Cut, load_as_of
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.loader import load_partition_dir, load_partition_from
+from offsetops.coordinator_core.loader import load_partition_dir
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.sources.logdir import LogDirError, PartitionDir, open_log_dir
@@ -111,7 +111,7 @@ def load_caches(
     whole = cut.until_offset is None and cut.until_ms is None
     kw = {"num_partitions": args.num_partitions, "semantics": args.semantics}
     if is_live(args):
-        from offsetops.coordinator_core.sources.live import LiveSource
+        from offsetops.coordinator_core.sources.live import LiveSource, load_live_partition
 
         config = kafka_client_config(args)
         with LiveSource(config, topic=getattr(args, "offsets_topic", "__consumer_offsets")) as source:
@@ -120,7 +120,7 @@ def load_caches(
             with Progress("reading", total=len(parts), unit="partitions") as progress:
                 for part in parts:
                     if whole:
-                        out.append(load_partition_from(source, part, **kw))
+                        out.append(load_live_partition(source, part, **kw))
                     else:
 
                         def batches(errors, p=part):

@@ -1,4 +1,4 @@
-"""``offsetops pipeline reload|expire|audit|validate``: the Spark jobs of ``pipelines/``.
+"""``offsetops pipeline reload|expire|audit|validate|live``: the Spark jobs of ``pipelines/``.
 
 Each job runs on embedded ``local[*]`` Spark unless ``--master`` names a cluster. Spark is imported
 only when a pipeline command runs, so the other subcommands stay fast.
@@ -16,15 +16,17 @@ JOBS = {
     "expire": "plan the offset/group tombstones of one cleanup pass, as Parquet tables",
     "audit": "audit Log Cleaner health per partition, as Parquet tables",
     "validate": "run the Great Expectations suite and write Data Docs under OUTPUT/reports/",
+    "live": "rebuild the coordinator cache from a live cluster, fetched and folded on the Spark executors",
 }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "pipeline",
-        help="run a Spark job (reload, expire, audit, validate) on local Spark or a cluster",
+        help="run a Spark job (reload, expire, audit, validate, live) on local Spark or a cluster",
         description="Spark jobs over a broker log dir on any Hadoop-compatible path (local, s3a://, "
-        "hdfs://). Local[*] Spark by default; --master spark://..., yarn or k8s://... for a cluster.",
+        "hdfs://), or (live) a cluster read over the Kafka protocol by the executors. Local[*] Spark by "
+        "default; --master spark://..., yarn or k8s://... for a cluster.",
     )
     jobs = p.add_subparsers(dest="job", metavar="JOB")
     jobs.required = True

@@ -33,7 +33,8 @@ def _metadata(result: Any, asset: str) -> dict[str, Any]:
     raise AssertionError(f"no materialization of {asset} partition {PARTITION}")
 
 
-def test_live_reload_asset_equals_the_file_reload(kafka_broker, tmp_path) -> None:
+@pytest.mark.parametrize(("live_reload", "read_by"), [("auto", "driver"), ("executors", "executors")])
+def test_live_reload_asset_equals_the_file_reload(kafka_broker, tmp_path, live_reload, read_by) -> None:
     root = REAL_KAFKA_DIR / FIXTURE
     if not root.is_dir():
         pytest.skip(f"{root} not present")
@@ -54,7 +55,9 @@ def test_live_reload_asset_equals_the_file_reload(kafka_broker, tmp_path) -> Non
     wanted = {AssetKey("raw_segments"), AssetKey("coordinator_cache")}
     assets = [a for a in all_assets_and_checks() if getattr(a, "keys", set()) & wanted]
     resources = {
-        "offsets_source": OffsetsSourceResource(bootstrap_servers=kafka_broker.bootstrap, topic=topic),
+        "offsets_source": OffsetsSourceResource(
+            bootstrap_servers=kafka_broker.bootstrap, topic=topic, live_reload=live_reload
+        ),
         "spark": SparkResource(master="local[1]", app_name="offsetops-live-test"),
         "state": StateResource(output_dir=str(tmp_path / "out")),
         "slack": SlackResource(token=None),
@@ -67,6 +70,8 @@ def test_live_reload_asset_equals_the_file_reload(kafka_broker, tmp_path) -> Non
     inventory = _metadata(result, "raw_segments")
     assert inventory["present"] is True
     cache = _metadata(result, "coordinator_cache")
+    # auto reads in the run process on a local master; executors fetches on Spark tasks.
+    assert cache["read_by"] == read_by
     assert cache["errors"] == 0
     assert cache["groups"] == len(expected.groups) > 0
     assert cache["offsets"] == expected.offset_count

@@ -1,9 +1,10 @@
-"""The four Spark jobs on a real standalone cluster, submitted as docs/pipelines.md tells operators to.
+"""The Spark jobs on a real standalone cluster, submitted as docs/pipelines.md tells operators to.
 
 One cluster for the module (a master and two one-core workers on loopback). Each job is submitted
 with ``spark-submit --py-files offsetops.zip`` (the zip from ``offsetops.pipelines.session.package_zip``); the
 executors run a Python without offsetops installed, so a job only passes when the documented
-packaging delivers the code. The tables must equal the single-process core's results.
+packaging delivers the code. The tables must equal the single-process core's results; the live
+reload's, read by the executors from the loopback broker, the single-process live reload's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from offsetops.coordinator_core.simulator import SimulationConfig, SimulationRes
 
 from tests.deploy.conftest import REPO, VENV_BIN, build_py_files, java_available
 from tests.deploy.spark_cluster import SparkCluster, run_cluster, spark_home
+from tests.support.broker import BrokerClient, TansuBroker, mirror_log_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -127,6 +130,26 @@ def outputs(cluster: SparkCluster, py_files: Path, log_dir: SimulationResult) ->
 
 
 @pytest.fixture(scope="module")
+def live_output(
+    cluster: SparkCluster, py_files: Path, log_dir: SimulationResult, kafka_broker: TansuBroker
+) -> tuple[Path, str]:
+    """The live job on the cluster: the executors fetch a mirror of the log dir from the broker."""
+    topic = f"offsets-mirror-{uuid.uuid4().hex[:8]}"
+    with BrokerClient(kafka_broker.bootstrap) as bc:
+        mirror_log_dir(bc, log_dir.out_dir, topic, partitions=PARTITIONS)
+    out = cluster.root / "out" / "live"
+    done = submit(
+        cluster,
+        py_files,
+        "live",
+        *("--bootstrap", kafka_broker.bootstrap, "--topic", topic, "--output", str(out)),
+        *("--max-range-offsets", "10000"),
+    )
+    assert f"{PARTITIONS} partitions in" in done.stdout, done.stdout
+    return out, topic
+
+
+@pytest.fixture(scope="module")
 def reader() -> Iterator:
     """A local SparkSession to read the cluster's Parquet back with the explicit schemas."""
     from offsetops.pipelines.session import build_session
@@ -149,13 +172,15 @@ def test_executors_cannot_import_offsetops_without_py_files(cluster: SparkCluste
     assert probe.returncode != 0 and "No module named 'offsetops'" in probe.stderr, probe.stderr
 
 
-def test_jobs_ran_on_both_workers(cluster: SparkCluster, outputs: dict[str, Path]) -> None:
+def test_jobs_ran_on_both_workers(
+    cluster: SparkCluster, outputs: dict[str, Path], live_output: tuple[Path, str]
+) -> None:
     apps = cluster.state()["completedapps"]
     assert sorted(a["name"] for a in apps) == sorted(
-        f"offsetops-{j}" for j in ("reload", "expire", "audit", "validate")
+        f"offsetops-{j}" for j in ("reload", "expire", "audit", "validate", "live")
     )
     for i in range(2):  # each worker started executors for each application
-        assert len(list((cluster.root / f"work-{i}").glob("app-*"))) == 4
+        assert len(list((cluster.root / f"work-{i}").glob("app-*"))) == 5
 
 
 def test_reload_tables_equal_the_single_process_reload(
@@ -215,3 +240,25 @@ def test_validate_writes_data_docs_from_the_cluster_tables(outputs: dict[str, Pa
     reports = outputs["validate"] / "reports"
     assert (reports / "index.html").is_file()
     assert any((reports / "data_docs").rglob("*.html"))
+
+
+def test_live_reload_on_the_executors_equals_the_single_process_live_reload(
+    live_output: tuple[Path, str], kafka_broker: TansuBroker, reader
+) -> None:
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+    from offsetops.coordinator_core.sources.live import LiveSource, load_live_partition
+    from offsetops.pipelines.reload import read_tables
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows, comparable
+
+    out, topic = live_output
+    with LiveSource(KafkaClientConfig(kafka_broker.bootstrap), topic=topic) as source:
+        ref = all_cache_rows(
+            load_live_partition(source, p, num_partitions=PARTITIONS) for p in source.partitions()
+        )
+    tables = read_tables(reader, str(out))
+    for name, schema in TABLE_SCHEMAS.items():
+        drop = ["elapsed_ms"] if name == "load_stats" else []
+        got = comparable([tuple(r) for r in tables[name].collect()], schema, drop=drop)
+        assert got == comparable(ref[name], schema, drop=drop), name
+    assert ref["offsets"] and ref["pending_offsets"]

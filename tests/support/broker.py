@@ -260,6 +260,8 @@ class BrokerClient:
     def __init__(self, bootstrap: str, *, timeout_ms: int = 10_000, **client_options: Any):
         """``client_options``: more kafka-python settings (``security_protocol``, ``ssl_context``)."""
         self.timeout_ms = timeout_ms
+        self._producers: dict[int, tuple[int, int]] = {}
+        self._sequences: dict[tuple[int, str, int], int] = {}
         self.client = KafkaNetClient(
             bootstrap_servers=bootstrap,
             request_timeout_ms=timeout_ms,
@@ -338,6 +340,32 @@ class BrokerClient:
             raise RuntimeError(f"Produce {topic}-{partition}: error {pr.error_code} {pr.error_message}")
         return int(pr.base_offset)
 
+    def replay(self, topic: str, partition: int, batch: bytes) -> int:
+        """Append one recorded magic-2 batch, its producer id swapped for one this broker issued.
+
+        Tansu refuses a transactional batch whose producer id it never handed out (error 59), so each
+        recorded producer id maps to one InitProducerId answer (ids, epochs and the CRC rewritten;
+        sequences kept). Plain batches (producer id -1) and magic 0/1 go as they are.
+        """
+        if len(batch) < 61 or batch[16] != 2:
+            return self.produce_raw(topic, partition, batch)
+        (recorded,) = struct.unpack_from(">q", batch, 43)
+        if recorded < 0:
+            return self.produce_raw(topic, partition, batch)
+        if recorded not in self._producers:
+            self._producers[recorded] = self.init_producer_id()
+        pid, epoch = self._producers[recorded]
+        buf = bytearray(batch)
+        struct.pack_into(">qh", buf, 43, pid, epoch)
+        (attributes,) = struct.unpack_from(">h", buf, 21)
+        if not attributes & 0x20:  # control batches carry no sequence
+            (count,) = struct.unpack_from(">i", buf, 57)
+            sequence = self._sequences.get((pid, topic, partition), 0)
+            struct.pack_into(">i", buf, 53, sequence)
+            self._sequences[(pid, topic, partition)] = sequence + count
+        struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
+        return self.produce_raw(topic, partition, bytes(buf))
+
     def fetch_raw(self, topic: str, partition: int, offset: int = 0, max_bytes: int = 1 << 20) -> bytes:
         """The record-set bytes a READ_UNCOMMITTED Fetch returns (Fetch v12: topics by name)."""
 
@@ -373,6 +401,37 @@ class BrokerClient:
         if pd.error_code:
             raise RuntimeError(f"Fetch {topic}-{partition}: error {pd.error_code}")
         return bytes(pd.records or b"")
+
+
+def mirror_log_dir(
+    bc: BrokerClient, log_dir: Path, topic: str, *, partitions: int, only: list[int] | None = None
+) -> None:
+    """Create ``topic`` and replay each ``__consumer_offsets-N`` of ``log_dir`` into its partition N.
+
+    Consecutive plain batches travel together (up to 1 MiB a request); batches with a producer id go
+    one by one through :meth:`BrokerClient.replay`. The broker assigns offsets densely, so a compacted
+    log's record offsets shift; compare reads of the mirror with each other, not with the files.
+    """
+    from offsetops.coordinator_core.records.reader import iter_segment_batches
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
+
+    bc.create_topic(topic, partitions=partitions)
+    for pdir in open_log_dir(log_dir, partitions=only).partitions:
+        plain = bytearray()
+        for segment in pdir.segments:
+            for batch in iter_segment_batches(segment.path, errors=[]):
+                if batch.producer_id < 0 and len(plain) < 1 << 20:
+                    plain += batch.raw()
+                    continue
+                if plain:
+                    bc.produce_raw(topic, pdir.partition, bytes(plain))
+                    plain.clear()
+                if batch.producer_id < 0:
+                    plain += batch.raw()
+                else:
+                    bc.replay(topic, pdir.partition, batch.raw())
+        if plain:
+            bc.produce_raw(topic, pdir.partition, bytes(plain))
 
 
 def kafka_python_batch(
