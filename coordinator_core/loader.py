@@ -45,7 +45,6 @@ __all__ = [
     "load_log_dir",
     "load_partition",
     "load_partition_dir",
-    "load_partition_from",
 ]
 
 SEMANTICS = ("java", "scala")
