@@ -61,7 +61,7 @@ from coordinator_core.sources.logdir import (
     Segment,
     read_offset_checkpoint,
 )
-from pipelines.cli_args import audit_arguments, script_main
+from pipelines.cli_args import submit_main
 from pipelines.reload import merge_tasks, session_from_args
 from pipelines.source import InputPathError, LogDirListing, list_log_dir, local_file, read_checkpoint_text
 from pipelines.tables import rows_to_arrow
@@ -433,13 +433,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit pipelines/audit.py --input PATH --output DIR``."""
-    return script_main("audit.py", __doc__, audit_arguments, run, argv)
-
-
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from pipelines.audit import main as _main
-
-    sys.exit(_main())
+    submit_main("audit")

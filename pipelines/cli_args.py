@@ -6,7 +6,9 @@ Shared by ``offsetops pipeline JOB`` and by each job's ``main()`` under ``spark-
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import importlib
+import sys
+from typing import NoReturn
 
 from coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
@@ -15,17 +17,22 @@ from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 MODES = ("arrow", "rows")
 
 
-def script_main(
-    prog: str,
-    doc: str | None,
-    add_arguments: Callable[[argparse.ArgumentParser], None],
-    run: Callable[[argparse.Namespace], int],
-    argv: list[str] | None,
-) -> int:
-    """A job's ``main()`` under ``spark-submit``: its own arguments, parsed, then the job."""
-    p = argparse.ArgumentParser(prog=prog, description=(doc or "").strip().splitlines()[0] if doc else None)
-    add_arguments(p)
-    return run(p.parse_args(argv))
+def job_module(job: str) -> str:
+    """The importable name of a job's module (``pipelines.reload``)."""
+    return JOB_SCRIPTS[job].removesuffix(".py").replace("/", ".")
+
+
+def submit_main(job: str) -> NoReturn:
+    """A job file run by ``spark-submit``: parse the job's arguments and run its module's ``run``.
+
+    The module is imported by name rather than run as ``__main__``: Spark pickles the job's functions
+    by module name, so the executors must find them in the ``--py-files`` zip.
+    """
+    target = importlib.import_module(job_module(job))
+    doc = (target.__doc__ or "").strip().splitlines()
+    p = argparse.ArgumentParser(prog=f"{job}.py", description=doc[0] if doc else None)
+    JOB_ARGUMENTS[job](p)
+    sys.exit(int(target.run(p.parse_args())))
 
 
 def _positive_int(text: str) -> int:
@@ -114,3 +121,12 @@ JOB_ARGUMENTS = {
     "audit": audit_arguments,
     "validate": validate_arguments,
 }
+
+JOB_SCRIPTS = {
+    "reload": "pipelines/reload.py",
+    "expire": "pipelines/expire.py",
+    "audit": "pipelines/audit.py",
+    # It runs the Great Expectations suites of checks/, a layer above the Spark jobs.
+    "validate": "checks/validate_job.py",
+}
+"""The file ``spark-submit`` runs for each job, relative to the source tree."""

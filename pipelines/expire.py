@@ -24,7 +24,7 @@ from coordinator_core.expiration import (
     ExpirationPlan,
     plan_expiration,
 )
-from pipelines.cli_args import expire_arguments, script_main
+from pipelines.cli_args import submit_main
 from pipelines.reload import (
     DEFAULT_OPTIONS,
     Emitter,
@@ -227,15 +227,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit pipelines/expire.py --input PATH --output DIR``."""
-    return script_main("expire.py", __doc__, expire_arguments, run, argv)
-
-
 if __name__ == "__main__":
-    import os
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from pipelines.expire import main as _main
-
-    sys.exit(_main())
+    submit_main("expire")

@@ -37,7 +37,7 @@ from coordinator_core.loader import PartitionFold
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from coordinator_core.sources.logdir import segment_order_errors
-from pipelines.cli_args import MODES, reload_arguments, script_main
+from pipelines.cli_args import MODES, submit_main
 from pipelines.schemas import TABLE_SCHEMAS
 from pipelines.source import NO_SEGMENT, LogDirListing, list_log_dir, local_file, segment_rows
 from pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
@@ -529,16 +529,5 @@ def read_decode_errors(spark: SparkSession, output: str) -> list[DecodeError]:
     return errors
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit pipelines/reload.py --input PATH --output DIR``."""
-    return script_main("reload.py", __doc__, reload_arguments, run, argv)
-
-
 if __name__ == "__main__":
-    # Run the importable module, not this file as __main__, so executors unpickle pipelines.reload.
-    import os
-
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from pipelines.reload import main as _main
-
-    sys.exit(_main())
+    submit_main("reload")

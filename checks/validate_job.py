@@ -16,7 +16,7 @@ import time
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from pipelines.cli_args import script_main, validate_arguments
+from pipelines.cli_args import submit_main
 from pipelines.reload import (
     options_from_args,
     read_tables,
@@ -94,13 +94,5 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.success_error_level else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit pipelines/validate.py --input PATH --output DIR``."""
-    return script_main("validate.py", __doc__, validate_arguments, run, argv)
-
-
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from pipelines.validate import main as _main
-
-    sys.exit(_main())
+    submit_main("validate")
