@@ -30,19 +30,10 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.metadata import clock_metadata, write_json
+from assets.partitions import OFFSETS_PARTITIONS, all_partitions_tags, partitions_label, run_partitions
 from assets.reload import raw_segments
-from assets.resources import (
-    OFFSETS_PARTITIONS,
-    SCHEDULE_STATUS,
-    OffsetsSourceResource,
-    SparkResource,
-    StateResource,
-    all_partitions_tags,
-    clock_metadata,
-    partitions_label,
-    run_partitions,
-    write_json,
-)
+from assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
 from checks.dagster_checks import (
     AUDIT_ASSET,
     CLEANER_VERDICT,

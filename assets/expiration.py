@@ -31,19 +31,15 @@ from dagster import (
 )
 from pydantic import Field, model_validator
 
+from assets.metadata import clock_metadata, write_json
+from assets.partitions import OFFSETS_PARTITIONS, all_partitions_tags, partitions_label, run_partitions
 from assets.reload import coordinator_cache, path_exists, read_cache_tables
 from assets.resources import (
-    OFFSETS_PARTITIONS,
     SCHEDULE_STATUS,
     OffsetsSourceResource,
     SparkResource,
     StateResource,
-    all_partitions_tags,
-    clock_metadata,
     expiration_defaults_from_env,
-    partitions_label,
-    run_partitions,
-    write_json,
 )
 from checks.dagster_checks import (
     EXPIRATION_ASSET,

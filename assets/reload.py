@@ -22,14 +22,9 @@ from dagster import (
     asset,
 )
 
-from assets.resources import (
-    OFFSETS_PARTITIONS,
-    OffsetsSourceResource,
-    SparkResource,
-    StateResource,
-    run_partitions,
-    write_json,
-)
+from assets.metadata import write_json
+from assets.partitions import OFFSETS_PARTITIONS, run_partitions
+from assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from coordinator_core.cleaner_audit import format_bytes
 from coordinator_core.timefmt import iso_utc
 

@@ -21,19 +21,10 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.metadata import clock_metadata, write_json
+from assets.partitions import OFFSETS_PARTITIONS, all_partitions_tags, partitions_label, run_partitions
 from assets.reload import coordinator_cache, raw_segments, read_cache_tables
-from assets.resources import (
-    OFFSETS_PARTITIONS,
-    SCHEDULE_STATUS,
-    OffsetsSourceResource,
-    SparkResource,
-    StateResource,
-    all_partitions_tags,
-    clock_metadata,
-    partitions_label,
-    run_partitions,
-    write_json,
-)
+from assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
 from checks.dagster_checks import VALIDATION_CHECKS, table
 
 GROUP = "validation"

@@ -17,6 +17,8 @@ from pathlib import Path
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from coordinator_core.settings import parse_pairs
+
 DEFAULT_MASTER = "local[*]"
 DEFAULT_APP_NAME = "offsetops"
 
@@ -132,10 +134,4 @@ def ship_packages(spark: SparkSession) -> Path:
 
 def parse_conf(pairs: list[str] | None) -> dict[str, str]:
     """``["k=v", ...]`` (repeated ``--conf``) to a dict; a pair without ``=`` is a ValueError."""
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--conf expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value
-    return out
+    return parse_pairs(pairs, option="--conf")

@@ -165,12 +165,12 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
 
     from assets.alerting.sensors import evaluate_alerts
     from assets.definitions import MAIN_JOB, all_assets_and_checks, main_job
+    from assets.partitions import all_partitions_tags
     from assets.resources import (
         OffsetsSourceResource,
         SlackResource,
         SparkResource,
         StateResource,
-        all_partitions_tags,
         build_resources,
     )
 

@@ -83,13 +83,8 @@ def materialized(simulated_log_dir: Path, tmp_path_factory: pytest.TempPathFacto
     from dagster import DagsterInstance, materialize
 
     from assets.definitions import all_assets_and_checks
-    from assets.resources import (
-        OffsetsSourceResource,
-        SlackResource,
-        SparkResource,
-        StateResource,
-        all_partitions_tags,
-    )
+    from assets.partitions import all_partitions_tags
+    from assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
 
     truth = json.loads((simulated_log_dir / "truth.json").read_text(encoding="utf-8"))
     output_dir = tmp_path_factory.mktemp("out")

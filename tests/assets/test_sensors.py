@@ -288,7 +288,7 @@ class Lifecycle:
         from dagster import AssetKey
 
         from assets.expiration import _partition_plan_path, partition_plan_doc
-        from assets.resources import write_json
+        from assets.metadata import write_json
         from coordinator_core.cache import CoordinatorCache, LoadStats
         from coordinator_core.expiration import plan_expiration
 
@@ -518,7 +518,7 @@ def test_a_lost_group_is_paged_once_however_long_the_evidence_stays(lifecycle: L
 
 
 def test_topic_wide_findings_open_and_resolve_from_the_audit_state(lifecycle: Lifecycle) -> None:
-    from assets.resources import write_json
+    from assets.metadata import write_json
 
     topic = lifecycle.state.audit_history_dir / "latest" / "topic.json"
     finding = {
