@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 
 from assets.metadata import clock_metadata, write_json
 from assets.partitions import OFFSETS_PARTITIONS, all_partitions_tags, partitions_label, run_partitions
-from assets.reload import coordinator_cache, path_exists, read_cache_tables
+from assets.reload import coordinator_cache, read_cache_tables
 from assets.resources import (
     SCHEDULE_STATUS,
     OffsetsSourceResource,
@@ -185,6 +185,7 @@ def expiration_plan(
 
     The plan is made from the cache tables ``coordinator_cache`` wrote, not by reading the log again.
     """
+    from pipelines.source import path_exists
     from pipelines.tables import caches_from_rows
 
     partitions = run_partitions(context)
@@ -226,11 +227,11 @@ def expiration_plan(
     )
     by_partition: dict[int, PartitionPlan] = {p: PartitionPlan() for p in partitions}
     for t in plan.tombstones:
-        by_partition[t.offsets_partition].tombstones.append(t)
+        by_partition[_partition_of(t)].tombstones.append(t)
     for d in plan.dead_groups:
-        by_partition[d.offsets_partition].dead_groups.append(d)
+        by_partition[_partition_of(d)].dead_groups.append(d)
     for f in plan.forecast:
-        by_partition[f.offsets_partition].forecast.append(f)
+        by_partition[_partition_of(f)].forecast.append(f)
     caches_by_partition = {c.partition: c for c in caches}
     run_facts = {
         **clock_metadata(clock),
@@ -267,6 +268,12 @@ class PartitionPlan:
     tombstones: list[Tombstone] = field(default_factory=list)
     dead_groups: list[DeadGroup] = field(default_factory=list)
     forecast: list[ForecastEntry] = field(default_factory=list)
+
+
+def _partition_of(item: Any) -> int:
+    """The offsets partition of a plan item: planned from caches, every item names it."""
+    assert item.offsets_partition is not None
+    return int(item.offsets_partition)
 
 
 def _groups_losing_offsets(part: PartitionPlan) -> list[dict[str, Any]]:

@@ -422,7 +422,9 @@ def run(args: argparse.Namespace) -> int:
     rows = spark.read.schema(CLEANER_AUDIT_SCHEMA).parquet(out + "/cleaner_audit").collect()
     topic = spark.createDataFrame([topic_row(rows, now_ms=now_ms)], CLEANER_AUDIT_TOPIC_SCHEMA)
     topic.coalesce(1).write.mode("overwrite").parquet(out + "/cleaner_audit_topic")
-    verdict = topic.first()["verdict"]
+    first = topic.first()
+    assert first is not None  # the topic table has exactly one row
+    verdict = first["verdict"]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     by = {v: sum(r["verdict"] == v for r in rows) for v in _RANK}

@@ -22,7 +22,7 @@ import math
 import pickle
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -383,7 +383,7 @@ def reload_tables_rows(
         )
         return row.offsets_partition, (row.base_offset, pickle.dumps(fold, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def finish(item: tuple[int, object]) -> dict[str, list[tuple]]:
+    def finish(item: tuple[int, Iterable[tuple[int, bytes]]]) -> dict[str, list[tuple]]:
         part, blobs = item
         ordered = sorted(blobs, key=lambda x: x[0])
         folds = [pickle.loads(b) for _base, b in ordered]

@@ -101,7 +101,7 @@ def build_session(
     spark = builder.getOrCreate()
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
-    effective = spark.sparkContext.master
+    effective = str(spark.sparkContext.master)
     if ship_code is None:
         ship_code = not effective.startswith("local")
     if ship_code:

@@ -41,7 +41,7 @@ def _rows(value: Any) -> list[dict[str, Any]]:
     records = getattr(value, "records", None)
     if records is not None:
         return [dict(getattr(r, "data", r)) for r in records]
-    return [r for r in value or [] if isinstance(r, Mapping)] if isinstance(value, list) else []
+    return [dict(r) for r in value if isinstance(r, Mapping)] if isinstance(value, list) else []
 
 
 def latest_by_partition(instance: Any, asset: str, limit: int) -> dict[int, tuple[dict[str, Any], str]]:

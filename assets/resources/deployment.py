@@ -167,7 +167,9 @@ def build_resources(
     resources: dict[str, ConfigurableResource] = {}
     for key, fields in ENVIRONMENT.items():
         values = dict(chosen.defaults.get(key, {}))
-        from_env = {f: env[var].strip() for f, var in fields.items() if env.get(var, "").strip()}
+        from_env: dict[str, Any] = {
+            f: env[var].strip() for f, var in fields.items() if env.get(var, "").strip()
+        }
         if key == "spark" and "conf" in from_env:
             from_env["conf"] = _spark_conf(from_env["conf"])
         if key == "offsets_source" and from_env.keys() & {"bootstrap_servers", "client_config"}:

@@ -261,7 +261,8 @@ class Cluster:
     # -- writing records (the coordinator's append path, with its cache update) -----------------
 
     def _codec(self) -> int:
-        return self.rng.choice(self.codecs) if len(self.codecs) > 1 else self.codecs[0]
+        # One codec: no draw, so the random stream (and every simulated log) stays as it was.
+        return self.rng.choice(self.codecs) if len(self.codecs) > 1 else next(iter(self.codecs))
 
     def _append(self, g: Group, records: list[Rec], *, pid: int = -1, epoch: int = -1) -> int:
         plog = self.logs[g.partition]
@@ -339,7 +340,7 @@ class Cluster:
                 g.offsets[tp] = o
 
     def _offset_tombstones(self, g: Group, tps: list[TopicPartition]) -> list[Rec]:
-        recs = [(self._offset_key(g, tp), None, self.now) for tp in tps]
+        recs: list[Rec] = [(self._offset_key(g, tp), None, self.now) for tp in tps]
         for tp in tps:
             g.offsets.pop(tp, None)
             if self.java:
@@ -565,7 +566,7 @@ class Cluster:
 
     def _leave848(self, g: Group, m: Member) -> None:
         g.members.remove(m)
-        records = [
+        records: list[Rec] = [
             (self._k(g, 8, m), None, self.now),
             (self._k(g, 7, m), None, self.now),
             (self._k(g, 5, m), None, self.now),

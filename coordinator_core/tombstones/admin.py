@@ -116,7 +116,8 @@ class AdminExecutor:
             self._admin = self._call(
                 "connect",
                 lambda: KafkaAdminClient(
-                    **self.config.client_kwargs(KafkaAdminClient, client_id="offsetops-expire")),
+                    **self.config.client_kwargs(KafkaAdminClient, client_id="offsetops-expire")
+                ),
             )
         return self._admin
 
@@ -190,7 +191,7 @@ class AdminExecutor:
         plan_items: list[dict[str, Any]],
         statuses: dict[int, dict[str, Any]],
     ) -> None:
-        from kafka import TopicPartition
+        from kafka.structs import TopicPartition
 
         offset_items = [i for i in items if i["kind"] == KIND_OFFSET]
         group_items = [i for i in items if i["kind"] == KIND_GROUP]
@@ -218,7 +219,8 @@ class AdminExecutor:
             partitions = [TopicPartition(i["topic"], i["partition"]) for i in to_delete]
             try:
                 result = self._call(
-                    "OffsetDelete", lambda: self.admin.delete_group_offsets(group_id, partitions))
+                    "OffsetDelete", lambda: self.admin.delete_group_offsets(group_id, partitions)
+                )
             except ClusterUnreachable:
                 raise
             except Exception as exc:

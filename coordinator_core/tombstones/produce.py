@@ -62,8 +62,15 @@ def _consumer(config: KafkaClientConfig, **extra: Any) -> Iterator[Any]:
     """A ``KafkaConsumer`` without a group, built from ``config``; closed on exit."""
     from kafka import KafkaConsumer
 
-    consumer = _guard(config, "connect", lambda: KafkaConsumer(**config.client_kwargs(
-        KafkaConsumer, enable_auto_commit=False, group_id=None, auto_offset_reset="earliest", **extra)))
+    consumer = _guard(
+        config,
+        "connect",
+        lambda: KafkaConsumer(
+            **config.client_kwargs(
+                KafkaConsumer, enable_auto_commit=False, group_id=None, auto_offset_reset="earliest", **extra
+            )
+        ),
+    )
     try:
         yield consumer
     finally:
@@ -82,15 +89,19 @@ def read_partitions(
     """Every record ``(partition, offset, key, value)`` of ``topic`` from ``start_offsets`` (or the
     beginning) up to the end offsets as of the call, in offset order per partition."""
     with _consumer(config) as consumer:
-        return _guard(config, f"reading {topic}",
-                      lambda: _read(consumer, topic, start_offsets, partitions, timeout_s))
+        return _guard(
+            config, f"reading {topic}", lambda: _read(consumer, topic, start_offsets, partitions, timeout_s)
+        )
 
 
 def _read(
-    consumer: Any, topic: str, start_offsets: dict[int, int] | None, partitions: list[int] | None,
+    consumer: Any,
+    topic: str,
+    start_offsets: dict[int, int] | None,
+    partitions: list[int] | None,
     timeout_s: float,
 ) -> list[tuple[int, int, bytes | None, bytes | None]]:
-    from kafka import TopicPartition
+    from kafka.structs import TopicPartition
 
     if partitions is None:
         partitions = sorted(consumer.partitions_for_topic(topic) or ())
@@ -180,11 +191,14 @@ class ProduceExecutor:
         return wanted, set(available)
 
     def _end_offsets(self, partitions: list[int]) -> dict[int, int]:
-        from kafka import TopicPartition
+        from kafka.structs import TopicPartition
 
         with _consumer(self.config) as consumer:
-            ends = _guard(self.config, "ListOffsets", lambda: consumer.end_offsets(
-                [TopicPartition(self.topic, p) for p in partitions]))
+            ends = _guard(
+                self.config,
+                "ListOffsets",
+                lambda: consumer.end_offsets([TopicPartition(self.topic, p) for p in partitions]),
+            )
         return {tp.partition: off for tp, off in ends.items()}
 
     def apply(self, journal: Journal, todo: list[dict[str, Any]]) -> None:
@@ -210,14 +224,20 @@ class ProduceExecutor:
         if not todo:
             return
         self._partitions(todo)
-        self._producer = _guard(self.config, "connect", lambda: KafkaProducer(**self.config.client_kwargs(
-            KafkaProducer,
-            acks="all",
-            retries=5,
-            max_in_flight_requests_per_connection=1,
-            linger_ms=0,
-            client_id="__admin_client" if self.internal else "offsetops-tombstones",
-        )))
+        self._producer = _guard(
+            self.config,
+            "connect",
+            lambda: KafkaProducer(
+                **self.config.client_kwargs(
+                    KafkaProducer,
+                    acks="all",
+                    retries=5,
+                    max_in_flight_requests_per_connection=1,
+                    linger_ms=0,
+                    client_id="__admin_client" if self.internal else "offsetops-tombstones",
+                )
+            ),
+        )
         now_ms = journal.plan["now_ms"]
         for item in todo:
             partition = item["offsets_partition"] if self.partitioning == "same" else None

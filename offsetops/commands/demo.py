@@ -175,7 +175,8 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
     )
 
     # The token is passed resolved (not as an EnvVar): the alert pass after the run uses it directly.
-    configured: SlackResource = build_resources("local")["slack"]  # channel and URLs from the environment
+    configured = build_resources("local")["slack"]  # channel and URLs from the environment
+    assert isinstance(configured, SlackResource)
     slack = SlackResource(
         token=os.environ.get("SLACK_BOT_TOKEN") or None,
         channel=configured.channel,

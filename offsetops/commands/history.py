@@ -126,8 +126,13 @@ def _history(args: argparse.Namespace) -> CommitHistory:
         config = kafka_client_config(args)
         errors: list = []
         with LiveSource(config, topic=args.offsets_topic) as source:
-            return replay_history(source.iter_batches(partition, errors), args.group, errors=errors,
-                                  log_offsets=_LiveEnds(config), **kw)
+            return replay_history(
+                source.iter_batches(partition, errors),
+                args.group,
+                errors=errors,
+                log_offsets=_LiveEnds(config),
+                **kw,
+            )
     pdir = open_log_dir(args.path, partitions=[partition]).partitions[0]
     dirs = [logdir_root(args.path), *args.log_dir]
     errors = []
@@ -139,8 +144,13 @@ def _history(args: argparse.Namespace) -> CommitHistory:
                 yield from iter_segment_batches(seg.path, partition=partition, errors=errors)
                 pr.advance(1, seg.size)
 
-        return replay_history(batches(), args.group, errors=errors,
-                              log_offsets=lambda tp: offline_offsets(dirs, [tp]).get(tp), **kw)
+        return replay_history(
+            batches(),
+            args.group,
+            errors=errors,
+            log_offsets=lambda tp: offline_offsets(dirs, [tp]).get(tp),
+            **kw,
+        )
 
 
 def _selected(hist: CommitHistory, args: argparse.Namespace) -> list[CommitEvent]:
@@ -171,30 +181,37 @@ def run(args: argparse.Namespace) -> int:
     try:
         hist = _history(args)
     except LogDirError as exc:
-        return die(f"{exc} (group {args.group!r} lives in partition "
-                   f"{partition_for(args.group, args.num_partitions)} with --num-partitions "
-                   f"{args.num_partitions})")
+        return die(
+            f"{exc} (group {args.group!r} lives in partition "
+            f"{partition_for(args.group, args.num_partitions)} with --num-partitions "
+            f"{args.num_partitions})"
+        )
     except KafkaClientError as exc:
         return die(str(exc))
     now = args.now if args.now is not None else now_ms()
     commits = _selected(hist, args)
     if hist.dropped_commits:
         selected = len(hist.commits) + hist.dropped_commits
-        print(f"offsetops: showing the newest {len(hist.commits)} of {selected} selected commits; narrow "
-              "with --since/--until/--topic or raise --max-commits", file=sys.stderr)
+        print(
+            f"offsetops: showing the newest {len(hist.commits)} of {selected} selected commits; narrow "
+            "with --since/--until/--topic or raise --max-commits",
+            file=sys.stderr,
+        )
     if args.format == "json":
-        print_json({
-            "group_id": hist.group_id,
-            "offsets_partition": hist.offsets_partition,
-            "records_read": hist.records_read,
-            "total_commits": hist.total_commits,
-            "dropped_commits": hist.dropped_commits,
-            "log_range": [hist.first_offset, hist.last_offset],
-            "summary": _summary(commits),
-            "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
-            "group_changes": [dict(g.to_json(), time=time_json(g.timestamp, now)) for g in hist.changes],
-            "errors": [e.to_dict() for e in hist.errors],
-        })
+        print_json(
+            {
+                "group_id": hist.group_id,
+                "offsets_partition": hist.offsets_partition,
+                "records_read": hist.records_read,
+                "total_commits": hist.total_commits,
+                "dropped_commits": hist.dropped_commits,
+                "log_range": [hist.first_offset, hist.last_offset],
+                "summary": _summary(commits),
+                "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
+                "group_changes": [dict(g.to_json(), time=time_json(g.timestamp, now)) for g in hist.changes],
+                "errors": [e.to_dict() for e in hist.errors],
+            }
+        )
     elif args.format == "csv":
         write_csv(
             CSV_HEADERS,
@@ -279,8 +296,9 @@ def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> No
                 )
             )
             pending = next(changes, None)
-        known = c.offset is not None and c.previous_offset is not None
-        delta = f"{c.offset - c.previous_offset:+d}" if known else None
+        delta = None
+        if c.offset is not None and c.previous_offset is not None:
+            delta = f"{c.offset - c.previous_offset:+d}"
         rows.append(
             (
                 c.record_offset,

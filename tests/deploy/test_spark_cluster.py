@@ -87,7 +87,8 @@ def submit(cluster: SparkCluster, py_files: Path, job: str, *args: str) -> subpr
         "--conf",
         "spark.ui.enabled=false",
         JOB_SCRIPTS[job],
-        "--num-partitions", str(PARTITIONS),  # offsets.topic.num.partitions of the simulated cluster
+        "--num-partitions",
+        str(PARTITIONS),  # offsets.topic.num.partitions of the simulated cluster
         *args,
     ]
     # A pip-installed pyspark: SPARK_HOME is the package dir (docs/pipelines.md says to export it).
