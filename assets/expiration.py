@@ -52,7 +52,6 @@ from checks.dagster_checks import (
     table,
 )
 from coordinator_core.cache import CoordinatorCache
-from coordinator_core.cleaner_audit import format_duration
 from coordinator_core.expiration import (
     DeadGroup,
     ExpirationPlan,
@@ -60,6 +59,7 @@ from coordinator_core.expiration import (
     Tombstone,
     plan_expiration,
 )
+from coordinator_core.timefmt import format_duration
 
 GROUP = "expiration"
 PLAN_REPORT = "expiration_plan.json"
@@ -91,15 +91,6 @@ class ExpirationConfig(Config):
 
 def _partition_plan_path(state: StateResource, partition: int) -> Path:
     return state.state_path / "expiration" / f"partition-{partition}.json"
-
-
-def _iso(ms: int | None) -> str | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
-
-
-def _duration(ms: int) -> str:
-    hours, rest = divmod(max(ms, 0) // 60_000, 60)
-    return f"{hours}h{rest:02d}m"
 
 
 def partition_plan_doc(plan: ExpirationPlan, cache: CoordinatorCache, *, run_id: str) -> dict[str, Any]:

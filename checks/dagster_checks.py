@@ -48,6 +48,7 @@ from coordinator_core.cleaner_audit import (
 from coordinator_core.expiration import ForecastEntry
 from coordinator_core.timefmt import iso_utc
 
+# The names of the assets the checks and the alerts watch, defined once (assets/ imports them).
 VALIDATION_ASSET = "cache_validation"
 AUDIT_ASSET = "cleaner_audit"
 EXPIRATION_ASSET = "expiration_plan"

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from coordinator_core.settings import add_max_batch_bytes, positive_int
 
 MODES = ("arrow", "rows")
 
@@ -35,16 +35,6 @@ def submit_main(job: str) -> NoReturn:
     sys.exit(int(target.run(p.parse_args())))
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
     """``--input``, ``--output``, ``--master`` and the Spark/reload knobs every job takes."""
     p.add_argument("--input", required=True, metavar="PATH", help="broker log dir (local, s3a://, hdfs://)")
@@ -62,18 +52,12 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--num-partitions",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions, for partition_for checks (default 50)",
     )
     p.add_argument("--no-verify-crc", action="store_true", help="skip batch CRC checks")
-    p.add_argument(
-        "--max-batch-bytes",
-        type=_positive_int,
-        default=DEFAULT_MAX_BATCH_BYTES,
-        metavar="N",
-        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
-    )
+    add_max_batch_bytes(p)
 
 
 def reload_arguments(p: argparse.ArgumentParser) -> None:

@@ -19,12 +19,9 @@ from assets.alerting.blocks import duration
 from assets.alerting.model import Observation
 from assets.alerting.state import ConditionEntry
 from assets.resources import StateResource
+from checks.dagster_checks import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
 
 log = logging.getLogger(__name__)
-
-AUDIT_ASSET = "cleaner_audit"
-VALIDATION_ASSET = "cache_validation"
-EXPIRATION_ASSET = "expiration_plan"
 
 _CLEANER_LEVEL = {"HEALTHY": "ok", "DEGRADED": "warning", "CRITICAL": "critical"}
 _SEVERITY_RANK = {"CRITICAL": 2, "DEGRADED": 1, "WARNING": 1, "HEALTHY": 0}

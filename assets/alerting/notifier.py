@@ -20,7 +20,6 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +31,7 @@ from assets.alerting.blocks import (
     alert_text,
     delayed_context,
     duration,
+    iso_seconds,
     recovery_blocks,
     recovery_text,
 )
@@ -259,7 +259,7 @@ class SlackNotifier:
                     return SendResult(
                         SendStatus.DEDUPLICATED,
                         alert.key,
-                        f"already notified to {where} at {_iso(entry.last_notified_at)}; "
+                        f"already notified to {where} at {iso_seconds(entry.last_notified_at)}; "
                         f"window is {self.dedupe_window_s:g}s",
                         ts=entry.ts,
                     )
@@ -331,7 +331,7 @@ class SlackNotifier:
                 "id": entry_id,
                 "kind": message.kind,
                 "key": message.key,
-                "queued_at": _iso(now),
+                "queued_at": iso_seconds(now),
                 "channel": self.channel,
                 "error": None if self._client is not None else "missing_token",
                 "attempts": 0,
@@ -424,7 +424,7 @@ class SlackNotifier:
                 {
                     "error": error,
                     "attempts": int(entry.get("attempts") or 0) + 1,
-                    "last_attempt_at": _iso(self._clock()),
+                    "last_attempt_at": iso_seconds(self._clock()),
                     "uncertain": bool(entry.get("uncertain")) or stop.uncertain,
                 },
             )
@@ -546,7 +546,3 @@ def _retry_after(headers: Any) -> float:
 
 def _backoff(attempt: int) -> float:
     return min(0.25 * (2**attempt), 4.0)
-
-
-def _iso(epoch_s: float) -> str:
-    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")

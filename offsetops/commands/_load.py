@@ -11,6 +11,7 @@ from coordinator_core.cache import CoordinatorCache
 from coordinator_core.loader import load_partition_dir, load_partition_from
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from coordinator_core.settings import positive_int
 from coordinator_core.sources.logdir import open_log_dir
 from coordinator_core.timefmt import parse_time
 from offsetops.commands._common import (
@@ -18,7 +19,6 @@ from offsetops.commands._common import (
     kafka_client_config,
     non_negative_int,
     parse_partitions,
-    positive_int,
 )
 from offsetops.progress import Progress
 

@@ -23,9 +23,9 @@ from coordinator_core.schema import (
     key_json,
     value_json,
 )
+from coordinator_core.settings import add_max_batch_bytes
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.commands._common import (
-    add_max_batch_bytes,
     die,
     escape,
     non_negative_int,

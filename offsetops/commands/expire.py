@@ -19,6 +19,7 @@ from coordinator_core.expiration import (
     plan_expiration,
 )
 from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from coordinator_core.settings import positive_int
 from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from coordinator_core.timefmt import iso_utc
 from offsetops.commands._common import (
@@ -30,7 +31,6 @@ from offsetops.commands._common import (
     non_negative_float,
     non_negative_int,
     parse_partitions,
-    positive_int,
     print_json,
     quote,
     report_errors,
@@ -174,7 +174,8 @@ def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> 
             raise
         raise ValueError(
             f"--executor {executor} needs --bootstrap HOST:PORT (or --client-config FILE with "
-            "bootstrap.servers)") from None
+            "bootstrap.servers)"
+        ) from None
 
 
 def _make_executor(
@@ -269,8 +270,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             report = _execute(args, plan, coordinator)
         except RunStopped as exc:
-            return die(f"{exc}: rerun the same command, or --resume {exc.plan_id}, once the cluster is "
-                       "reachable")
+            return die(
+                f"{exc}: rerun the same command, or --resume {exc.plan_id}, once the cluster is reachable"
+            )
         except (JournalError, ExecutorRefused, ValueError, KafkaClientError) as exc:
             return die(str(exc))
         doc["execution"] = report.to_json()

@@ -10,8 +10,8 @@ import threading
 from coordinator_core.expiration import DEFAULT_RETENTION_MS
 from coordinator_core.failover import DEFAULT_SLOW_MS
 from offsetops.commands._common import die
-from offsetops.commands._groupview import check_log_dirs
-from offsetops.commands._load import add_source_args, check_source
+from offsetops.commands._groupview import refuse_bad_source
+from offsetops.commands._load import add_source_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,22 +24,57 @@ def register(sub: argparse._SubParsersAction) -> None:
         "on /metrics. Grafana dashboard and alert rules: deploy/grafana/ and deploy/prometheus/.",
     )
     add_source_args(p)
-    p.add_argument("--listen", default="127.0.0.1:9309", metavar="HOST:PORT",
-                   help="where to serve /metrics (default 127.0.0.1:9309; port 0 picks a free one)")
-    p.add_argument("--interval", type=float, default=60.0, metavar="SECONDS",
-                   help="seconds between refreshes (default 60)")
-    p.add_argument("--log-dir", action="append", default=[], metavar="DIR",
-                   help="more log dirs with data-topic partitions, for lag")
-    p.add_argument("--broker-log", action="append", default=[], metavar="FILE",
-                   help="server.log, to calibrate the failover forecast (repeat)")
-    p.add_argument("--retention-ms", type=int, default=DEFAULT_RETENTION_MS,
-                   help="offsets.retention.minutes in ms, for the expiration forecast (default 7 days)")
-    p.add_argument("--forecast-horizon-ms", type=int, default=24 * 3600 * 1000,
-                   help="count offsets that expire within this many ms (default one day)")
-    p.add_argument("--failover-threshold-ms", type=int, default=DEFAULT_SLOW_MS,
-                   help=f"a coordinator load longer than this is slow (default {DEFAULT_SLOW_MS})")
-    p.add_argument("--granularity", choices=["partition", "topic"], default="partition",
-                   help="lag per partition (default) or per topic only, to bound the series count")
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:9309",
+        metavar="HOST:PORT",
+        help="where to serve /metrics (default 127.0.0.1:9309; port 0 picks a free one)",
+    )
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between refreshes (default 60)",
+    )
+    p.add_argument(
+        "--log-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="more log dirs with data-topic partitions, for lag",
+    )
+    p.add_argument(
+        "--broker-log",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="server.log, to calibrate the failover forecast (repeat)",
+    )
+    p.add_argument(
+        "--retention-ms",
+        type=int,
+        default=DEFAULT_RETENTION_MS,
+        help="offsets.retention.minutes in ms, for the expiration forecast (default 7 days)",
+    )
+    p.add_argument(
+        "--forecast-horizon-ms",
+        type=int,
+        default=24 * 3600 * 1000,
+        help="count offsets that expire within this many ms (default one day)",
+    )
+    p.add_argument(
+        "--failover-threshold-ms",
+        type=int,
+        default=DEFAULT_SLOW_MS,
+        help=f"a coordinator load longer than this is slow (default {DEFAULT_SLOW_MS})",
+    )
+    p.add_argument(
+        "--granularity",
+        choices=["partition", "topic"],
+        default="partition",
+        help="lag per partition (default) or per topic only, to bound the series count",
+    )
     p.add_argument("--once", action="store_true", help="print the metrics once on stdout and exit")
     p.set_defaults(func=run)
 
@@ -56,10 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
     from offsetops.exporter import OffsetsCollector, build_snapshot
 
-    problem = check_source(args)
-    if problem:
-        return die(problem)
-    bad = check_log_dirs(args)
+    bad = refuse_bad_source(args)
     if bad is not None:
         return bad
     if args.interval <= 0:

@@ -7,10 +7,10 @@ import sys
 
 from coordinator_core.asof import Cut
 from coordinator_core.cache import CoordinatorCache
+from coordinator_core.settings import add_max_batch_bytes
 from coordinator_core.sources.logdir import LogDirError
 from coordinator_core.timefmt import describe_time, now_ms
 from offsetops.commands._common import (
-    add_max_batch_bytes,
     die,
     print_json,
     quote,

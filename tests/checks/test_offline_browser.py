@@ -29,9 +29,9 @@ from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, audit_lo
 from coordinator_core.expiration import plan_expiration
 from coordinator_core.loader import load_partition_dir
 from coordinator_core.sources.logdir import open_log_dir
-from tests.checks.cdp import Visit, visit
 from tests.checks.conftest import CORRUPTIONS
 from tests.checks.test_browser import _chromium
+from tests.support.cdp import Visit, visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark, pytest.mark.slow]
 
