@@ -10,6 +10,10 @@ sent again when Slack's answer to an earlier attempt never arrived (the delivere
 
 Without a token (local runs, the demo) the outbox is where the messages stay: one warning each,
 kept to the newest message per alert that still holds, at most ``MAX_UNSENT`` of them.
+
+Why one module of about 550 lines: the delivery loop, its time budget and its retry rules are one
+state machine over one outbox; the message texts (``blocks``), the outbox file (``outbox``), the
+dedupe state (``state``) and the HTTP transport (``transport``) already live apart.
 """
 
 from __future__ import annotations
