@@ -22,6 +22,7 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
+    AssetRecordsFilter,
     MetadataValue,
     Output,
     PartitionsDefinition,
@@ -31,10 +32,10 @@ from dagster import (
     TableSchema,
     asset_check,
 )
+# Ties each partition's evaluation to that partition's materialization; Dagster exports it nowhere else.
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
-from dagster._core.event_api import AssetRecordsFilter
 
 from coordinator_core.cleaner_audit import (
     CRITICAL,
