@@ -32,6 +32,7 @@ from dagster import (
     TableSchema,
     asset_check,
 )
+
 # Ties each partition's evaluation to that partition's materialization; Dagster exports it nowhere else.
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
