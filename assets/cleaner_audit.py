@@ -1,8 +1,8 @@
 """Cleaner audit domain: Log Cleaner health of each ``__consumer_offsets`` partition, hourly.
 
 The verdict (HEALTHY / DEGRADED / CRITICAL) and its reasons come from
-:func:`coordinator_core.cleaner_audit.audit_log_dir`. Each Dagster partition's materialization carries
-that partition's facts only; the asset emits a ``partition_verdict`` check result per partition and a
+:func:`offsetops.coordinator_core.cleaner_audit.audit_log_dir`. Each Dagster partition's materialization
+carries that partition's facts only; the asset emits a ``partition_verdict`` check result per partition and a
 ``cleaner_verdict`` result for the run (``checks/dagster_checks.py``). Topic-wide figures live in the
 ``offsets_topic_summary`` asset.
 """
@@ -28,13 +28,16 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from pydantic import Field
-
-from assets.metadata import clock_metadata, write_json
-from assets.partitions import OFFSETS_PARTITIONS, all_partitions_tags, partitions_label, run_partitions
-from assets.reload import raw_segments
-from assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
-from checks.dagster_checks import (
+from offsetops.assets.metadata import clock_metadata, write_json
+from offsetops.assets.partitions import (
+    OFFSETS_PARTITIONS,
+    all_partitions_tags,
+    partitions_label,
+    run_partitions,
+)
+from offsetops.assets.reload import raw_segments
+from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
+from offsetops.checks.dagster_checks import (
     AUDIT_ASSET,
     CLEANER_VERDICT,
     PARTITION_VERDICT,
@@ -47,7 +50,7 @@ from checks.dagster_checks import (
     partition_verdict,
     worst_reason,
 )
-from coordinator_core.cleaner_audit import (
+from offsetops.coordinator_core.cleaner_audit import (
     CRITICAL,
     DEGRADED,
     HEALTHY,
@@ -55,7 +58,8 @@ from coordinator_core.cleaner_audit import (
     format_bytes,
     format_duration,
 )
-from coordinator_core.clock import Clock
+from offsetops.coordinator_core.clock import Clock
+from pydantic import Field
 
 GROUP = "cleaner_audit"
 AUDIT_REPORT = "cleaner_audit.json"
@@ -247,11 +251,11 @@ def cleaner_audit(
     The record scans (the costly part: every record is read) run as a Spark job, one task per group of
     partitions; history, broker-log marks and verdicts are applied here.
     """
-    from coordinator_core.cleaner.config import CleanerConfig
-    from coordinator_core.cleaner_audit import Thresholds, audit_log_dir
-    from coordinator_core.sources.logdir import LogDirError
-    from pipelines.audit import partition_audits
-    from pipelines.source import InputPathError, list_log_dir
+    from offsetops.coordinator_core.cleaner.config import CleanerConfig
+    from offsetops.coordinator_core.cleaner_audit import Thresholds, audit_log_dir
+    from offsetops.coordinator_core.sources.logdir import LogDirError
+    from offsetops.pipelines.audit import partition_audits
+    from offsetops.pipelines.source import InputPathError, list_log_dir
 
     partitions = run_partitions(context)
     state.ensure()

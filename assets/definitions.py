@@ -2,7 +2,7 @@
 
 ``workspace.yaml`` loads ``defs`` from here. The domains are reload, expiration, cleaner audit,
 validation, the topic summary and alerting; which resources they get (local or cluster) is decided in
-one place, :func:`assets.resources.build_resources`.
+one place, :func:`offsetops.assets.resources.build_resources`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from dagster import (
 warnings.filterwarnings("ignore", category=BetaWarning)
 warnings.filterwarnings("ignore", category=PreviewWarning)
 
-from assets import cleaner_audit, expiration, reload, summary, validation  # noqa: E402
-from assets.alerting import sensors  # noqa: E402
-from assets.partitions import OFFSETS_PARTITIONS  # noqa: E402
-from assets.resources import build_resources  # noqa: E402
+from offsetops.assets import cleaner_audit, expiration, reload, summary, validation  # noqa: E402
+from offsetops.assets.alerting import sensors  # noqa: E402
+from offsetops.assets.partitions import OFFSETS_PARTITIONS  # noqa: E402
+from offsetops.assets.resources import build_resources  # noqa: E402
 
 MAIN_JOB = "offsetops_main_job"
 

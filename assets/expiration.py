@@ -32,19 +32,22 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from pydantic import Field, model_validator
-
-from assets.metadata import clock_metadata, write_json
-from assets.partitions import OFFSETS_PARTITIONS, all_partitions_tags, partitions_label, run_partitions
-from assets.reload import coordinator_cache, read_cache_tables
-from assets.resources import (
+from offsetops.assets.metadata import clock_metadata, write_json
+from offsetops.assets.partitions import (
+    OFFSETS_PARTITIONS,
+    all_partitions_tags,
+    partitions_label,
+    run_partitions,
+)
+from offsetops.assets.reload import coordinator_cache, read_cache_tables
+from offsetops.assets.resources import (
     SCHEDULE_STATUS,
     OffsetsSourceResource,
     SparkResource,
     StateResource,
     expiration_defaults_from_env,
 )
-from checks.dagster_checks import (
+from offsetops.checks.dagster_checks import (
     EXPIRATION_ASSET,
     FORECAST_CHECK,
     GROUPS_AT_RISK_COLUMNS,
@@ -54,15 +57,16 @@ from checks.dagster_checks import (
     partition_evaluations,
     table,
 )
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.expiration import (
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.expiration import (
     DeadGroup,
     ExpirationPlan,
     ForecastEntry,
     Tombstone,
     plan_expiration,
 )
-from coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.timefmt import format_duration
+from pydantic import Field, model_validator
 
 GROUP = "expiration"
 PLAN_REPORT = "expiration_plan.json"
@@ -179,8 +183,8 @@ def expiration_plan(
 
     The plan is made from the cache tables ``coordinator_cache`` wrote, not by reading the log again.
     """
-    from pipelines.source import path_exists
-    from pipelines.tables import caches_from_rows
+    from offsetops.pipelines.source import path_exists
+    from offsetops.pipelines.tables import caches_from_rows
 
     partitions = run_partitions(context)
     state.ensure()
@@ -375,7 +379,7 @@ def _executor(
     config: TombstoneExecutionConfig, source: OffsetsSourceResource, state: StateResource, coordinator: str
 ) -> Any:
     if config.mode == "segment":
-        from coordinator_core.tombstones.segment import SegmentExecutor
+        from offsetops.coordinator_core.tombstones.segment import SegmentExecutor
 
         if not source.log_dir:
             raise Failure(
@@ -383,7 +387,7 @@ def _executor(
             )
         out = config.output_log_dir or str(state.state_path / "tombstoned-logdir")
         return SegmentExecutor(source.log_dir, out, semantics="scala" if coordinator == "legacy" else "java")
-    from coordinator_core.tombstones.admin import AdminExecutor
+    from offsetops.coordinator_core.tombstones.admin import AdminExecutor
 
     if not source.is_live:
         raise Failure(
@@ -408,9 +412,9 @@ def tombstone_execution(
     state: StateResource,
 ) -> MaterializeResult:
     """Apply (or, by default, only count) the latest plan's tombstones for this run's partitions."""
-    from coordinator_core.kafka_client import KafkaClientError
-    from coordinator_core.tombstones.journal import JournalError
-    from coordinator_core.tombstones.runner import (
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
+    from offsetops.coordinator_core.tombstones.journal import JournalError
+    from offsetops.coordinator_core.tombstones.runner import (
         ExecutorRefused,
         RunStopped,
         open_or_create_journal,

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from dagster import MetadataValue
-
-from coordinator_core.atomic import write_json_atomic
-from coordinator_core.clock import Clock
+from offsetops.coordinator_core.atomic import write_json_atomic
+from offsetops.coordinator_core.clock import Clock
 
 
 def clock_metadata(clock: Clock) -> dict[str, Any]:

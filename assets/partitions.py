@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dagster import StaticPartitionsDefinition
-
-from assets.resources.deployment import num_partitions_from_env
+from offsetops.assets.resources.deployment import num_partitions_from_env
 
 # Dagster's run tags for one partition, or for one run over a range of them (a single-run backfill);
 # the documented tag names, spelled here because Dagster exports them only from a private module.

@@ -21,12 +21,11 @@ from dagster import (
     TableSchema,
     asset,
 )
-
-from assets.metadata import write_json
-from assets.partitions import OFFSETS_PARTITIONS, run_partitions
-from assets.resources import OffsetsSourceResource, SparkResource, StateResource
-from coordinator_core.cleaner_audit import format_bytes
-from coordinator_core.timefmt import iso_utc
+from offsetops.assets.metadata import write_json
+from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions
+from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
+from offsetops.coordinator_core.cleaner_audit import format_bytes
+from offsetops.coordinator_core.timefmt import iso_utc
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -65,7 +64,7 @@ def _inventory_files(source: OffsetsSourceResource, partitions: list[int]) -> di
 
 def _inventory_uri(spark: "SparkSession", log_dir: str, partitions: list[int]) -> dict[int, dict[str, Any]]:
     """The same inventory for a Hadoop URI (``s3a://``, ``hdfs://``), listed through Spark."""
-    from pipelines.source import list_log_dir
+    from offsetops.pipelines.source import list_log_dir
 
     listing = list_log_dir(spark, log_dir)
     out: dict[int, dict[str, Any]] = {p: {"present": False, "segments": 0, "bytes": 0} for p in partitions}
@@ -89,7 +88,7 @@ def _inventory_uri(spark: "SparkSession", log_dir: str, partitions: list[int]) -
 
 
 def _inventory_live(source: OffsetsSourceResource, partitions: list[int]) -> dict[int, dict[str, Any]]:
-    from coordinator_core.sources.live import LiveSource
+    from offsetops.coordinator_core.sources.live import LiveSource
 
     with LiveSource(source.kafka_config(), topic=source.topic) as live:
         present = [p for p in partitions if p in set(live.partitions())]
@@ -137,8 +136,8 @@ def raw_segments(
     state: StateResource,
 ) -> MaterializeResult:
     """Inventory the partitions of this run; a partition absent from the source is listed as absent."""
-    from coordinator_core.kafka_client import KafkaClientError
-    from coordinator_core.sources.logdir import LogDirError
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
+    from offsetops.coordinator_core.sources.logdir import LogDirError
 
     partitions = run_partitions(context)
     state.ensure()
@@ -203,7 +202,7 @@ def _merge_partitions(path: Path, update: dict[int, dict[str, Any]], **extra: An
 
 
 def _empty(spark: "SparkSession", table: str) -> "DataFrame":
-    from pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
     return spark.createDataFrame([], TABLE_SCHEMAS[table])
 
@@ -211,7 +210,7 @@ def _empty(spark: "SparkSession", table: str) -> "DataFrame":
 def _present_partitions(
     spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int]
 ) -> list[int]:
-    from pipelines.source import InputPathError, list_log_dir, path_exists
+    from offsetops.pipelines.source import InputPathError, list_log_dir, path_exists
 
     log_dir = str(source.log_dir)
     if not path_exists(spark, log_dir):
@@ -228,9 +227,9 @@ def _reload_to_staging(
     spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int], staging: str
 ) -> dict[str, "DataFrame"]:
     """The reload tables of ``partitions`` in ``staging``: the Spark job from files, or live fetches."""
-    from pipelines.reload import ReloadOptions, read_tables, run_reload
-    from pipelines.schemas import TABLE_SCHEMAS
-    from pipelines.tables import all_cache_rows
+    from offsetops.pipelines.reload import ReloadOptions, read_tables, run_reload
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows
 
     if source.is_live:
         rows = all_cache_rows(source.load_caches(partitions))
@@ -247,7 +246,7 @@ def publish_tables(
     spark: "SparkSession", tables: dict[str, "DataFrame"], state: StateResource, partitions: list[int]
 ) -> None:
     """Replace ``partitions`` of every canonical table with ``tables`` (other partitions are kept)."""
-    from pipelines.source import delete_path
+    from offsetops.pipelines.source import delete_path
 
     for name, df in tables.items():
         location = state.table_location(name)
@@ -260,10 +259,9 @@ def read_cache_tables(
     spark: "SparkSession", state: StateResource, partitions: list[int] | None = None
 ) -> dict[str, "DataFrame"]:
     """The canonical reload tables (optionally only some offsets partitions), with their schemas."""
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.source import path_exists
     from pyspark.sql import functions as F
-
-    from pipelines.schemas import TABLE_SCHEMAS
-    from pipelines.source import path_exists
 
     out = {}
     for name, schema in TABLE_SCHEMAS.items():
@@ -314,7 +312,7 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
 
 
 def _offsets_table_schema() -> TableSchema:
-    from pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
     return TableSchema(
         columns=[
@@ -341,8 +339,8 @@ def coordinator_cache(
     state: StateResource,
 ) -> MaterializeResult:
     """Run the Spark reload for this run's partitions and publish them into the canonical tables."""
-    from coordinator_core.kafka_client import KafkaClientError
-    from pipelines.source import InputPathError, delete_path
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
+    from offsetops.pipelines.source import InputPathError, delete_path
 
     partitions = run_partitions(context)
     state.ensure()

@@ -11,21 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from dagster import AssetExecutionContext, Definitions, MaterializeResult, MetadataValue, asset
-
-from assets.cleaner_audit import AUDIT_REPORT, cleaner_audit
-from assets.expiration import PLAN_REPORT, expiration_plan
-from assets.resources import StateResource
-from assets.validation import cache_validation
-from checks.dagster_checks import (
+from offsetops.assets.cleaner_audit import AUDIT_REPORT, cleaner_audit
+from offsetops.assets.expiration import PLAN_REPORT, expiration_plan
+from offsetops.assets.resources import StateResource
+from offsetops.assets.validation import cache_validation
+from offsetops.checks.dagster_checks import (
     GROUPS_AT_RISK_COLUMNS,
     failing_partitions_table_from_json,
     findings_table,
     groups_at_risk,
     table,
 )
-from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, Reason, format_bytes
-from coordinator_core.expiration import ForecastEntry
-from coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.cleaner_audit import CRITICAL, DEGRADED, Reason, format_bytes
+from offsetops.coordinator_core.expiration import ForecastEntry
+from offsetops.coordinator_core.timefmt import iso_utc
 
 GROUP = "summary"
 SUMMARY_ASSET = "offsets_topic_summary"
@@ -85,7 +84,7 @@ def offsets_topic_summary(context: AssetExecutionContext, state: StateResource) 
     audit = _read(state.reports_path / AUDIT_REPORT)
     plan = _read(state.reports_path / PLAN_REPORT)
     meta = {**audit_summary_metadata(audit), **plan_summary_metadata(plan)}
-    from checks.operator_report import ReportInputError, write_operator_report
+    from offsetops.checks.operator_report import ReportInputError, write_operator_report
 
     try:
         operator = write_operator_report(state.reports_path, run_id=context.run.run_id)

@@ -1,6 +1,6 @@
 """Validation domain: the Great Expectations suite over the reload tables, with Data Docs.
 
-The suite itself is :func:`checks.suite.validate_cache`; this asset runs it on the canonical Parquet
+The suite itself is :func:`offsetops.checks.suite.validate_cache`; this asset runs it on the canonical Parquet
 tables of the run's partitions and records what a person reads in the UI. The ``gx_*`` asset checks
 (``checks/dagster_checks.py``) make a failing expectation show on this asset.
 """
@@ -19,13 +19,17 @@ from dagster import (
     define_asset_job,
     schedule,
 )
+from offsetops.assets.metadata import clock_metadata, write_json
+from offsetops.assets.partitions import (
+    OFFSETS_PARTITIONS,
+    all_partitions_tags,
+    partitions_label,
+    run_partitions,
+)
+from offsetops.assets.reload import coordinator_cache, raw_segments, read_cache_tables
+from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
+from offsetops.checks.dagster_checks import VALIDATION_CHECKS, table
 from pydantic import Field
-
-from assets.metadata import clock_metadata, write_json
-from assets.partitions import OFFSETS_PARTITIONS, all_partitions_tags, partitions_label, run_partitions
-from assets.reload import coordinator_cache, raw_segments, read_cache_tables
-from assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
-from checks.dagster_checks import VALIDATION_CHECKS, table
 
 GROUP = "validation"
 VALIDATION_REPORT = "validation.json"
@@ -58,8 +62,8 @@ def cache_validation(
     state: StateResource,
 ) -> MaterializeResult:
     """Validate this run's partitions of the canonical tables; failures are reported, not raised."""
-    from checks.operator_report import report_url
-    from checks.suite import operator_check_tables, validate_cache
+    from offsetops.checks.operator_report import report_url
+    from offsetops.checks.suite import operator_check_tables, validate_cache
 
     partitions = run_partitions(context)
     state.ensure()

@@ -23,9 +23,8 @@ import zlib
 from pathlib import Path
 
 import zstandard
-
-from coordinator_core.records import build_record_batch
-from coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+from offsetops.coordinator_core.records import build_record_batch
+from offsetops.coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
 
 REPO = Path(__file__).resolve().parents[1]
 # VmHWM is the child's own peak; ru_maxrss would carry the parent's high-water mark across exec.

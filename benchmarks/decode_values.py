@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import timeit
 
-from coordinator_core.schema import decode_offset_commit_value, decode_value
+from offsetops.coordinator_core.schema import decode_offset_commit_value, decode_value
 
 # The hand-built offset-commit vectors of kafka-offsets-format.md §1.9.
 VECTORS: dict[str, tuple[int, bytes]] = {

@@ -6,7 +6,7 @@ For each size and codec it generates (or reuses) a simulated log dir under ``ben
 cleaner dead, so every duplicate is still there and the live set stays small), then measures, each in
 a fresh subprocess so that peak RSS figures do not contaminate each other:
 
-* ``ours``: ``coordinator_core.loader.load_log_dir`` (decode plus cache rebuild, CRCs checked);
+* ``ours``: ``offsetops.coordinator_core.loader.load_log_dir`` (decode plus cache rebuild, CRCs checked);
 * ``baseline``: what a Python user would write: kafka-python's ``MemoryRecords`` over each segment
   file, iterating every batch and record, decoding every key and value with a straightforward
   ``struct`` decoder of the schema, and keeping the last value per key in a dict.
@@ -163,8 +163,7 @@ def baseline_decode_value(rtype: int, value: bytes) -> dict | None:
 
 def run_baseline(path: Path) -> dict:
     from kafka.record import MemoryRecords
-
-    from coordinator_core.sources.logdir import open_log_dir
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
 
     records = 0
     size = 0
@@ -188,7 +187,7 @@ def run_baseline(path: Path) -> dict:
 
 
 def run_ours(path: Path) -> dict:
-    from coordinator_core.loader import load_log_dir
+    from offsetops.coordinator_core.loader import load_log_dir
 
     caches = load_log_dir(path, semantics="java")
     errors = sum(len(c.stats.errors) for c in caches)
@@ -204,8 +203,7 @@ def run_ours(path: Path) -> dict:
 def measure(mode: str, path: Path) -> dict:
     """Runs in the child process: import, note the baseline RSS, do the work, report."""
     import kafka.record  # noqa: F401
-
-    import coordinator_core.loader  # noqa: F401 - imports count as the interpreter baseline
+    import offsetops.coordinator_core.loader  # noqa: F401 - imports count as the interpreter baseline
 
     before = _rss_kb()
     start, cpu = time.perf_counter(), time.process_time()
@@ -234,7 +232,7 @@ def _child(mode: str, path: Path) -> dict:
 
 def ensure_data(size: int, compression: str, args: argparse.Namespace) -> tuple[Path, float | None]:
     """The log dir for (size, codec): reused when present, else simulated (returns generation seconds)."""
-    from coordinator_core.simulator import SimulationConfig, simulate
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
     path = Path(args.data_dir) / f"{args.kafka_version}-{compression}-{size}"
     if (path / "truth.json").exists():

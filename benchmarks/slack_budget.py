@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from assets.alerting import Alert, SlackNotifier
+from offsetops.assets.alerting import Alert, SlackNotifier
+
 from tests.support.slack_server import SlackTestServer
 
 TOKEN = "xoxb-test-token"

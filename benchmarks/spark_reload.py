@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def _child(args: argparse.Namespace) -> None:
-    from pipelines.reload import ReloadOptions, run_reload
-    from pipelines.session import build_session
+    from offsetops.pipelines.reload import ReloadOptions, run_reload
+    from offsetops.pipelines.session import build_session
 
     spark = build_session(args.master, quiet=True, ship_code=False)
     out = tempfile.mkdtemp(prefix="offsetops-bench-")
@@ -61,7 +61,7 @@ def _spark_run(input_path: str, master: str, mode: str, repeat: int) -> dict:
 
 
 def _single_process(input_path: str, repeat: int) -> float:
-    from coordinator_core.loader import load_log_dir
+    from offsetops.coordinator_core.loader import load_log_dir
 
     best = float("inf")
     for _ in range(repeat):
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         _child(args)
         return 0
     if args.simulate:
-        from coordinator_core.simulator import SimulationConfig, simulate
+        from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
         out = Path(args.simulate)
         if not out.exists():

@@ -17,16 +17,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from offsetops.coordinator_core.asof import Cut, load_as_of
+from offsetops.coordinator_core.data_offsets import offline_offsets
+from offsetops.coordinator_core.describe import GroupFilter, describe_groups, wanted_partitions
+from offsetops.coordinator_core.history import replay_history
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.records.builder import build_record_batch
+from offsetops.coordinator_core.simulator import SimulationConfig, load_truth, simulate
+from offsetops.coordinator_core.sources.logdir import open_log_dir
+
 from benchmarks.reload import parse_size
-from coordinator_core.asof import Cut, load_as_of
-from coordinator_core.data_offsets import offline_offsets
-from coordinator_core.describe import GroupFilter, describe_groups, wanted_partitions
-from coordinator_core.history import replay_history
-from coordinator_core.loader import load_log_dir
-from coordinator_core.partitioner import partition_for
-from coordinator_core.records.builder import build_record_batch
-from coordinator_core.simulator import SimulationConfig, load_truth, simulate
-from coordinator_core.sources.logdir import open_log_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"
@@ -40,8 +41,17 @@ def _rss_mb() -> float:
 def _logdir(size: int) -> Path:
     out = DATA / f"views-{size}"
     if not (out / "truth.json").exists():
-        simulate(SimulationConfig(out_dir=out, groups=100, partitions=PARTITIONS, seed=1, target_bytes=size,
-                                  compacted_fraction=0.0, data_topics=True))
+        simulate(
+            SimulationConfig(
+                out_dir=out,
+                groups=100,
+                partitions=PARTITIONS,
+                seed=1,
+                target_bytes=size,
+                compacted_fraction=0.0,
+                data_topics=True,
+            )
+        )
     return out
 
 
@@ -51,8 +61,10 @@ def _measure(label: str, fn, nbytes: int, records: int | None = None) -> None:
     fn()
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     rate = f"{records / cpu:,.0f} rec/s, " if records else ""
-    print(f"{label:<34} {cpu:7.2f} s CPU {wall:7.2f} s wall  {rate}{nbytes / 1e6 / cpu:7.1f} MB/s  "
-          f"peak RSS +{_rss_mb() - rss0:.0f} MB")
+    print(
+        f"{label:<34} {cpu:7.2f} s CPU {wall:7.2f} s wall  {rate}{nbytes / 1e6 / cpu:7.1f} MB/s  "
+        f"peak RSS +{_rss_mb() - rss0:.0f} MB"
+    )
 
 
 def main() -> None:
@@ -66,8 +78,9 @@ def main() -> None:
     print(f"log dir {logdir}: {size / 1e6:.1f} MB of __consumer_offsets, {PARTITIONS} partitions")
 
     caches: list = []
-    _measure("reload (load_log_dir)", lambda: caches.extend(load_log_dir(logdir, num_partitions=PARTITIONS)),
-             size)
+    _measure(
+        "reload (load_log_dir)", lambda: caches.extend(load_log_dir(logdir, num_partitions=PARTITIONS)), size
+    )
     records = sum(c.stats.records for c in caches)
 
     def describe() -> None:
@@ -84,14 +97,23 @@ def main() -> None:
 
     def history() -> None:
         errors: list = []
-        replay_history(pdir.iter_batches(errors), gid, offsets_partition=part, errors=errors,
-                       log_offsets=lambda tp: offline_offsets([logdir], [tp]).get(tp))
+        replay_history(
+            pdir.iter_batches(errors),
+            gid,
+            offsets_partition=part,
+            errors=errors,
+            log_offsets=lambda tp: offline_offsets([logdir], [tp]).get(tp),
+        )
 
     _measure(f"history of one group (p{part})", history, pdir.size_bytes, part_records)
     last = next(c.stats.last_offset for c in caches if c.partition == part) or 2
     cut = Cut(until_offset=last // 2)
-    _measure(f"as-of reload, half of p{part}", lambda: load_as_of(pdir.iter_batches, partition=part, cut=cut),
-             pdir.size_bytes // 2, part_records // 2)
+    _measure(
+        f"as-of reload, half of p{part}",
+        lambda: load_as_of(pdir.iter_batches, partition=part, cut=cut),
+        pdir.size_bytes // 2,
+        part_records // 2,
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         seg = Path(tmp) / "big-0"

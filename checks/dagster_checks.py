@@ -37,8 +37,7 @@ from dagster import (
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
-
-from coordinator_core.cleaner_audit import (
+from offsetops.coordinator_core.cleaner_audit import (
     CRITICAL,
     DEGRADED,
     HEALTHY,
@@ -47,8 +46,8 @@ from coordinator_core.cleaner_audit import (
     format_bytes,
     format_duration,
 )
-from coordinator_core.expiration import ForecastEntry
-from coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.expiration import ForecastEntry
+from offsetops.coordinator_core.timefmt import iso_utc
 
 # The names of the assets the checks and the alerts watch, defined once (assets/ imports them).
 VALIDATION_ASSET = "cache_validation"

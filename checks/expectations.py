@@ -14,14 +14,13 @@ from typing import Literal
 import great_expectations.expectations as gxe
 from great_expectations.expectations.expectation import Expectation
 from great_expectations.expectations.metadata_types import FailureSeverity
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
-
-from checks.kafka_expectations import (
+from offsetops.checks.kafka_expectations import (
     ExpectColumnPairValuesToMatchKafkaPartitionFor,
     UnexpectedRowsWithSampleExpectation,
 )
-from coordinator_core.cache import GROUP_STATES as CACHE_GROUP_STATES
-from pipelines.schemas import TABLE_SCHEMAS as RELOAD_SCHEMAS
+from offsetops.coordinator_core.cache import GROUP_STATES as CACHE_GROUP_STATES
+from offsetops.pipelines.schemas import TABLE_SCHEMAS as RELOAD_SCHEMAS
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 Severity = Literal["error", "warning"]
 
@@ -78,7 +77,7 @@ LIVE_CROSSCHECK_SCHEMA = StructType(
         StructField("detail", StringType(), False),
     ]
 )
-"""The cache against OffsetFetch / DescribeGroups of the live coordinator (checks.live_crosscheck)."""
+"""The cache against OffsetFetch / DescribeGroups of the live coordinator (``checks/live_crosscheck.py``)."""
 
 TABLE_SCHEMAS = {
     **RELOAD_SCHEMAS,

@@ -4,7 +4,7 @@
 backed by the metric ``column_pair_values.match_kafka_partition_for``. Its Spark implementation is a
 native Column expression of ``Utils.abs(groupId.hashCode) % numPartitions`` (GroupMetadataManager
 .partitionFor), so it runs in the JVM without a Python UDF; the pandas implementation calls
-:func:`coordinator_core.partitioner.partition_for` directly, and the tests check both agree.
+:func:`offsetops.coordinator_core.partitioner.partition_for` directly, and the tests check both agree.
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from great_expectations.render.renderer_configuration import (
     RendererConfiguration,
     RendererValueType,
 )
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
 
 _TWO_POW_31 = 2**31
 _TWO_POW_32 = 2**32

@@ -11,7 +11,7 @@ ListOffsets of the data partitions gives [log start, log end] for each committed
 (:func:`live_log_ranges`); :func:`log_dir_log_ranges` gives the same offline from the data topics'
 partition dirs of the broker log dir.
 
-Every Kafka connection is built from :class:`coordinator_core.kafka_client.KafkaClientConfig`.
+Every Kafka connection is built from :class:`offsetops.coordinator_core.kafka_client.KafkaClientConfig`.
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.data_offsets import (
+from offsetops.coordinator_core.data_offsets import (
     SOURCE_PARTITION_DIR,
     PartitionOffsets,
     live_offsets,
     offline_offsets,
 )
-from coordinator_core.errors import DecodeError
-from coordinator_core.kafka_client import KafkaClientConfig, check_connection
-from coordinator_core.schema import OffsetCommitKey, decode_key, decode_offset_commit_value
-from coordinator_core.sources.live import CONSUMER_OFFSETS, LiveSource, LiveSourceError
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig, check_connection
+from offsetops.coordinator_core.schema import OffsetCommitKey, decode_key, decode_offset_commit_value
+from offsetops.coordinator_core.sources.live import CONSUMER_OFFSETS, LiveSource, LiveSourceError
 
 logger = logging.getLogger(__name__)
 
@@ -375,7 +375,8 @@ def log_dir_log_ranges(
     log_dir: str | Path, partitions: Iterable[TopicPartition] | None = None
 ) -> list[LogRange]:
     """Bounds of the data partitions found in a broker log dir (``<topic>-<n>`` folders), only those
-    in ``partitions`` when given. See :mod:`coordinator_core.data_offsets` for how each bound is found.
+    in ``partitions`` when given. See :mod:`offsetops.coordinator_core.data_offsets` for how each bound is
+    found.
     """
     root = Path(log_dir)
     if partitions is None:

@@ -2,7 +2,7 @@
 
 It is built from the JSON reports the assets write into the reports dir (``cleaner_audit.json``,
 ``expiration_plan.json``, ``reload.json``, ``validation.json``); a missing one is shown as "not run".
-The page has inline CSS and inline SVG charts (matplotlib, :mod:`checks.charts`), no script and no
+The page has inline CSS and inline SVG charts (matplotlib, :mod:`offsetops.checks.charts`), no script and no
 external reference, so it renders the same from a laptop, a pod or an object store with no network.
 Every value that comes from the data (group ids, topics, reasons, file names) is HTML-escaped.
 
@@ -24,8 +24,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from checks.charts import dirty_ratio_chart, expiration_timeline_chart
-from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, format_bytes, format_duration
+from offsetops.checks.charts import dirty_ratio_chart, expiration_timeline_chart
+from offsetops.coordinator_core.cleaner_audit import (
+    CRITICAL,
+    DEGRADED,
+    HEALTHY,
+    format_bytes,
+    format_duration,
+)
 
 REPORT_FILE = "report.html"
 """The latest run's report, at the top of the reports dir."""

@@ -34,7 +34,7 @@ class ExpectationOutcome:
 
 @dataclass(frozen=True, slots=True)
 class ValidationReport:
-    """Result of :func:`checks.suite.validate_cache`.
+    """Result of :func:`offsetops.checks.suite.validate_cache`.
 
     ``success_error_level`` is what gates a pipeline: no ``error`` check failed. ``success`` also
     requires every ``warning`` check to pass.

@@ -28,10 +28,8 @@ from great_expectations.core.expectation_validation_result import ExpectationVal
 from great_expectations.core.run_identifier import RunIdentifier
 from great_expectations.data_context import AbstractDataContext
 from great_expectations.data_context.types.base import ProgressBarsConfig
-from pyspark.sql import DataFrame, SparkSession
-
-from checks.data_docs import localize_site, site_config
-from checks.expectations import (
+from offsetops.checks.data_docs import localize_site, site_config
+from offsetops.checks.expectations import (
     DEFAULT_MAX_METADATA_BYTES,
     DEFAULT_SKEW_MS,
     LIVE_CROSSCHECK_SCHEMA,
@@ -42,7 +40,7 @@ from checks.expectations import (
     CheckSpec,
     build_checks,
 )
-from checks.live_crosscheck import (
+from offsetops.checks.live_crosscheck import (
     UNREACHABLE,
     CachedOffset,
     CrossCheckRow,
@@ -51,9 +49,10 @@ from checks.live_crosscheck import (
     live_log_ranges,
     log_dir_log_ranges,
 )
-from checks.report import ExpectationOutcome, ValidationReport, write_summary
-from coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError
-from coordinator_core.sources.live import CONSUMER_OFFSETS
+from offsetops.checks.report import ExpectationOutcome, ValidationReport, write_summary
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError
+from offsetops.coordinator_core.sources.live import CONSUMER_OFFSETS
+from pyspark.sql import DataFrame, SparkSession
 
 logger = logging.getLogger(__name__)
 
@@ -284,7 +283,7 @@ def live_crosscheck_table(
     *,
     topic: str = CONSUMER_OFFSETS,
 ) -> DataFrame:
-    """:func:`checks.live_crosscheck.cross_check` of the cache's offsets and groups as a table.
+    """:func:`offsetops.checks.live_crosscheck.cross_check` of the cache's offsets and groups as a table.
 
     An unreachable cluster is one ``unreachable`` row (failing ``live_crosscheck.offsets_agree``
     with the reason), not an exception: the other checks still report.

@@ -13,18 +13,17 @@ import os
 import sys
 import time
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
-
-from pipelines.cli_args import submit_main
-from pipelines.reload import (
+from offsetops.pipelines.cli_args import submit_main
+from offsetops.pipelines.reload import (
     options_from_args,
     read_tables,
     reload_tables,
     session_from_args,
 )
-from pipelines.schemas import TABLE_SCHEMAS
-from pipelines.source import InputPathError, list_log_dir, path_exists
+from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.source import InputPathError, list_log_dir, path_exists
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
 
 
 def is_reload_output(spark: SparkSession, path: str) -> bool:
@@ -46,7 +45,7 @@ def validate_tables(
     With a local broker ``log_dir``, committed offsets are also checked against the bounds of the data
     partitions found in it.
     """
-    from checks.suite import operator_check_tables, validate_cache
+    from offsetops.checks.suite import operator_check_tables, validate_cache
 
     extra = operator_check_tables(spark, tables, log_dir=log_dir)
     return validate_cache(

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.loader import PartitionFold
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.loader import PartitionFold
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.records.batch import RecordBatch
 
 
 @dataclass(frozen=True, slots=True)

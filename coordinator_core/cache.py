@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.errors import DecodeError
 
 # Kafka's group states (GroupState / ClassicGroupState / ConsumerGroupState), as printed by the tools.
 GROUP_STATES = frozenset(

@@ -21,15 +21,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from coordinator_core.cleaner.broker_log import BrokerLogReport, CleanerEvent
-from coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
-from coordinator_core.cleaner.history import AuditHistory, PartitionSnapshot, Progress
-from coordinator_core.cleaner.metrics import CleanerMetrics
-from coordinator_core.errors import DecodeError, OffsetsDecodeException
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.schema.control import decode_control_key
-from coordinator_core.schema.types import SchemaError
-from coordinator_core.sources.logdir import (
+from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, CleanerEvent
+from offsetops.coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
+from offsetops.coordinator_core.cleaner.history import AuditHistory, PartitionSnapshot, Progress
+from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics
+from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.schema.control import decode_control_key
+from offsetops.coordinator_core.schema.types import SchemaError
+from offsetops.coordinator_core.sources.logdir import (
     OFFSETS_TOPIC,
     REPLICATION_CHECKPOINT,
     LogDir,
@@ -38,7 +38,7 @@ from coordinator_core.sources.logdir import (
     open_log_dir,
     read_offset_checkpoint,
 )
-from coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.timefmt import format_duration
 
 __all__ = [
     "CRITICAL",

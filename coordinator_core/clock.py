@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator_core.atomic import write_json_atomic
-from coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.atomic import write_json_atomic
+from offsetops.coordinator_core.timefmt import iso_utc
 
 CLOCK_FILE = "offsetops-clock.json"
 CLOCK_FORMAT = 1

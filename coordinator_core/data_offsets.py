@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.records.reader import iter_segment_batches, read_batches
-from coordinator_core.sources.logdir import (
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.reader import iter_segment_batches, read_batches
+from offsetops.coordinator_core.sources.logdir import (
     LOG_START_CHECKPOINT,
     REPLICATION_CHECKPOINT,
     LogDirError,
@@ -172,8 +172,8 @@ def live_offsets(config: Any, wanted: Iterable[TopicPartition]) -> dict[TopicPar
     A topic that cannot be read (deleted, not authorized) is reported per partition in ``note``,
     never dropped silently.
     """
-    from coordinator_core.kafka_client import KafkaClientError
-    from coordinator_core.sources.live import LiveSource
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
+    from offsetops.coordinator_core.sources.live import LiveSource
 
     by_topic: dict[str, list[int]] = {}
     for topic, part in sorted(set(wanted)):

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_core.cache import CoordinatorCache, GroupMetadata
-from coordinator_core.data_offsets import PartitionOffsets
+from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata
+from offsetops.coordinator_core.data_offsets import PartitionOffsets
 
 TopicPartition = tuple[str, int]
 

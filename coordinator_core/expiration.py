@@ -30,8 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_core.cache import CoordinatorCache, GroupMetadata, OffsetAndMetadata
-from coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey, encode_key
+from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata, OffsetAndMetadata
+from offsetops.coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey, encode_key
 
 #: ``offsets.retention.minutes`` default since 2.0.0 (KIP-186): 7 days.
 DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_core.cleaner.broker_log import _entries as log4j_entries
+from offsetops.coordinator_core.cleaner.broker_log import _entries as log4j_entries
 
 OFFSETS_TOPIC = "__consumer_offsets"
 # Assumed replay rate when no broker log calibrates it: 20 MiB/s. It is a conservative figure for a

@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_core.cache import GroupMetadata
-from coordinator_core.data_offsets import PartitionOffsets
-from coordinator_core.errors import DecodeError, OffsetsDecodeException
-from coordinator_core.records.batch import RecordBatch
-from coordinator_core.schema import (
+from offsetops.coordinator_core.cache import GroupMetadata
+from offsetops.coordinator_core.data_offsets import PartitionOffsets
+from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.schema import (
     SchemaError,
     decode_assignment,
     decode_control_key,
@@ -38,7 +38,7 @@ from coordinator_core.schema import (
     decode_offset_commit_value,
     decode_value,
 )
-from coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey
+from offsetops.coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey
 
 REWIND = "rewind"
 PAST_LOG_END = "past_log_end"
@@ -193,7 +193,7 @@ class _Membership:
             return
         self._kip848_dirty = False
         # The loader's ConsumerGroup reconstruction, reused so both views agree on owners and state.
-        from coordinator_core.loader import _consumer_group
+        from offsetops.coordinator_core.loader import _consumer_group
 
         by_type: dict[int, list[tuple[GroupKey, Any]]] = {}
         for key, value in self._kip848.values():

@@ -22,17 +22,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from crc32c import crc32c
-
-from coordinator_core.cache import (
+from offsetops.coordinator_core.cache import (
     CoordinatorCache,
     GroupMetadata,
     LoadStats,
     MemberMetadata,
     OffsetAndMetadata,
 )
-from coordinator_core.errors import DecodeError, OffsetsDecodeException
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
-from coordinator_core.records.batch import (
+from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
+from offsetops.coordinator_core.records.batch import (
     _ZIGZAG1,
     LOG_OVERHEAD,
     V2_HEADER,
@@ -40,9 +39,13 @@ from coordinator_core.records.batch import (
     RecordBatch,
     _varint,
 )
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES, CompressionError, decompress
-from coordinator_core.records.reader import Scan, page_release, read_entry
-from coordinator_core.schema import (
+from offsetops.coordinator_core.records.compression import (
+    DEFAULT_MAX_BATCH_BYTES,
+    CompressionError,
+    decompress,
+)
+from offsetops.coordinator_core.records.reader import Scan, page_release, read_entry
+from offsetops.coordinator_core.schema import (
     GroupKey,
     GroupMetadataKey,
     OffsetCommitKey,
@@ -56,7 +59,7 @@ from coordinator_core.schema import (
     decode_subscription,
     decode_value,
 )
-from coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
+from offsetops.coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
 
 # An entry is (record_offset, batch_base_offset, batch_position, value-or-None-for-tombstone).
 Entry = tuple[int, int, int, bytes | None]
@@ -357,7 +360,7 @@ class PartitionFold:
 
         Plain magic-2 batches, nearly all of an offsets topic, are walked here without building batch
         objects; every other entry, and anything malformed, goes through the reader's
-        :func:`~coordinator_core.records.reader.read_entry`, so errors, resyncs and zero tails are
+        :func:`~offsetops.coordinator_core.records.reader.read_entry`, so errors, resyncs and zero tails are
         reported exactly as the general reader reports them.
         """
         stats = self.stats
@@ -1071,7 +1074,7 @@ def load_partition_dir(
     The listing's anomalies come first; each segment is checked against its name and the segment
     before it once read (``segment_order_errors``).
     """
-    from coordinator_core.sources.logdir import segment_order_errors
+    from offsetops.coordinator_core.sources.logdir import segment_order_errors
 
     start = time.perf_counter()
     fold = PartitionFold(partition=pdir.partition, semantics=semantics)
@@ -1097,7 +1100,7 @@ def load_log_dir(
     semantics: str = "java",
 ) -> list[CoordinatorCache]:
     """Load every (or the chosen) ``__consumer_offsets`` partition of a broker log dir."""
-    from coordinator_core.sources.logdir import open_log_dir
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
 
     logdir = open_log_dir(path, partitions=partitions)
     return [

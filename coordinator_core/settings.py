@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 
 
 def parse_pairs(items: Iterable[str] | None, *, option: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ A value found corrupt here is not reported again when it survives.
 
 from __future__ import annotations
 
-from coordinator_core.schema import (
+from offsetops.coordinator_core.schema import (
     SchemaError,
     decode_group_metadata_value,
     decode_offset_commit_value,

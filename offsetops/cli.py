@@ -12,9 +12,9 @@ import logging
 import pkgutil
 import sys
 
-from coordinator_core import __version__
 from offsetops import commands
 from offsetops.commands._common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, die
+from offsetops.coordinator_core import __version__
 
 __all__ = ["EXIT_ERRORS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    from coordinator_core.kafka_client import quiet_kafka_logging
+    from offsetops.coordinator_core.kafka_client import quiet_kafka_logging
 
     # kafka-python logs every retry; offsetops says what failed in one line (all of it with --verbose).
     quiet_kafka_logging(args.verbose, logging.getLogger().handlers)

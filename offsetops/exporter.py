@@ -19,11 +19,17 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
-from coordinator_core.describe import OUT_OF_RANGE, GroupFilter, GroupView, describe_groups, wanted_partitions
-from coordinator_core.expiration import ExpirationPlan
-from coordinator_core.failover import FailoverForecast
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
+from offsetops.coordinator_core.describe import (
+    OUT_OF_RANGE,
+    GroupFilter,
+    GroupView,
+    describe_groups,
+    wanted_partitions,
+)
+from offsetops.coordinator_core.expiration import ExpirationPlan
+from offsetops.coordinator_core.failover import FailoverForecast
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +53,12 @@ class Snapshot:
 
 def build_snapshot(args: argparse.Namespace) -> Snapshot:
     """Reload, describe, audit the cleaner (log dirs only), plan expiration and forecast failover."""
-    from coordinator_core.cleaner_audit import audit_log_dir
-    from coordinator_core.expiration import plan_expiration
-    from coordinator_core.failover import forecast_failover, loads_from_caches, read_load_logs
-    from coordinator_core.timefmt import now_ms
     from offsetops.commands._groupview import lookup_offsets
     from offsetops.commands._load import load_caches
+    from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+    from offsetops.coordinator_core.expiration import plan_expiration
+    from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches, read_load_logs
+    from offsetops.coordinator_core.timefmt import now_ms
 
     started = time.time()
     caches = load_caches(args)

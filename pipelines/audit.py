@@ -3,7 +3,7 @@
 The checkpoint files (``cleaner-offset-checkpoint``, ``log-start-offset-checkpoint``,
 ``replication-offset-checkpoint``) are read with Spark's text reader on the driver. The segments are
 read with ``binaryFile``, routed to one task per group of partitions and sorted by base offset; a task
-spools one partition's segments to its local scratch dir, runs ``coordinator_core.cleaner_audit``'s
+spools one partition's segments to its local scratch dir, runs ``offsetops.coordinator_core.cleaner_audit``'s
 ``audit_partition`` + ``judge_partition`` on them, deletes them and moves on, so an executor holds at
 most one partition on disk and one segment in memory. Output: ``cleaner_audit`` (one row per
 partition, the full ``offsetops audit --json`` partition document in ``audit_json``) and
@@ -24,6 +24,39 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
+from offsetops.coordinator_core.cleaner.config import CleanerConfig
+from offsetops.coordinator_core.cleaner_audit import (
+    _RANK,
+    PartitionAudit,
+    PartitionFailure,
+    Thresholds,
+    audit_partition_isolated,
+    judge_partition,
+    judge_topic,
+    worst,
+)
+from offsetops.coordinator_core.clock import resolve_clock
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.sources.logdir import (
+    CLEANER_CHECKPOINT,
+    LOG_START_CHECKPOINT,
+    OFFSETS_TOPIC,
+    REPLICATION_CHECKPOINT,
+    LogDirError,
+    PartitionDir,
+    Segment,
+    read_offset_checkpoint,
+)
+from offsetops.pipelines.cli_args import submit_main
+from offsetops.pipelines.reload import merge_tasks, session_from_args
+from offsetops.pipelines.source import (
+    InputPathError,
+    LogDirListing,
+    list_log_dir,
+    local_file,
+    read_checkpoint_text,
+)
+from offsetops.pipelines.tables import rows_to_arrow
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -37,34 +70,6 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
-
-from coordinator_core.cleaner.config import CleanerConfig
-from coordinator_core.cleaner_audit import (
-    _RANK,
-    PartitionAudit,
-    PartitionFailure,
-    Thresholds,
-    audit_partition_isolated,
-    judge_partition,
-    judge_topic,
-    worst,
-)
-from coordinator_core.clock import resolve_clock
-from coordinator_core.errors import DecodeError
-from coordinator_core.sources.logdir import (
-    CLEANER_CHECKPOINT,
-    LOG_START_CHECKPOINT,
-    OFFSETS_TOPIC,
-    REPLICATION_CHECKPOINT,
-    LogDirError,
-    PartitionDir,
-    Segment,
-    read_offset_checkpoint,
-)
-from pipelines.cli_args import submit_main
-from pipelines.reload import merge_tasks, session_from_args
-from pipelines.source import InputPathError, LogDirListing, list_log_dir, local_file, read_checkpoint_text
-from pipelines.tables import rows_to_arrow
 
 
 def _f(name: str, data_type, nullable: bool, comment: str) -> StructField:
@@ -320,7 +325,7 @@ def _scan(
     partitions_per_task: int | None,
 ) -> DataFrame:
     """Every segment, grouped by partition in base-offset order, through ``fn`` (``mapInArrow``)."""
-    from pipelines.source import NO_SEGMENT, segment_rows
+    from offsetops.pipelines.source import NO_SEGMENT, segment_rows
 
     tasks = merge_tasks(listing, partitions_per_task, spark.sparkContext.defaultParallelism)
     columns = ("offsets_partition", "base_offset", "file", "mtime_ms", "content")
@@ -396,7 +401,7 @@ def topic_row(
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.reload import options_from_args
+    from offsetops.pipelines.reload import options_from_args
 
     spark = session_from_args(args, "audit")
     started = time.perf_counter()

@@ -10,15 +10,15 @@ import importlib
 import sys
 from typing import NoReturn
 
-from coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.settings import add_max_batch_bytes, positive_int
+from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.settings import add_max_batch_bytes, positive_int
 
 MODES = ("arrow", "rows")
 
 
 def job_module(job: str) -> str:
-    """The importable name of a job's module (``pipelines.reload``)."""
+    """The importable name of a job's module (``offsetops.pipelines.reload``)."""
     return JOB_SCRIPTS[job].removesuffix(".py").replace("/", ".")
 
 

@@ -1,7 +1,7 @@
 """The ``expire`` Spark job: the tombstone plan of one cleanup pass (``cleanupGroupMetadata``).
 
 Same input and same segment-parallel reload as ``pipelines/reload.py``; each partition's finished
-cache goes through ``coordinator_core.expiration.plan_expiration`` on the executor, and the plan is
+cache goes through ``offsetops.coordinator_core.expiration.plan_expiration`` on the executor, and the plan is
 written as Parquet tables: ``tombstones`` (in the order the coordinator would append them, ``seq``),
 ``dead_groups`` and ``expiration_forecast``.
 """
@@ -12,20 +12,16 @@ import argparse
 import sys
 import time
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
-
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.clock import resolve_clock
-from coordinator_core.expiration import (
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.clock import resolve_clock
+from offsetops.coordinator_core.expiration import (
     DEFAULT_RETENTION_MS,
     KIP848,
     ExpirationPlan,
     plan_expiration,
 )
-from pipelines.cli_args import submit_main
-from pipelines.reload import (
+from offsetops.pipelines.cli_args import submit_main
+from offsetops.pipelines.reload import (
     DEFAULT_OPTIONS,
     Emitter,
     ReloadOptions,
@@ -36,7 +32,10 @@ from pipelines.reload import (
     session_from_args,
     write_tables,
 )
-from pipelines.source import InputPathError, list_log_dir
+from offsetops.pipelines.source import InputPathError, list_log_dir
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 
 def _f(name: str, data_type, nullable: bool, comment: str) -> StructField:

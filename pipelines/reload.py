@@ -3,8 +3,8 @@
 Kafka loads a partition sequentially (``GroupMetadataManager.doLoadGroupsAndOffsets``). The load is a
 last-writer-wins fold by record offset with transactions resolved by their markers, so it splits:
 
-1. per segment (``mapInArrow``): decode the segment with ``coordinator_core.records.read_batches`` into
-   a :class:`~coordinator_core.loader.PartitionFold` and pickle its state;
+1. per segment (``mapInArrow``): decode the segment with ``offsetops.coordinator_core.records.read_batches``
+   into a :class:`~offsetops.coordinator_core.loader.PartitionFold` and pickle its state;
 2. per partition (``repartition`` by partition + ``sortWithinPartitions`` by base offset +
    ``mapInArrow``): merge the folds in log order (``PartitionFold.merge``), ``finish()`` into a
    ``CoordinatorCache`` and turn it into Arrow tables, carried as IPC blobs (one row per table);
@@ -14,8 +14,8 @@ The merge step streams: a task holds one partition's running fold and one segmen
 ``mode="rows"`` runs the same work through plain RDDs of pickled Python rows, for comparison.
 
 Why one module of about 500 lines: the three stages above are one Spark plan whose functions are
-shipped to the executors together; the table expansion (``pipelines.tables``), the input listing
-(``pipelines.source``) and the schemas already live apart.
+shipped to the executors together; the table expansion (``offsetops.pipelines.tables``), the input listing
+(``offsetops.pipelines.source``) and the schemas already live apart.
 """
 
 from __future__ import annotations
@@ -30,21 +30,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.errors import DecodeError, count_errors, printable
+from offsetops.coordinator_core.loader import PartitionFold
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.sources.logdir import segment_order_errors
+from offsetops.pipelines.cli_args import MODES, submit_main
+from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.source import NO_SEGMENT, LogDirListing, list_log_dir, local_file, segment_rows
+from offsetops.pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
-
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.errors import DecodeError, count_errors, printable
-from coordinator_core.loader import PartitionFold
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from coordinator_core.sources.logdir import segment_order_errors
-from pipelines.cli_args import MODES, submit_main
-from pipelines.schemas import TABLE_SCHEMAS
-from pipelines.source import NO_SEGMENT, LogDirListing, list_log_dir, local_file, segment_rows
-from pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
 
 log = logging.getLogger(__name__)
 
@@ -494,7 +493,7 @@ def options_from_args(args: argparse.Namespace) -> ReloadOptions:
 
 
 def session_from_args(args: argparse.Namespace, job: str) -> SparkSession:
-    from pipelines.session import build_session, parse_conf
+    from offsetops.pipelines.session import build_session, parse_conf
 
     return build_session(
         args.master, app_name=args.app_name or f"offsetops-{job}", conf=parse_conf(args.conf)
@@ -503,7 +502,7 @@ def session_from_args(args: argparse.Namespace, job: str) -> SparkSession:
 
 def run(args: argparse.Namespace) -> int:
     """Run the job from parsed arguments; returns the exit code (errors are counted, not fatal)."""
-    from pipelines.source import InputPathError
+    from offsetops.pipelines.source import InputPathError
 
     spark = session_from_args(args, "reload")
     try:

@@ -2,7 +2,7 @@
 
 Each column carries its user-facing description as Spark column metadata (``{"comment": ...}``), so
 the Parquet footer, ``DESCRIBE`` and :data:`COLUMN_DOCS` all say the same thing. ``docs/tables.md``
-is rendered from these definitions by ``pipelines.table_docs.render_tables_markdown``.
+is rendered from these definitions by ``offsetops.pipelines.table_docs.render_tables_markdown``.
 """
 
 from __future__ import annotations

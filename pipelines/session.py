@@ -14,10 +14,9 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from offsetops.coordinator_core.settings import parse_pairs
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
-
-from coordinator_core.settings import parse_pairs
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_APP_NAME = "offsetops"

@@ -9,7 +9,7 @@ Spark's file index skips every path whose name starts with ``_`` or ``.`` (``_SU
 ``recursiveFileLookup`` finds no segment at all. So the driver lists ``__consumer_offsets-N/*.log``
 itself (one ``globStatus``) and hands the explicit file paths to ``binaryFile``.
 
-A local log dir (a plain path or ``file:``) is listed with ``coordinator_core.sources.logdir``, the
+A local log dir (a plain path or ``file:``) is listed with ``offsetops.coordinator_core.sources.logdir``, the
 listing the single-process reload uses, so both see the same segments in the same order and report
 the same anomalies (symlink loops, unreadable dirs, leftovers, duplicates). Its segments are then read
 on the executors straight from the file (memory-mapped, zero tails skipped without reading them)
@@ -23,18 +23,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
-
-from coordinator_core.errors import DecodeError
-from coordinator_core.sources.logdir import (
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.sources.logdir import (
     OFFSETS_TOPIC,
     LogDirError,
     classify_segment_name,
     dedupe_segments,
     open_log_dir,
 )
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 _PARTITION_DIR_RE = re.compile("^" + re.escape(OFFSETS_TOPIC) + r"-(\d+)$")
 

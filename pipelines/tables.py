@@ -10,12 +10,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.pipelines.schemas import TABLE_SCHEMAS
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
-
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.errors import DecodeError
-from pipelines.schemas import TABLE_SCHEMAS
 
 Row = tuple[Any, ...]
 
@@ -194,8 +193,8 @@ def caches_from_rows(
     reload wrote instead of reading the log again. ``partitions`` also yields empty caches for
     partitions without rows.
     """
-    from coordinator_core.cache import GroupMetadata, LoadStats, MemberMetadata, OffsetAndMetadata
-    from coordinator_core.partitioner import partition_for
+    from offsetops.coordinator_core.cache import GroupMetadata, LoadStats, MemberMetadata, OffsetAndMetadata
+    from offsetops.coordinator_core.partitioner import partition_for
 
     caches: dict[int, CoordinatorCache] = {}
 

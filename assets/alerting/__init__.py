@@ -6,7 +6,7 @@
 ``state`` (what is firing, shared by sensor processes). ``sensors`` holds the Dagster sensors.
 """
 
-from assets.alerting.model import SEVERITIES, Alert, SendResult, SendStatus, Severity
-from assets.alerting.notifier import SlackNotifier
+from offsetops.assets.alerting.model import SEVERITIES, Alert, SendResult, SendStatus, Severity
+from offsetops.assets.alerting.notifier import SlackNotifier
 
 __all__ = ["SEVERITIES", "Alert", "SendResult", "SendStatus", "Severity", "SlackNotifier"]

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from assets.alerting.model import Alert, Change, Transition, severity_order
+from offsetops.assets.alerting.model import Alert, Change, Transition, severity_order
 
 SEVERITY_EMOJI: dict[str, str] = {
     "critical": ":rotating_light:",
@@ -118,7 +118,7 @@ class AlertLinks:
         """The operator report's URL; None without a base URL (Slack cannot open ``file://``)."""
         if not self.reports_url:
             return None
-        from checks.operator_report import report_url
+        from offsetops.checks.operator_report import report_url
 
         return report_url("", self.report_path, base_url=self.reports_url)
 

@@ -2,7 +2,7 @@ r"""What the alert sensor believes, and why: the assets' evidence turned into ob
 
 Each function reads one kind of evidence (cleaner audit materializations, the audit state's
 topic-wide findings, the latest validation, the expiration plans in the state dir) and returns
-:class:`~assets.alerting.model.Observation`\ s. Missing or unreadable evidence gives no observation,
+:class:`~offsetops.assets.alerting.model.Observation`\ s. Missing or unreadable evidence gives no observation,
 never a healthy one: only what was seen healthy can resolve an alert.
 """
 
@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from dagster import AssetKey
-
-from assets.alerting.blocks import duration
-from assets.alerting.model import Observation
-from assets.alerting.state import ConditionEntry
-from assets.resources import StateResource
-from checks.dagster_checks import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
+from offsetops.assets.alerting.blocks import duration
+from offsetops.assets.alerting.model import Observation
+from offsetops.assets.alerting.state import ConditionEntry
+from offsetops.assets.resources import StateResource
+from offsetops.checks.dagster_checks import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import groupby
 
-from assets.alerting.model import LEVEL_RANK, Change, Observation, Transition, severity_order
-from assets.alerting.state import ConditionEntry
+from offsetops.assets.alerting.model import LEVEL_RANK, Change, Observation, Transition, severity_order
+from offsetops.assets.alerting.state import ConditionEntry
 
 _HEALTHY_WORD = {"cleaner": "HEALTHY", "cleaner-topic": "HEALTHY", "offsets": "ok", "validation": "passed"}
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.atomic import write_text_atomic
+from offsetops.coordinator_core.atomic import write_text_atomic
 
 log = logging.getLogger(__name__)
 

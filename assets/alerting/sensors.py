@@ -3,9 +3,9 @@
 * ``slack_on_run_failure`` pages once per failed run (key ``run-failure:<job>:<run_id>``).
 * ``offsetops_alerts`` turns the latest evidence into observations (each audited partition's
   verdict, topic-wide findings, the validation, each group in the expiration plans) and moves each
-  condition's state machine (:mod:`assets.alerting.lifecycle`); the changes become messages.
+  condition's state machine (:mod:`offsetops.assets.alerting.lifecycle`); the changes become messages.
 
-Both go through :class:`~assets.alerting.SlackNotifier`: bounded in time, through the outbox, so a
+Both go through :class:`~offsetops.assets.alerting.SlackNotifier`: bounded in time, through the outbox, so a
 dead or slow Slack, or a missing token, never fails or stalls anything.
 """
 
@@ -25,25 +25,24 @@ from dagster import (
     run_failure_sensor,
     sensor,
 )
-
-from assets.alerting.blocks import condition_blocks, condition_text
-from assets.alerting.evidence import (
+from offsetops.assets.alerting.blocks import condition_blocks, condition_text
+from offsetops.assets.alerting.evidence import (
     AUDIT_ASSET,
     EXPIRATION_ASSET,
     VALIDATION_ASSET,
     forget_long_lost,
     observe,
 )
-from assets.alerting.lifecycle import advance, message_groups
-from assets.alerting.model import Alert, SendResult, Transition
-from assets.alerting.notifier import OutgoingMessage
-from assets.partitions import (
+from offsetops.assets.alerting.lifecycle import advance, message_groups
+from offsetops.assets.alerting.model import Alert, SendResult, Transition
+from offsetops.assets.alerting.notifier import OutgoingMessage
+from offsetops.assets.partitions import (
     NUM_PARTITIONS,
     PARTITION_RANGE_END_TAG,
     PARTITION_RANGE_START_TAG,
     PARTITION_TAG,
 )
-from assets.resources import SlackResource, StateResource
+from offsetops.assets.resources import SlackResource, StateResource
 
 log = logging.getLogger(__name__)
 

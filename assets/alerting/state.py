@@ -2,7 +2,7 @@
 
 Two kinds of memory live in one file: ``firing`` holds event alerts (a failed run) for deduplication,
 and ``conditions`` holds each observed condition's lifecycle (its level and since when), which the
-alert sensor moves through :mod:`assets.alerting.lifecycle`.
+alert sensor moves through :mod:`offsetops.assets.alerting.lifecycle`.
 
 The file is rewritten atomically (temporary file in the same directory, fsync, ``os.replace``) and every
 read-modify-write happens under an advisory ``flock`` on a sibling ``.lock`` file, so two sensors
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.atomic import write_text_atomic
+from offsetops.coordinator_core.atomic import write_text_atomic
 
 log = logging.getLogger(__name__)
 

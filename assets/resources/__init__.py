@@ -2,10 +2,10 @@
 
 Each resource is a pydantic-validated :class:`dagster.ConfigurableResource`, so a bad value fails when
 the code location loads (or, for run-config overrides, when the run starts) with a message that names
-the field. Which resources a deployment gets is decided in :mod:`assets.resources.deployment`.
+the field. Which resources a deployment gets is decided in :mod:`offsetops.assets.resources.deployment`.
 """
 
-from assets.resources.deployment import (
+from offsetops.assets.resources.deployment import (
     DEFAULT_FORECAST_HOURS,
     DEPLOYMENTS,
     ENV_FORECAST_HOURS,
@@ -18,10 +18,10 @@ from assets.resources.deployment import (
     expiration_defaults_from_env,
     num_partitions_from_env,
 )
-from assets.resources.slack import SlackResource
-from assets.resources.source import ENV_LOG_DIR, OffsetsSourceResource
-from assets.resources.spark import SparkResource
-from assets.resources.state import StateResource
+from offsetops.assets.resources.slack import SlackResource
+from offsetops.assets.resources.source import ENV_LOG_DIR, OffsetsSourceResource
+from offsetops.assets.resources.spark import SparkResource
+from offsetops.assets.resources.state import StateResource
 
 __all__ = [
     "DEFAULT_FORECAST_HOURS",

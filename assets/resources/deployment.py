@@ -17,16 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagster import ConfigurableResource, DefaultScheduleStatus, EnvVar
+from offsetops.assets.resources.slack import ENV_SLACK_TOKEN, SlackResource
+from offsetops.assets.resources.source import ENV_AS_OF_MS, ENV_BOOTSTRAP, ENV_LOG_DIR, OffsetsSourceResource
+from offsetops.assets.resources.spark import SparkResource
+from offsetops.assets.resources.state import DEFAULT_OUTPUT_DIR, StateResource
+from offsetops.checks.operator_report import ENV_REPORTS_BASE_URL
+from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.settings import parse_pairs
 from pydantic import ValidationError
-
-from assets.resources.slack import ENV_SLACK_TOKEN, SlackResource
-from assets.resources.source import ENV_AS_OF_MS, ENV_BOOTSTRAP, ENV_LOG_DIR, OffsetsSourceResource
-from assets.resources.spark import SparkResource
-from assets.resources.state import DEFAULT_OUTPUT_DIR, StateResource
-from checks.operator_report import ENV_REPORTS_BASE_URL
-from coordinator_core.expiration import DEFAULT_RETENTION_MS
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.settings import parse_pairs
 
 DEFAULT_LOCAL_LOG_DIR = "out/demo/logdir"
 DEFAULT_FORECAST_HOURS = 24.0

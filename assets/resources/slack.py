@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dagster import ConfigurableResource, InitResourceContext
+from offsetops.assets.resources.state import StateResource
+from offsetops.checks.operator_report import REPORT_FILE
 from pydantic import Field, PrivateAttr, field_validator
 
-from assets.resources.state import StateResource
-from checks.operator_report import REPORT_FILE
-
 if TYPE_CHECKING:
-    from assets.alerting import SlackNotifier
-    from assets.alerting.blocks import AlertLinks
+    from offsetops.assets.alerting import SlackNotifier
+    from offsetops.assets.alerting.blocks import AlertLinks
 
 DEFAULT_SLACK_CHANNEL = "#offsetops-alerts"
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
@@ -22,8 +21,8 @@ ENV_SLACK_TOKEN = "SLACK_BOT_TOKEN"
 class SlackResource(ConfigurableResource):
     """Slack paging: a bot token (from ``SLACK_BOT_TOKEN``), a channel, and dedupe settings.
 
-    A missing or invalid token never fails a run: :class:`~assets.alerting.SlackNotifier` logs one line
-    and appends the alert to the outbox in the state dir.
+    A missing or invalid token never fails a run: :class:`~offsetops.assets.alerting.SlackNotifier` logs one
+    line and appends the alert to the outbox in the state dir.
     """
 
     token: str | None = Field(default=None, description="Slack bot token (xoxb-...).")
@@ -71,7 +70,7 @@ class SlackResource(ConfigurableResource):
 
     def links(self) -> AlertLinks:
         """Where alerts link: the Dagster UI (asset partitions, runs) and the operator report."""
-        from assets.alerting.blocks import AlertLinks
+        from offsetops.assets.alerting.blocks import AlertLinks
 
         return AlertLinks(
             dagster_url=self.dagster_url or DEFAULT_DAGSTER_URL,
@@ -81,7 +80,7 @@ class SlackResource(ConfigurableResource):
 
     def notifier(self, state: StateResource) -> SlackNotifier:
         """A :class:`SlackNotifier` whose dedupe state and outbox live in ``state``'s state dir."""
-        from assets.alerting import SlackNotifier
+        from offsetops.assets.alerting import SlackNotifier
 
         base_url = self.base_url
         if base_url and not base_url.endswith("/"):

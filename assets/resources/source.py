@@ -6,17 +6,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from dagster import ConfigurableResource, InitResourceContext
+from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
+from offsetops.coordinator_core.clock import Clock, resolve_clock
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from coordinator_core.cache import CoordinatorCache, LoadStats
-from coordinator_core.clock import Clock, resolve_clock
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-
 if TYPE_CHECKING:
-    from coordinator_core.kafka_client import KafkaClientConfig
-    from coordinator_core.sources.logdir import LogDir
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+    from offsetops.coordinator_core.sources.logdir import LogDir
 
-# Named in messages only; assets.resources.deployment reads them.
+# Named in messages only; offsetops.assets.resources.deployment reads them.
 ENV_LOG_DIR = "OFFSETOPS_LOG_DIR"
 ENV_BOOTSTRAP = "OFFSETOPS_BOOTSTRAP_SERVERS"
 ENV_AS_OF_MS = "OFFSETOPS_AS_OF_MS"
@@ -69,7 +68,7 @@ class OffsetsSourceResource(ConfigurableResource):
                 "all are empty"
             )
         if self.is_live:
-            from coordinator_core.kafka_client import ClientConfigError
+            from offsetops.coordinator_core.kafka_client import ClientConfigError
 
             try:  # a bad client config fails when the code location loads, not at the first run
                 self.kafka_config()
@@ -108,7 +107,7 @@ class OffsetsSourceResource(ConfigurableResource):
         )
 
     def clock(self) -> Clock:
-        """The run's clock, resolved once (``coordinator_core.clock.resolve_clock``)."""
+        """The run's clock, resolved once (``offsetops.coordinator_core.clock.resolve_clock``)."""
         if self._clock is None:
             self._clock = self._resolve_clock()
         return self._clock
@@ -118,13 +117,13 @@ class OffsetsSourceResource(ConfigurableResource):
 
     def kafka_config(self) -> KafkaClientConfig:
         """The Kafka client configuration of live mode, for every client the assets build."""
-        from coordinator_core.kafka_client import KafkaClientConfig
+        from offsetops.coordinator_core.kafka_client import KafkaClientConfig
 
         return KafkaClientConfig.resolve(self.bootstrap_servers, self.client_config)
 
     def open_log_dir(self) -> LogDir:
         """The configured log dir, opened (raises ``LogDirError`` naming the path when unusable)."""
-        from coordinator_core.sources.logdir import LogDirError, open_log_dir
+        from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 
         if not self.log_dir:
             raise LogDirError("no log_dir is configured (OffsetsSourceResource.log_dir)")
@@ -137,10 +136,10 @@ class OffsetsSourceResource(ConfigurableResource):
 
     def load_caches(self, partitions: list[int]) -> list[CoordinatorCache]:
         """doLoadGroupsAndOffsets for each partition; a partition with no data is an empty cache."""
-        from coordinator_core.loader import load_partition_dir, load_partition_from
+        from offsetops.coordinator_core.loader import load_partition_dir, load_partition_from
 
         if self.is_live:
-            from coordinator_core.sources.live import LiveSource
+            from offsetops.coordinator_core.sources.live import LiveSource
 
             with LiveSource(self.kafka_config(), topic=self.topic) as source:
                 present = set(source.partitions())

@@ -44,10 +44,10 @@ class SparkResource(ConfigurableResource):
     def get_session(self) -> SparkSession:
         """The process's SparkSession, created on first use with this resource's settings.
 
-        Built by :func:`pipelines.session.build_session`, which ships our packages to the executors
+        Built by :func:`offsetops.pipelines.session.build_session`, which ships our packages to the executors
         of a non-local master.
         """
-        from pipelines.session import build_session
+        from offsetops.pipelines.session import build_session
 
         local = self.master.startswith("local")
         conf = {"spark.sql.sources.partitionOverwriteMode": "dynamic"}

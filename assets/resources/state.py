@@ -31,7 +31,7 @@ class StateResource(ConfigurableResource):
 
     @property
     def reports_path(self) -> Path:
-        """Every human-readable report lives here (``checks.suite`` writes Data Docs below it too)."""
+        """Every human-readable report lives here (``offsetops.checks.suite`` writes Data Docs below)."""
         return self.output_path / "reports"
 
     @property

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.kafka_client import (
+from offsetops.coordinator_core.kafka_client import (
     KafkaClientConfig,
     KafkaClientError,
     check_connection,
@@ -265,7 +265,7 @@ def fetch_cluster_config(
 
     ``broker_id`` defaults to the first broker the cluster reports. The connection is checked first,
     within ``client.connect_timeout_ms``. Raises :class:`ClusterConfigError` (or
-    :class:`~coordinator_core.kafka_client.ClusterUnreachable`) with a readable message.
+    :class:`~offsetops.coordinator_core.kafka_client.ClusterUnreachable`) with a readable message.
     """
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
     from kafka.errors import KafkaError
@@ -296,7 +296,8 @@ def fetch_cluster_config(
             topic_configs = _values(topic_raw.get("topic", {}).get(topic, {}))
         except KafkaError as exc:
             raise ClusterConfigError(
-                client.redact(f"{bootstrap}: DescribeConfigs for topic {topic} failed: {exc}")) from None
+                client.redact(f"{bootstrap}: DescribeConfigs for topic {topic} failed: {exc}")
+            ) from None
         broker_configs: dict[str, str] = {}
         if broker_id is not None:
             try:
@@ -305,9 +306,9 @@ def fetch_cluster_config(
                 )
                 broker_configs = _values(broker_raw.get("broker", {}).get(str(broker_id), {}))
             except KafkaError as exc:
-                raise ClusterConfigError(client.redact(
-                    f"{bootstrap}: DescribeConfigs for broker {broker_id} failed: {exc}"
-                )) from None
+                raise ClusterConfigError(
+                    client.redact(f"{bootstrap}: DescribeConfigs for broker {broker_id} failed: {exc}")
+                ) from None
         if not topic_configs:
             notes.append(f"the cluster returned no config entries for topic {topic}; defaults assumed")
         if broker_id is not None and not broker_configs:
@@ -318,8 +319,9 @@ def fetch_cluster_config(
             sizes = _log_dir_sizes(result, topic)
         except KafkaError as exc:
             if is_connection_error(exc):
-                raise ClusterConfigError(client.redact(
-                    f"{bootstrap}: lost the cluster at DescribeLogDirs: {exc}")) from None
+                raise ClusterConfigError(
+                    client.redact(f"{bootstrap}: lost the cluster at DescribeLogDirs: {exc}")
+                ) from None
             notes.append(f"DescribeLogDirs not available ({type(exc).__name__}); live sizes omitted")
         return ClusterConfig(bootstrap, broker_id, topic_configs, broker_configs, sizes, tuple(notes))
     finally:

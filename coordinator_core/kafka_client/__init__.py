@@ -23,7 +23,7 @@ Modules: :mod:`.config` (the configuration, the ``.properties`` reader, the erro
 (the connection check) and :mod:`.failures` (kafka-python's errors and logging).
 """
 
-from coordinator_core.kafka_client.config import (
+from offsetops.coordinator_core.kafka_client.config import (
     DEFAULT_CONNECT_TIMEOUT_MS,
     DEFAULT_REQUEST_TIMEOUT_MS,
     ENVIRONMENT,
@@ -37,8 +37,12 @@ from coordinator_core.kafka_client.config import (
     parse_properties,
     read_properties,
 )
-from coordinator_core.kafka_client.failures import is_connection_error, quiet_kafka_logging, unreachable
-from coordinator_core.kafka_client.probe import ConnectionCheck, check_connection
+from offsetops.coordinator_core.kafka_client.failures import (
+    is_connection_error,
+    quiet_kafka_logging,
+    unreachable,
+)
+from offsetops.coordinator_core.kafka_client.probe import ConnectionCheck, check_connection
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_MS",

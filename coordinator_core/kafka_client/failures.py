@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from coordinator_core.kafka_client.config import _REDACT, ClusterUnreachable, KafkaClientConfig
+from offsetops.coordinator_core.kafka_client.config import _REDACT, ClusterUnreachable, KafkaClientConfig
 
 
 def is_connection_error(exc: BaseException) -> bool:

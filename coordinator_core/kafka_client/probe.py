@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator_core.kafka_client.config import ClusterUnreachable, KafkaClientConfig, error_reason
+from offsetops.coordinator_core.kafka_client.config import ClusterUnreachable, KafkaClientConfig, error_reason
 
 _API_VERSIONS, _SASL_HANDSHAKE, _METADATA = 18, 17, 3
 # SaslHandshake error codes (Errors.java): 33 UNSUPPORTED_SASL_MECHANISM, 34 ILLEGAL_SASL_STATE.

@@ -1,6 +1,6 @@
 """Segment bytes <-> record batches: magic 0/1/2, every codec, CRC checks (Kafka's ``record`` package)."""
 
-from coordinator_core.records.batch import (
+from offsetops.coordinator_core.records.batch import (
     CONTROL_FLAG,
     DELETE_HORIZON_FLAG,
     LOG_APPEND_TIME,
@@ -12,7 +12,7 @@ from coordinator_core.records.batch import (
     Record,
     RecordBatch,
 )
-from coordinator_core.records.builder import (
+from offsetops.coordinator_core.records.builder import (
     ABORT,
     COMMIT,
     build_control_batch,
@@ -20,7 +20,7 @@ from coordinator_core.records.builder import (
     build_record_batch,
     encode_varint,
 )
-from coordinator_core.records.compression import (
+from offsetops.coordinator_core.records.compression import (
     GZIP,
     LZ4,
     NONE,
@@ -30,7 +30,7 @@ from coordinator_core.records.compression import (
     compress,
     decompress,
 )
-from coordinator_core.records.reader import DEFAULT_CHUNK_SIZE, iter_segment_batches, read_batches
+from offsetops.coordinator_core.records.reader import DEFAULT_CHUNK_SIZE, iter_segment_batches, read_batches
 
 __all__ = [
     "ABORT",

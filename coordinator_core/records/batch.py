@@ -24,8 +24,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from coordinator_core.errors import DecodeError, OffsetsDecodeException
-from coordinator_core.records.compression import (
+from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.records.compression import (
     DEFAULT_MAX_BATCH_BYTES,
     NONE,
     CompressionError,

@@ -9,8 +9,7 @@ import zlib
 from collections.abc import Sequence
 
 from crc32c import crc32c
-
-from coordinator_core.records.batch import (
+from offsetops.coordinator_core.records.batch import (
     CONTROL_FLAG,
     DELETE_HORIZON_FLAG,
     LOG_OVERHEAD,
@@ -19,7 +18,7 @@ from coordinator_core.records.batch import (
     V2_HEADER,
     V2_HEADER_SIZE,
 )
-from coordinator_core.records.compression import NONE, ZSTD, compress
+from offsetops.coordinator_core.records.compression import NONE, ZSTD, compress
 
 __all__ = [
     "ABORT",

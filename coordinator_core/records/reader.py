@@ -2,8 +2,9 @@
 
 This is the one framing walker: the general reader below and the loader's fast path both step through
 :func:`read_entry` for anything that is not a plain, well-formed magic-2 batch. Bad input never raises
-and is never skipped silently: each problem becomes one :class:`~coordinator_core.errors.DecodeError`
-handed to ``errors`` (a list, or any callable), and the walk goes on:
+and is never skipped silently: each problem becomes one
+:class:`~offsetops.coordinator_core.errors.DecodeError` handed to ``errors`` (a list, or any callable),
+and the walk goes on:
 
 - ``crc_mismatch`` and ``corrupt_batch`` (a bad header field inside a well-framed batch): that batch is
   skipped, the next one is read.
@@ -27,7 +28,7 @@ trailing zero bytes are a ``truncated`` error instead: they could be the start o
 that was cut before its size field, and no real batch header starts with 12 zero bytes.
 
 Memory is bounded whatever the bytes say: a batch bigger than ``max_batch_bytes`` (``message.max.bytes``
-style, default :data:`~coordinator_core.records.compression.DEFAULT_MAX_BATCH_BYTES`) is a
+style, default :data:`~offsetops.coordinator_core.records.compression.DEFAULT_MAX_BATCH_BYTES`) is a
 ``bad_length`` error, and a compressed payload may not inflate beyond it either.
 """
 
@@ -41,9 +42,8 @@ import zlib
 from collections.abc import Callable, Iterator
 
 from crc32c import crc32c
-
-from coordinator_core.errors import DecodeError
-from coordinator_core.records.batch import (
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.batch import (
     CODEC_MASK,
     LEGACY_OVERHEAD_V0,
     LEGACY_OVERHEAD_V1,
@@ -54,7 +54,11 @@ from coordinator_core.records.batch import (
     decode_legacy_message,
     decode_legacy_wrapper,
 )
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES, CompressionError, decompress
+from offsetops.coordinator_core.records.compression import (
+    DEFAULT_MAX_BATCH_BYTES,
+    CompressionError,
+    decompress,
+)
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",

@@ -5,16 +5,16 @@ a broker of the chosen Kafka version would write and keeps the cache that broker
 cache, not a reload, becomes ``truth.json``.
 """
 
-from coordinator_core.simulator.engine import (
+from offsetops.coordinator_core.simulator.engine import (
     DEFAULT_SEGMENT_BYTES,
     TRUTH_FILE,
     SimulationConfig,
     SimulationResult,
     simulate,
 )
-from coordinator_core.simulator.log import SimulatorError
-from coordinator_core.simulator.profile import BrokerProfile, broker_profile
-from coordinator_core.simulator.truth import diff_truth, load_truth, normalize_groups
+from offsetops.coordinator_core.simulator.log import SimulatorError
+from offsetops.coordinator_core.simulator.profile import BrokerProfile, broker_profile
+from offsetops.coordinator_core.simulator.truth import diff_truth, load_truth, normalize_groups
 
 __all__ = [
     "DEFAULT_SEGMENT_BYTES",

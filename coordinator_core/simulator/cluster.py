@@ -16,8 +16,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator_core.simulator.kip848 import ConsumerGroupCoordinator
-from coordinator_core.simulator.model import (
+from offsetops.coordinator_core.simulator.kip848 import ConsumerGroupCoordinator
+from offsetops.coordinator_core.simulator.model import (
     CLEANUP_INTERVAL_MS,
     MS_PER_DAY,
     RETENTION_MS,

@@ -13,22 +13,22 @@ import random
 import uuid
 from typing import Any
 
-from coordinator_core.partitioner import partition_for
-from coordinator_core.schema.consumer_protocol import (
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.schema.consumer_protocol import (
     Assignment,
     Subscription,
     encode_assignment,
     encode_subscription,
 )
-from coordinator_core.schema.keys import GroupMetadataKey, OffsetCommitKey, encode_key
-from coordinator_core.schema.values import (
+from offsetops.coordinator_core.schema.keys import GroupMetadataKey, OffsetCommitKey, encode_key
+from offsetops.coordinator_core.schema.values import (
     GroupMetadataValue,
     MemberMetadata,
     OffsetCommitValue,
     encode_value,
 )
-from coordinator_core.simulator.log import PartitionLog
-from coordinator_core.simulator.model import (
+from offsetops.coordinator_core.simulator.log import PartitionLog
+from offsetops.coordinator_core.simulator.model import (
     _ASSIGNORS,
     _KIND_WEIGHTS,
     _WORDS,
@@ -43,7 +43,7 @@ from coordinator_core.simulator.model import (
     Topic,
     TopicPartition,
 )
-from coordinator_core.simulator.profile import BrokerProfile
+from offsetops.coordinator_core.simulator.profile import BrokerProfile
 
 log = logging.getLogger(__name__)
 

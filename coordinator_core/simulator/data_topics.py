@@ -15,8 +15,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.records.builder import build_record_batch
-from coordinator_core.sources.logdir import (
+from offsetops.coordinator_core.records.builder import build_record_batch
+from offsetops.coordinator_core.sources.logdir import (
     LOG_START_CHECKPOINT,
     REPLICATION_CHECKPOINT,
     read_offset_checkpoint,

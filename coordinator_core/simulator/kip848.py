@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator_core.schema.keys import GroupKey, encode_key
-from coordinator_core.schema.values import (
+from offsetops.coordinator_core.schema.keys import GroupKey, encode_key
+from offsetops.coordinator_core.schema.values import (
     GenericValue,
     encode_value,
 )
-from coordinator_core.simulator.coordinator import GroupCoordinator
-from coordinator_core.simulator.model import (
+from offsetops.coordinator_core.simulator.coordinator import GroupCoordinator
+from offsetops.coordinator_core.simulator.model import (
     Group,
     Member,
     Rec,

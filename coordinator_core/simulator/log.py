@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.records.batch import RecordBatch
-from coordinator_core.records.builder import build_control_batch, build_record_batch
-from coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.builder import build_control_batch, build_record_batch
+from offsetops.coordinator_core.records.reader import iter_segment_batches
 
 DELETE_RETENTION_MS = 24 * 3600 * 1000  # delete.retention.ms
 MIN_CLEANABLE_RATIO = 0.5  # min.cleanable.dirty.ratio

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from coordinator_core.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from offsetops.coordinator_core.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 
 CODECS = {"none": NONE, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}
 

@@ -5,11 +5,12 @@ with every batch intact (``GroupMetadataManager.doLoadGroupsAndOffsets``): trans
 whose transaction is still open, and the COMMIT/ABORT control batches that settle them. kafka-python's
 ``KafkaConsumer`` hides both (it drops control batches and batch attributes), so this module speaks the
 raw protocol: Metadata for leaders, ListOffsets for the bounds, and Fetch with ``isolation_level=0``
-(READ_UNCOMMITTED) whose record-set bytes go straight to :func:`coordinator_core.records.reader.read_batches`.
+(READ_UNCOMMITTED) whose record-set bytes go straight to
+:func:`offsetops.coordinator_core.records.reader.read_batches`.
 
 Settings come from the project's one Kafka client configuration
-(:class:`coordinator_core.kafka_client.KafkaClientConfig`). Every failure to reach or authenticate to
-the cluster raises a :class:`~coordinator_core.kafka_client.KafkaClientError` within
+(:class:`offsetops.coordinator_core.kafka_client.KafkaClientConfig`). Every failure to reach or authenticate
+to the cluster raises a :class:`~offsetops.coordinator_core.kafka_client.KafkaClientError` within
 ``connect_timeout_ms``, naming the bootstrap servers and never a secret.
 """
 
@@ -26,11 +27,10 @@ from kafka.net.compat import KafkaNetClient
 from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata import MetadataRequest
-
-from coordinator_core.errors import DecodeError
-from coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError, check_connection
-from coordinator_core.records.batch import RecordBatch
-from coordinator_core.records.reader import ErrorSink, read_batches
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError, check_connection
+from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.reader import ErrorSink, read_batches
 
 __all__ = ["CONSUMER_OFFSETS", "LiveSource", "LiveSourceError", "complete_prefix"]
 
@@ -157,13 +157,17 @@ class LiveSource:
         # Reach the cluster once, bounded, before kafka-python tries (its TLS handshake has no deadline).
         check_connection(self.config)
         try:
-            client = KafkaNetClient(**self.config.client_kwargs(
-                KafkaNetClient,
-                # A fetch may carry one batch bigger than fetch_max_bytes (KIP-74), and we grow the size.
-                receive_message_max_bytes=_MAX_PARTITION_FETCH_BYTES + (1 << 20)))
+            client = KafkaNetClient(
+                **self.config.client_kwargs(
+                    KafkaNetClient,
+                    # A fetch may carry one batch bigger than fetch_max_bytes (KIP-74), and we grow the size.
+                    receive_message_max_bytes=_MAX_PARTITION_FETCH_BYTES + (1 << 20),
+                )
+            )
         except (ValueError, TypeError, OSError, kerr.KafkaError) as exc:
-            raise LiveSourceError(self.config.redact(
-                f"cannot set up a client for {self._where()}: {exc}")) from None
+            raise LiveSourceError(
+                self.config.redact(f"cannot set up a client for {self._where()}: {exc}")
+            ) from None
         # kafka-python retries a failing connection until the deadline and then only says "timed out";
         # keep the last thing it logged so the error tells an operator *why* (refused, TLS, SASL).
         last = _LastError()
@@ -174,16 +178,19 @@ class LiveSource:
             client.check_version(timeout_ms=timeout_ms)
         except (kerr.SaslAuthenticationFailedError, kerr.AuthorizationError) as exc:
             client.close()
-            raise LiveSourceError(self.config.redact(
-                f"authentication to {self._where()} failed: {exc}")) from None
+            raise LiveSourceError(
+                self.config.redact(f"authentication to {self._where()} failed: {exc}")
+            ) from None
         except kerr.KafkaTimeoutError:
             client.close()
             cause = f"; last error: {last.message}" if last.message else ""
-            raise LiveSourceError(self.config.redact(
-                f"cannot reach {self._where()} within {timeout_ms / 1000:g}s{cause} "
-                "(check the address, that the broker is up, the listener's security protocol and the "
-                "SASL credentials)"
-            )) from None
+            raise LiveSourceError(
+                self.config.redact(
+                    f"cannot reach {self._where()} within {timeout_ms / 1000:g}s{cause} "
+                    "(check the address, that the broker is up, the listener's security protocol and the "
+                    "SASL credentials)"
+                )
+            ) from None
         except (kerr.KafkaError, OSError) as exc:
             client.close()
             raise LiveSourceError(self.config.redact(f"cannot connect to {self._where()}: {exc}")) from None
@@ -200,12 +207,15 @@ class LiveSource:
         try:
             return client.send_and_receive(node_id, request, timeout_ms=self.config.request_timeout_ms)
         except (kerr.SaslAuthenticationFailedError, kerr.AuthorizationError) as exc:
-            raise LiveSourceError(self.config.redact(
-                f"authentication to {self._where()} failed: {exc}")) from None
+            raise LiveSourceError(
+                self.config.redact(f"authentication to {self._where()} failed: {exc}")
+            ) from None
         except (kerr.KafkaError, OSError) as exc:
-            raise LiveSourceError(self.config.redact(
-                f"{type(request).__name__} to broker {node_id} of {self._where()} failed: {exc}"
-            )) from None
+            raise LiveSourceError(
+                self.config.redact(
+                    f"{type(request).__name__} to broker {node_id} of {self._where()} failed: {exc}"
+                )
+            ) from None
 
     # -- metadata ---------------------------------------------------------------------------------
 
@@ -224,10 +234,12 @@ class LiveSource:
         if topic.error_code == _TOPIC_AUTHORIZATION_FAILED:
             raise LiveSourceError(
                 f"not authorized to describe topic {self.topic!r} on {self._where()} "
-                "(reading __consumer_offsets needs DESCRIBE and READ on it)")
+                "(reading __consumer_offsets needs DESCRIBE and READ on it)"
+            )
         if topic.error_code not in (0, 5):
             raise LiveSourceError(
-                f"Metadata for {self.topic!r} on {self._where()} failed with error {topic.error_code}")
+                f"Metadata for {self.topic!r} on {self._where()} failed with error {topic.error_code}"
+            )
         self._leaders = {p.partition_index: p.leader_id for p in topic.partitions}
         return self._leaders
 
@@ -261,9 +273,12 @@ class LiveSource:
             for leader, parts in by_leader.items():
                 topic_req = ListOffsetsRequest.ListOffsetsTopic(
                     name=self.topic,
-                    partitions=[ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                        partition_index=p, current_leader_epoch=-1, timestamp=timestamp,
-                        max_num_offsets=1) for p in parts],
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                            partition_index=p, current_leader_epoch=-1, timestamp=timestamp, max_num_offsets=1
+                        )
+                        for p in parts
+                    ],
                 )
                 # isolation_level=0: the high watermark, not the last stable offset, so a read
                 # includes transactions that are still open, as the coordinator's load does.
@@ -278,13 +293,15 @@ class LiveSource:
                         else:
                             raise LiveSourceError(
                                 f"ListOffsets {self.topic}-{pr.partition_index} on {self._where()} "
-                                f"failed with error {pr.error_code}")
+                                f"failed with error {pr.error_code}"
+                            )
             todo = set(retry)
             if not todo:
                 return result
         raise LiveSourceError(
             f"ListOffsets on {self._where()} kept failing: "
-            + ", ".join(f"{self.topic}-{p}: {e}" for p, e in sorted(retry.items())))
+            + ", ".join(f"{self.topic}-{p}: {e}" for p, e in sorted(retry.items()))
+        )
 
     def end_offsets(self, partitions: list[int] | None = None) -> dict[int, int]:
         """High watermark per partition (READ_UNCOMMITTED end offset)."""
@@ -299,14 +316,24 @@ class LiveSource:
     def _fetch(self, partition: int, offset: int, max_bytes: int, leader: int) -> Any:
 
         fp = FetchRequest.FetchTopic.FetchPartition(
-            partition=partition, current_leader_epoch=-1, fetch_offset=offset, log_start_offset=-1,
+            partition=partition,
+            current_leader_epoch=-1,
+            fetch_offset=offset,
+            log_start_offset=-1,
             partition_max_bytes=max_bytes,
         )
         request = FetchRequest(
-            max_version=_FETCH_MAX_VERSION, replica_id=-1, max_wait_ms=100, min_bytes=1,
-            max_bytes=max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+            max_version=_FETCH_MAX_VERSION,
+            replica_id=-1,
+            max_wait_ms=100,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
             topics=[FetchRequest.FetchTopic(topic=self.topic, partitions=[fp])],
-            forgotten_topics_data=[], rack_id="",
+            forgotten_topics_data=[],
+            rack_id="",
         )
         response = self._call(request, leader)
         for t in response.responses:
@@ -346,7 +373,8 @@ class LiveSource:
                 if retries > _MAX_RETRIES:
                     raise LiveSourceError(
                         f"Fetch {self.topic}-{partition} at {offset} on {self._where()} kept failing: "
-                        f"{_RETRIABLE[pd.error_code]}")
+                        f"{_RETRIABLE[pd.error_code]}"
+                    )
                 leader = self._leader(partition, refresh=True)
                 continue
             if pd.error_code == _OFFSET_OUT_OF_RANGE:
@@ -355,17 +383,26 @@ class LiveSource:
                 if log_start <= offset:
                     raise LiveSourceError(
                         f"{self.topic}-{partition}: offset {offset} out of range on {self._where()} "
-                        f"(log start {log_start}, end {end_offset})")
-                report(DecodeError(
-                    "io", f"log start moved to {log_start} during the read; offsets {offset}.."
-                    f"{log_start - 1} were deleted by the broker", f"{self.topic}-{partition}",
-                    partition, None, offset))
+                        f"(log start {log_start}, end {end_offset})"
+                    )
+                report(
+                    DecodeError(
+                        "io",
+                        f"log start moved to {log_start} during the read; offsets {offset}.."
+                        f"{log_start - 1} were deleted by the broker",
+                        f"{self.topic}-{partition}",
+                        partition,
+                        None,
+                        offset,
+                    )
+                )
                 offset = log_start
                 continue
             if pd.error_code != 0:
                 raise LiveSourceError(
                     f"Fetch {self.topic}-{partition} at {offset} on {self._where()} failed with error "
-                    f"{pd.error_code}")
+                    f"{pd.error_code}"
+                )
             retries = 0
             records = pd.records or b""
             if not records:
@@ -373,14 +410,22 @@ class LiveSource:
                 # change truncated the log). Read to the new end, not forever.
                 high_watermark = pd.high_watermark
                 if high_watermark <= offset:
-                    report(DecodeError(
-                        "truncated", f"high watermark fell to {high_watermark} below the end "
-                        f"{end_offset} seen at the start of the read", f"{self.topic}-{partition}",
-                        partition, None, offset))
+                    report(
+                        DecodeError(
+                            "truncated",
+                            f"high watermark fell to {high_watermark} below the end "
+                            f"{end_offset} seen at the start of the read",
+                            f"{self.topic}-{partition}",
+                            partition,
+                            None,
+                            offset,
+                        )
+                    )
                     return
                 raise LiveSourceError(
                     f"Fetch {self.topic}-{partition} at {offset} on {self._where()} returned no data "
-                    f"below the high watermark {high_watermark}")
+                    f"below the high watermark {high_watermark}"
+                )
             length, next_offset, framed = complete_prefix(records)
             if length == 0:
                 # One batch bigger than max_bytes and a broker that does not return it whole
@@ -388,12 +433,18 @@ class LiveSource:
                 if max_bytes >= _MAX_PARTITION_FETCH_BYTES:
                     raise LiveSourceError(
                         f"{self.topic}-{partition} at {offset}: a batch exceeds "
-                        f"{_MAX_PARTITION_FETCH_BYTES} bytes")
+                        f"{_MAX_PARTITION_FETCH_BYTES} bytes"
+                    )
                 max_bytes = min(max_bytes * 2, _MAX_PARTITION_FETCH_BYTES)
                 continue
             label = f"{self.topic}-{partition} fetch@{offset}"
-            for batch in read_batches(memoryview(records)[:length], file=label, partition=partition,
-                                      errors=errors, verify_crc=verify_crc):
+            for batch in read_batches(
+                memoryview(records)[:length],
+                file=label,
+                partition=partition,
+                errors=errors,
+                verify_crc=verify_crc,
+            ):
                 # Fetch answers with the whole batch holding `offset`; its earlier records were
                 # already yielded with the previous batch-aligned read, or precede start_offset.
                 if batch.last_offset < offset:
@@ -405,5 +456,6 @@ class LiveSource:
                 return  # read_batches reported the broken length; nothing after it can be framed
             if next_offset is None or next_offset <= offset:
                 raise LiveSourceError(
-                    f"{self.topic}-{partition}: fetch at {offset} on {self._where()} made no progress")
+                    f"{self.topic}-{partition}: fetch at {offset} on {self._where()} made no progress"
+                )
             offset = next_offset

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from coordinator_core.atomic import write_text_atomic
-from coordinator_core.errors import DecodeError
-from coordinator_core.records.batch import RecordBatch
-from coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.atomic import write_text_atomic
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.reader import iter_segment_batches
 
 OFFSETS_TOPIC = "__consumer_offsets"
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"

@@ -29,7 +29,7 @@ planned, DeleteGroups removes the group together with those offsets; such offset
 
 The cluster is reached once (:meth:`AdminExecutor.check`) before anything is sent; an answer that
 means the cluster itself is gone (connection lost, timed out) stops the run with
-:class:`~coordinator_core.kafka_client.ClusterUnreachable` instead of being paid again per item.
+:class:`~offsetops.coordinator_core.kafka_client.ClusterUnreachable` instead of being paid again per item.
 """
 
 from __future__ import annotations
@@ -39,15 +39,15 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from coordinator_core.expiration import KIND_GROUP, KIND_OFFSET
-from coordinator_core.kafka_client import (
+from offsetops.coordinator_core.expiration import KIND_GROUP, KIND_OFFSET
+from offsetops.coordinator_core.kafka_client import (
     ClusterUnreachable,
     KafkaClientConfig,
     check_connection,
     is_connection_error,
     unreachable,
 )
-from coordinator_core.tombstones.journal import (
+from offsetops.coordinator_core.tombstones.journal import (
     ALREADY_GONE,
     APPLIED,
     APPLIED_STATUSES,
@@ -61,7 +61,7 @@ from coordinator_core.tombstones.journal import (
     Journal,
     fault_point,
 )
-from coordinator_core.tombstones.runner import VerifyResult
+from offsetops.coordinator_core.tombstones.runner import VerifyResult
 
 _EMPTY_STATES = frozenset({"Empty", "Dead", "Unknown", "", None})
 _T = TypeVar("_T")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.atomic import write_json_atomic
+from offsetops.coordinator_core.atomic import write_json_atomic
 
 JOURNAL_FORMAT = 1
 

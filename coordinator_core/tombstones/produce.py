@@ -8,7 +8,7 @@ Idempotence: the target partitions' end offsets are journaled before the first s
 reads from those offsets and marks planned keys that already have a tombstone there as applied (the
 process may have died after the broker acknowledged a record but before the journal said so).
 
-Every client is built from the run's :class:`~coordinator_core.kafka_client.KafkaClientConfig`; the
+Every client is built from the run's :class:`~offsetops.coordinator_core.kafka_client.KafkaClientConfig`; the
 cluster is reached once before the first send (:meth:`ProduceExecutor.check`), and a send that fails
 because the cluster is gone stops the run (the journal stays resumable) instead of timing out per item.
 """
@@ -20,16 +20,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from coordinator_core.kafka_client import (
+from offsetops.coordinator_core.kafka_client import (
     KafkaClientConfig,
     check_connection,
     is_connection_error,
     unreachable,
 )
-from coordinator_core.sources.logdir import OFFSETS_TOPIC
-from coordinator_core.tombstones.journal import APPLIED, ERROR, Journal, fault_point
-from coordinator_core.tombstones.runner import ExecutorRefused, VerifyResult
-from coordinator_core.tombstones.verify import classify, latest_values
+from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
+from offsetops.coordinator_core.tombstones.journal import APPLIED, ERROR, Journal, fault_point
+from offsetops.coordinator_core.tombstones.runner import ExecutorRefused, VerifyResult
+from offsetops.coordinator_core.tombstones.verify import classify, latest_values
 
 INTERNAL_TOPIC_WARNING = f"""\
 refusing to produce to {OFFSETS_TOPIC} itself. Records written by a producer bypass the group

@@ -7,9 +7,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from coordinator_core.expiration import ExpirationPlan
-from coordinator_core.kafka_client import KafkaClientError
-from coordinator_core.tombstones.journal import (
+from offsetops.coordinator_core.expiration import ExpirationPlan
+from offsetops.coordinator_core.kafka_client import KafkaClientError
+from offsetops.coordinator_core.tombstones.journal import (
     APPLIED_STATUSES,
     Journal,
     JournalError,
@@ -30,8 +30,9 @@ class RunStopped(Exception):
     """
 
     def __init__(self, plan_id: str, cause: str, applied: int, total: int) -> None:
-        super().__init__(f"{cause}; run stopped, {applied} of {total} item(s) applied, journal {plan_id} "
-                         "kept for resuming")
+        super().__init__(
+            f"{cause}; run stopped, {applied} of {total} item(s) applied, journal {plan_id} kept for resuming"
+        )
         self.plan_id, self.cause, self.applied, self.total = plan_id, cause, applied, total
 
 

@@ -21,10 +21,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.records.builder import build_legacy_message_set, build_record_batch
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.logdir import (
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.builder import build_legacy_message_set, build_record_batch
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.logdir import (
     CLEANER_CHECKPOINT,
     LOG_START_CHECKPOINT,
     OFFSETS_TOPIC,
@@ -32,9 +32,9 @@ from coordinator_core.sources.logdir import (
     PartitionDir,
     open_log_dir,
 )
-from coordinator_core.tombstones.journal import APPLIED, Journal, fault_point
-from coordinator_core.tombstones.runner import ExecutorRefused, VerifyResult
-from coordinator_core.tombstones.verify import verify_partition_dir
+from offsetops.coordinator_core.tombstones.journal import APPLIED, Journal, fault_point
+from offsetops.coordinator_core.tombstones.runner import ExecutorRefused, VerifyResult
+from offsetops.coordinator_core.tombstones.verify import verify_partition_dir
 
 MARKER = ".offsetops-plan"
 
@@ -202,7 +202,7 @@ class SegmentExecutor:
         with open(seg_path, "rb") as fh:
             fh.seek(start)
             data = fh.read()
-        from coordinator_core.records.reader import read_batches
+        from offsetops.coordinator_core.records.reader import read_batches
 
         errors: list[DecodeError] = []
         present: set[bytes] = set()

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.sources.logdir import PartitionDir
-from coordinator_core.tombstones.runner import VerifyResult
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.sources.logdir import PartitionDir
+from offsetops.coordinator_core.tombstones.runner import VerifyResult
 
 _LEGACY_PREFIX = b"\x00\x00"
 _OFFSET_PREFIX = b"\x00\x01"
@@ -63,7 +63,7 @@ def verify_partition_dir(
 
     Returns the results and the decode errors the reload met (a clean reload has none).
     """
-    from coordinator_core.loader import PartitionFold
+    from offsetops.coordinator_core.loader import PartitionFold
 
     fold = PartitionFold(partition=pdir.partition, semantics=semantics)
     fold.add_batches(pdir.iter_batches(fold.stats.errors))

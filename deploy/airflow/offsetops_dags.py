@@ -68,7 +68,7 @@ FORECAST_HOURS = float(_env("OFFSETOPS_FORECAST_HOURS", "24"))
 DEFAULT_ARGS = {"owner": "kafka-ops", "retries": 1, "retry_delay": timedelta(minutes=5)}
 
 
-# As pipelines.cli_args.JOB_SCRIPTS says: the scheduler's Python does not have offsetops installed.
+# As offsetops.pipelines.cli_args.JOB_SCRIPTS says: the scheduler's Python does not have offsetops installed.
 JOB_SCRIPTS = {
     "reload": "pipelines/reload.py",
     "expire": "pipelines/expire.py",
@@ -134,13 +134,16 @@ def send_alerts(
     import time
 
     import pyarrow.parquet as pq
-
-    from assets.alerting.blocks import AlertLinks, condition_blocks, condition_text
-    from assets.alerting.evidence import cleaner_observations, forget_long_lost, offsets_observations
-    from assets.alerting.lifecycle import advance, message_groups
-    from assets.alerting.model import Transition
-    from assets.alerting.notifier import OutgoingMessage, SlackNotifier
-    from assets.alerting.sensors import failure_alert
+    from offsetops.assets.alerting.blocks import AlertLinks, condition_blocks, condition_text
+    from offsetops.assets.alerting.evidence import (
+        cleaner_observations,
+        forget_long_lost,
+        offsets_observations,
+    )
+    from offsetops.assets.alerting.lifecycle import advance, message_groups
+    from offsetops.assets.alerting.model import Transition
+    from offsetops.assets.alerting.notifier import OutgoingMessage, SlackNotifier
+    from offsetops.assets.alerting.sensors import failure_alert
 
     class Links(AlertLinks):  # links go to the Airflow task log, not to a Dagster UI
         def run(self, _run_id: str) -> str:

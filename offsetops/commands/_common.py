@@ -8,8 +8,8 @@ import math
 import sys
 from typing import Any
 
-from coordinator_core.errors import DecodeError, count_errors
-from coordinator_core.errors import printable as escape
+from offsetops.coordinator_core.errors import DecodeError, count_errors
+from offsetops.coordinator_core.errors import printable as escape
 
 EXIT_OK = 0
 EXIT_ERRORS = 1  # the run finished but found errors and --strict was given (or the command failed)
@@ -58,7 +58,7 @@ CLIENT_CONFIG_HELP = (
 def kafka_client_config(args: Any, bootstrap: str | None = None) -> Any:
     """The one Kafka client configuration of a command: ``--bootstrap`` over ``--client-config`` over
     the ``OFFSETOPS_*`` environment. Raises ``ClientConfigError`` with a one-line message."""
-    from coordinator_core.kafka_client import KafkaClientConfig
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
 
     return KafkaClientConfig.resolve(
         bootstrap or getattr(args, "bootstrap", None), getattr(args, "client_config", None)
@@ -86,7 +86,7 @@ def non_negative_float(text: str) -> float:
 
 def epoch_time(text: str) -> int:
     """An argparse type: a time (epoch ms, ISO-8601, or relative like -2h) that is not before 1970."""
-    from coordinator_core.timefmt import time_arg
+    from offsetops.coordinator_core.timefmt import time_arg
 
     value = time_arg(text)
     if value < 0:

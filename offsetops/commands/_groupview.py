@@ -7,13 +7,13 @@ import os
 import re
 import sys
 
-from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
-from coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
-from coordinator_core.kafka_client import KafkaClientError
-from coordinator_core.sources.logdir import LogDirError
-from coordinator_core.timefmt import now_ms
 from offsetops.commands._common import die, epoch_time, kafka_client_config
 from offsetops.commands._load import add_source_args, check_source, is_live, load_caches
+from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
+from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
+from offsetops.coordinator_core.kafka_client import KafkaClientError
+from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.coordinator_core.timefmt import now_ms
 
 FORMATS = ("text", "json", "csv")
 

@@ -6,20 +6,20 @@ from __future__ import annotations
 import argparse
 import re
 
-from coordinator_core.asof import Cut, load_as_of
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.loader import load_partition_dir, load_partition_from
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from coordinator_core.settings import positive_int
-from coordinator_core.sources.logdir import open_log_dir
-from coordinator_core.timefmt import parse_time
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     kafka_client_config,
     non_negative_int,
     parse_partitions,
 )
+from offsetops.coordinator_core.asof import Cut, load_as_of
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.loader import load_partition_dir, load_partition_from
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.settings import positive_int
+from offsetops.coordinator_core.sources.logdir import open_log_dir
+from offsetops.coordinator_core.timefmt import parse_time
 from offsetops.progress import Progress
 
 
@@ -84,7 +84,7 @@ def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[Coordi
     whole = cut.until_offset is None and cut.until_ms is None
     kw = {"num_partitions": args.num_partitions, "semantics": args.semantics}
     if is_live(args):
-        from coordinator_core.sources.live import LiveSource
+        from offsetops.coordinator_core.sources.live import LiveSource
 
         config = kafka_client_config(args)
         with LiveSource(config, topic=getattr(args, "offsets_topic", "__consumer_offsets")) as source:

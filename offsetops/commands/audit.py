@@ -5,25 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from coordinator_core.cleaner.broker_log import read_broker_logs
-from coordinator_core.cleaner.config import (
-    CleanerConfig,
-    fetch_cluster_config,
-    known_config_keys,
-    parse_config_overrides,
-    read_broker_id,
-)
-from coordinator_core.cleaner.metrics import MetricsError, scrape_metrics
-from coordinator_core.cleaner_audit import (
-    CleanerAudit,
-    PartitionAudit,
-    Thresholds,
-    audit_log_dir,
-    format_bytes,
-    format_duration,
-)
-from coordinator_core.clock import ClockError, resolve_clock
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     die,
@@ -35,6 +16,25 @@ from offsetops.commands._common import (
     print_json,
 )
 from offsetops.commands.failover import failover_json
+from offsetops.coordinator_core.cleaner.broker_log import read_broker_logs
+from offsetops.coordinator_core.cleaner.config import (
+    CleanerConfig,
+    fetch_cluster_config,
+    known_config_keys,
+    parse_config_overrides,
+    read_broker_id,
+)
+from offsetops.coordinator_core.cleaner.metrics import MetricsError, scrape_metrics
+from offsetops.coordinator_core.cleaner_audit import (
+    CleanerAudit,
+    PartitionAudit,
+    Thresholds,
+    audit_log_dir,
+    format_bytes,
+    format_duration,
+)
+from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     config = CleanerConfig()
     live = None
     if args.bootstrap or args.client_config:
-        from coordinator_core.kafka_client import KafkaClientError
+        from offsetops.coordinator_core.kafka_client import KafkaClientError
 
         broker_id = args.broker_id if args.broker_id is not None else read_broker_id(logdir.path)
         try:

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from coordinator_core.schema import SchemaError, UnknownKey, decode_key, decode_value, key_json, value_json
 from offsetops.commands._common import EXIT_ERRORS, die, print_json
+from offsetops.coordinator_core.schema import (
+    SchemaError,
+    UnknownKey,
+    decode_key,
+    decode_value,
+    key_json,
+    value_json,
+)
 
 MAX_KNOWN_RECORD_TYPE = 24  # CoordinatorRecordType up to Kafka 4.1 (streams groups)
 

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _declare_clock(log_dir: Path, truth: dict[str, Any]) -> None:
     """A sample simulated before log dirs declared their clock gets its declaration now."""
-    from coordinator_core.clock import CLOCK_FILE, write_clock_declaration
+    from offsetops.coordinator_core.clock import CLOCK_FILE, write_clock_declaration
 
     if not (log_dir / CLOCK_FILE).exists():
         write_clock_declaration(
@@ -139,7 +139,7 @@ def ui_environment(args: argparse.Namespace, out: Path, log_dir: Path) -> dict[s
 
     The clock is not in it: the log dir declares it, and the code location reads that declaration.
     """
-    from assets.resources import (
+    from offsetops.assets.resources import (
         DEFAULT_FORECAST_HOURS,
         ENV_FORECAST_HOURS,
         ENV_LOG_DIR,
@@ -163,10 +163,10 @@ def ui_environment(args: argparse.Namespace, out: Path, log_dir: Path) -> dict[s
 def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: float) -> int:
     from dagster import AssetChecksDefinition, Definitions
 
-    from assets.alerting.sensors import evaluate_alerts
-    from assets.definitions import MAIN_JOB, all_assets_and_checks, main_job
-    from assets.partitions import all_partitions_tags
-    from assets.resources import (
+    from offsetops.assets.alerting.sensors import evaluate_alerts
+    from offsetops.assets.definitions import MAIN_JOB, all_assets_and_checks, main_job
+    from offsetops.assets.partitions import all_partitions_tags
+    from offsetops.assets.resources import (
         OffsetsSourceResource,
         SlackResource,
         SparkResource,
@@ -252,7 +252,7 @@ def _print_report(
     ui_env: dict[str, str],
     log_dir: Path,
 ) -> None:
-    from checks.operator_report import ReportInputError, write_operator_report
+    from offsetops.checks.operator_report import ReportInputError, write_operator_report
 
     reports = state.reports_path
     # After every asset of the run wrote its JSON: the one page an operator opens first.
@@ -309,7 +309,7 @@ def ui_command(env: dict[str, str]) -> str:
 
 def summary_lines(result: Any) -> list[str]:
     """What the run found, topic-wide and worst first: from the summary asset and the check results."""
-    from checks.dagster_checks import plain_metadata
+    from offsetops.checks.dagster_checks import plain_metadata
 
     lines = []
     by_asset: dict[str, list[dict[str, Any]]] = {}

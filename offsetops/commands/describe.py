@@ -6,11 +6,17 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator_core.describe import ABOVE_LOG_END, BELOW_LOG_START, LOG_UNKNOWN, GroupView, OffsetRow
-from coordinator_core.timefmt import ago, iso_utc, time_json
 from offsetops.commands._common import print_json
 from offsetops.commands._groupview import add_view_args, build_views, now_of
 from offsetops.commands._table import cell, print_table, write_csv
+from offsetops.coordinator_core.describe import (
+    ABOVE_LOG_END,
+    BELOW_LOG_START,
+    LOG_UNKNOWN,
+    GroupView,
+    OffsetRow,
+)
+from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
 
 HEADERS = (
     "TOPIC",

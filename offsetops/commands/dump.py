@@ -10,10 +10,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coordinator_core.errors import DecodeError, OffsetsDecodeException
-from coordinator_core.records.batch import RecordBatch
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.schema import (
+from offsetops.commands._common import (
+    die,
+    escape,
+    non_negative_int,
+    report_errors,
+    strict_exit,
+)
+from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.schema import (
     SchemaError,
     UnknownKey,
     decode_control_key,
@@ -23,15 +30,8 @@ from coordinator_core.schema import (
     key_json,
     value_json,
 )
-from coordinator_core.settings import add_max_batch_bytes
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.commands._common import (
-    die,
-    escape,
-    non_negative_int,
-    report_errors,
-    strict_exit,
-)
+from offsetops.coordinator_core.settings import add_max_batch_bytes
+from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}

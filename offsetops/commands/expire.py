@@ -10,18 +10,6 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator_core.clock import ClockError, resolve_clock
-from coordinator_core.expiration import (
-    COORDINATORS,
-    DEFAULT_RETENTION_MS,
-    ExpirationPlan,
-    coordinator_for_broker_version,
-    plan_expiration,
-)
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from coordinator_core.settings import positive_int
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import iso_utc
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     die,
@@ -35,6 +23,18 @@ from offsetops.commands._common import (
     quote,
     report_errors,
 )
+from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.coordinator_core.expiration import (
+    COORDINATORS,
+    DEFAULT_RETENTION_MS,
+    ExpirationPlan,
+    coordinator_for_broker_version,
+    plan_expiration,
+)
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.settings import positive_int
+from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.coordinator_core.timefmt import iso_utc
 
 EXECUTORS = ("admin", "produce", "segment")
 
@@ -152,7 +152,7 @@ def _coordinator(args: argparse.Namespace) -> str:
 
 
 def _load(args: argparse.Namespace, coordinator: str) -> list:
-    from coordinator_core.loader import load_partition_dir
+    from offsetops.coordinator_core.loader import load_partition_dir
 
     semantics = "scala" if coordinator == "legacy" else "java"
     logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
@@ -165,7 +165,7 @@ def _load(args: argparse.Namespace, coordinator: str) -> list:
 def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> Any:
     """The Kafka client configuration of the admin and produce executors (a resumed plan keeps its
     cluster: its bootstrap servers are part of the plan id)."""
-    from coordinator_core.kafka_client import ClientConfigError
+    from offsetops.coordinator_core.kafka_client import ClientConfigError
 
     try:
         return kafka_client_config(args, args.bootstrap or target.get("bootstrap"))
@@ -183,11 +183,11 @@ def _make_executor(
 ) -> Any:
     target = target or {}
     if name == "admin":
-        from coordinator_core.tombstones.admin import AdminExecutor
+        from offsetops.coordinator_core.tombstones.admin import AdminExecutor
 
         return AdminExecutor(_client(args, name, target))
     if name == "produce":
-        from coordinator_core.tombstones.produce import ProduceExecutor
+        from offsetops.coordinator_core.tombstones.produce import ProduceExecutor
 
         topic = args.target_topic or target.get("topic")
         if not topic:
@@ -198,7 +198,7 @@ def _make_executor(
             partitioning=target.get("partitioning", args.target_partition),
             allow_internal_topic_write=args.allow_internal_topic_write,
         )
-    from coordinator_core.tombstones.segment import SegmentExecutor
+    from offsetops.coordinator_core.tombstones.segment import SegmentExecutor
 
     source = args.path or target.get("source")
     output = args.output_dir or target.get("output_dir")
@@ -208,9 +208,9 @@ def _make_executor(
 
 
 def run(args: argparse.Namespace) -> int:
-    from coordinator_core.kafka_client import KafkaClientError
-    from coordinator_core.tombstones.journal import JournalError
-    from coordinator_core.tombstones.runner import ExecutorRefused, RunStopped
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
+    from offsetops.coordinator_core.tombstones.journal import JournalError
+    from offsetops.coordinator_core.tombstones.runner import ExecutorRefused, RunStopped
 
     if args.execute and not (args.executor or args.resume):
         return die("--execute needs --executor admin|produce|segment")
@@ -288,7 +288,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -> Any:
-    from coordinator_core.tombstones.runner import open_or_create_journal, plan_document, run_journal
+    from offsetops.coordinator_core.tombstones.runner import (
+        open_or_create_journal,
+        plan_document,
+        run_journal,
+    )
 
     executor = _make_executor(args, args.executor, coordinator=coordinator)
     try:
@@ -309,8 +313,8 @@ def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from coordinator_core.tombstones.journal import Journal
-    from coordinator_core.tombstones.runner import run_journal
+    from offsetops.coordinator_core.tombstones.journal import Journal
+    from offsetops.coordinator_core.tombstones.runner import run_journal
 
     journal = Journal.open(args.journal_dir, args.resume)
     name = journal.plan["executor"]

@@ -7,11 +7,11 @@ import signal
 import sys
 import threading
 
-from coordinator_core.expiration import DEFAULT_RETENTION_MS
-from coordinator_core.failover import DEFAULT_SLOW_MS
 from offsetops.commands._common import die
 from offsetops.commands._groupview import refuse_bad_source
 from offsetops.commands._load import add_source_args
+from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
+from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

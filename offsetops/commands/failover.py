@@ -6,8 +6,11 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator_core.cleaner_audit import format_bytes
-from coordinator_core.failover import (
+from offsetops.commands._common import die, print_json
+from offsetops.commands._load import add_source_args, check_source, load_caches
+from offsetops.commands._table import print_table
+from offsetops.coordinator_core.cleaner_audit import format_bytes
+from offsetops.coordinator_core.failover import (
     DEFAULT_SLOW_MS,
     FailoverForecast,
     forecast_failover,
@@ -15,12 +18,9 @@ from coordinator_core.failover import (
     loads_from_caches,
     read_load_logs,
 )
-from coordinator_core.kafka_client import KafkaClientError
-from coordinator_core.sources.logdir import LogDirError
-from coordinator_core.timefmt import format_duration
-from offsetops.commands._common import die, print_json
-from offsetops.commands._load import add_source_args, check_source, load_caches
-from offsetops.commands._table import print_table
+from offsetops.coordinator_core.kafka_client import KafkaClientError
+from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.coordinator_core.timefmt import format_duration
 
 HEADERS = ("PARTITION", "SIZE", "BATCHES", "RECORDS", "LIVE-KEYS", "ESTIMATED-LOAD", "OBSERVED-LOAD", "SLOW")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from coordinator_core.timefmt import ago, iso_utc, time_json
 from offsetops.commands._common import print_json
 from offsetops.commands._groupview import add_view_args, build_views, now_of
 from offsetops.commands._table import print_table, write_csv
+from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
 
 HEADERS = (
     "GROUP",

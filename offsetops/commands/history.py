@@ -6,8 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
-from coordinator_core.history import (
+from offsetops.commands._common import die, epoch_time, kafka_client_config, print_json, report_errors
+from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
+from offsetops.commands._load import add_source_args, check_source, is_live
+from offsetops.commands._table import cell, print_table, write_csv
+from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
+from offsetops.coordinator_core.history import (
     NOT_ASSIGNED,
     PAST_LOG_END,
     REWIND,
@@ -15,15 +19,11 @@ from coordinator_core.history import (
     CommitHistory,
     replay_history,
 )
-from coordinator_core.kafka_client import KafkaClientError
-from coordinator_core.partitioner import partition_for
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.logdir import LogDirError, open_log_dir
-from coordinator_core.timefmt import ago, iso_utc, now_ms, time_json
-from offsetops.commands._common import die, epoch_time, kafka_client_config, print_json, report_errors
-from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root
-from offsetops.commands._load import add_source_args, check_source, is_live
-from offsetops.commands._table import cell, print_table, write_csv
+from offsetops.coordinator_core.kafka_client import KafkaClientError
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.coordinator_core.timefmt import ago, iso_utc, now_ms, time_json
 from offsetops.progress import Progress
 
 HEADERS = ("LOG-OFFSET", "TIME", "TOPIC", "PARTITION", "OFFSET", "DELTA", "EPOCH", "TXN", "OWNER", "FLAGS")
@@ -105,7 +105,7 @@ class _LiveEnds:
 
     def __call__(self, tp: tuple[str, int]) -> PartitionOffsets | None:
         if tp[0] not in self._topics:
-            from coordinator_core.sources.live import LiveSource
+            from offsetops.coordinator_core.sources.live import LiveSource
 
             self._topics.add(tp[0])
             try:
@@ -121,7 +121,7 @@ def _history(args: argparse.Namespace) -> CommitHistory:
     partition = partition_for(args.group, args.num_partitions)
     kw = {"offsets_partition": partition, "keep": _window(args), "max_commits": args.max_commits}
     if is_live(args):
-        from coordinator_core.sources.live import LiveSource
+        from offsetops.coordinator_core.sources.live import LiveSource
 
         config = kafka_client_config(args)
         errors: list = []

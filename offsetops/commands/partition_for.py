@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
 from offsetops.commands._common import die
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:

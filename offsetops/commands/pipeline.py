@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from pipelines.cli_args import JOB_ARGUMENTS, job_module
+from offsetops.pipelines.cli_args import JOB_ARGUMENTS, job_module
 
 JOBS = {
     "reload": "rebuild the coordinator cache with Spark and write it as Parquet tables",

@@ -5,11 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from coordinator_core.asof import Cut
-from coordinator_core.cache import CoordinatorCache
-from coordinator_core.settings import add_max_batch_bytes
-from coordinator_core.sources.logdir import LogDirError
-from coordinator_core.timefmt import describe_time, now_ms
 from offsetops.commands._common import (
     die,
     print_json,
@@ -18,6 +13,11 @@ from offsetops.commands._common import (
     strict_exit,
 )
 from offsetops.commands._load import add_source_args, check_source, load_caches, parse_until
+from offsetops.coordinator_core.asof import Cut
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.settings import add_max_batch_bytes
+from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.coordinator_core.timefmt import describe_time, now_ms
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coordinator_core.kafka_client import KafkaClientError
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
 
     problem = check_source(args)
     if problem:

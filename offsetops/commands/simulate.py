@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from coordinator_core.simulator import DEFAULT_SEGMENT_BYTES, SimulationConfig, simulate
 from offsetops.commands._common import die, print_json
+from offsetops.coordinator_core.simulator import DEFAULT_SEGMENT_BYTES, SimulationConfig, simulate
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
 

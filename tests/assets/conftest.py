@@ -26,7 +26,7 @@ def java_available() -> bool:
 @pytest.fixture(scope="session")
 def simulated_log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small but realistic log dir written by the simulator (all 50 partitions, with truth.json)."""
-    from coordinator_core.simulator import SimulationConfig, simulate
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
     out = tmp_path_factory.mktemp("sim") / "logdir"
     simulate(
@@ -60,7 +60,7 @@ def record_stalled_cleaner(log_dir: Path, history_dir: Path, as_of_ms: int) -> i
     The first dirty offset has not moved since, so the next audit finds the cleaner stalled for two days:
     CRITICAL ``no_progress``, what an operator sees when a cleaner thread died. Returns the partition.
     """
-    from coordinator_core.cleaner_audit import audit_log_dir
+    from offsetops.coordinator_core.cleaner_audit import audit_log_dir
 
     earlier = as_of_ms - 2 * DAYS_MS
     probe = audit_log_dir(log_dir, now_ms=earlier, record_history=False)
@@ -81,10 +81,9 @@ def materialized(simulated_log_dir: Path, tmp_path_factory: pytest.TempPathFacto
     if not java_available():
         pytest.skip("Java is needed for a local SparkSession")
     from dagster import DagsterInstance, materialize
-
-    from assets.definitions import all_assets_and_checks
-    from assets.partitions import all_partitions_tags
-    from assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
+    from offsetops.assets.definitions import all_assets_and_checks
+    from offsetops.assets.partitions import all_partitions_tags
+    from offsetops.assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
 
     truth = json.loads((simulated_log_dir / "truth.json").read_text(encoding="utf-8"))
     output_dir = tmp_path_factory.mktemp("out")

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from assets.resources import OffsetsSourceResource, build_resources, expiration_defaults_from_env
-from coordinator_core.clock import (
+from offsetops.assets.resources import OffsetsSourceResource, build_resources, expiration_defaults_from_env
+from offsetops.coordinator_core.clock import (
     CLOCK_FILE,
     CONFIGURED,
     DECLARED,
@@ -46,7 +45,7 @@ def test_a_bad_declaration_is_an_error_naming_the_file(tmp_path: Path, body: str
 
 
 def test_the_simulator_declares_its_clock(tmp_path: Path) -> None:
-    from coordinator_core.simulator import SimulationConfig, simulate
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
     result = simulate(SimulationConfig(out_dir=tmp_path, groups=2, partitions=3, days=0.01, seed=1))
     doc = json.loads((tmp_path / CLOCK_FILE).read_text())
@@ -79,8 +78,8 @@ def test_the_printed_ui_command_evaluates_like_the_demo(tmp_path: Path) -> None:
     assert "OFFSETOPS_RETENTION_MINUTES=120" in ui_command(env)
     # The code location `dagster dev` loads reads the same settings as its defaults.
     probe = (
-        "from assets.expiration import ExpirationConfig as C;"
-        "from assets.partitions import NUM_PARTITIONS as N;"
+        "from offsetops.assets.expiration import ExpirationConfig as C;"
+        "from offsetops.assets.partitions import NUM_PARTITIONS as N;"
         "c = C(); print(c.retention_minutes, c.forecast_horizon_hours, N)"
     )
     out = subprocess.run(
@@ -95,7 +94,7 @@ def test_the_printed_ui_command_evaluates_like_the_demo(tmp_path: Path) -> None:
 
 
 def test_cli_audit_uses_the_declared_clock(tmp_path: Path) -> None:
-    from coordinator_core.simulator import SimulationConfig, simulate
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
     result = simulate(SimulationConfig(out_dir=tmp_path, groups=3, partitions=2, days=0.02, seed=2))
     for command in (["audit", "--no-record"], ["expire"]):

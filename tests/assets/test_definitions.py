@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, Definitions, build_schedule_context
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
-from pydantic import ValidationError
-
-from assets.definitions import MAIN_JOB, defs
-from assets.resources import (
+from offsetops.assets.definitions import MAIN_JOB, defs
+from offsetops.assets.resources import (
     DeploymentConfigError,
     OffsetsSourceResource,
     SlackResource,
@@ -21,6 +19,7 @@ from assets.resources import (
     build_resources,
     num_partitions_from_env,
 )
+from pydantic import ValidationError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -143,7 +142,7 @@ def test_bad_config_fails_fast_naming_the_field() -> None:
 
 
 def test_tombstone_admin_mode_needs_confirmation() -> None:
-    from assets.expiration import TombstoneExecutionConfig
+    from offsetops.assets.expiration import TombstoneExecutionConfig
 
     with pytest.raises(ValidationError, match="confirm"):
         TombstoneExecutionConfig(mode="admin")
@@ -197,5 +196,10 @@ def test_deploy_instance_config_is_valid_for_this_dagster(monkeypatch: pytest.Mo
     assert "postgres" in config["storage"]
     values = yaml.safe_load((REPO / "deploy" / "helm" / "values.yaml").read_text())
     (deployment,) = values["dagster-user-deployments"]["deployments"]
-    assert deployment["dagsterApiGrpcArgs"] == ["--module-name", "assets.definitions", "--attribute", "defs"]
+    assert deployment["dagsterApiGrpcArgs"] == [
+        "--module-name",
+        "offsetops.assets.definitions",
+        "--attribute",
+        "defs",
+    ]
     assert values["dagsterDaemon"]["enabled"] is True

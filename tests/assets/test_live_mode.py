@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from dagster import AssetKey, DagsterInstance, materialize
+from offsetops.checks.dagster_checks import plain_metadata
+from offsetops.coordinator_core.loader import load_partition_dir
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.logdir import open_log_dir
 
-from checks.dagster_checks import plain_metadata
-from coordinator_core.loader import load_partition_dir
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.logdir import open_log_dir
 from tests.assets.conftest import java_available
 from tests.support.broker import BrokerClient
 from tests.support.shared import REAL_KAFKA_DIR
@@ -39,8 +39,8 @@ def test_live_reload_asset_equals_the_file_reload(kafka_broker, tmp_path) -> Non
         pytest.skip(f"{root} not present")
     if not java_available():
         pytest.skip("Java is needed for a local SparkSession")
-    from assets.definitions import all_assets_and_checks
-    from assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
+    from offsetops.assets.definitions import all_assets_and_checks
+    from offsetops.assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
 
     pdir = open_log_dir(root, partitions=[PARTITION]).partitions[0]
     expected = load_partition_dir(pdir)

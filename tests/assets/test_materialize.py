@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, materialize
+from offsetops.checks.dagster_checks import plain_metadata
 
-from checks.dagster_checks import plain_metadata
 from tests.assets.conftest import NUM_PARTITIONS, RUN_CONFIG, Materialized
 from tests.support.slack_server import SlackTestServer
 
@@ -221,9 +221,9 @@ def test_the_operator_report_is_written_after_this_runs_audit_plan_and_checks(
 
 def test_a_second_run_on_the_same_data_gives_the_same_verdicts(materialized: Materialized) -> None:
     """Same data, same declared clock, same state dir: nothing changes, not even the stalled partition."""
-    from assets.cleaner_audit import cleaner_audit
-    from assets.expiration import expiration_plan
-    from assets.partitions import all_partitions_tags
+    from offsetops.assets.cleaner_audit import cleaner_audit
+    from offsetops.assets.expiration import expiration_plan
+    from offsetops.assets.partitions import all_partitions_tags
 
     again = materialize(
         [cleaner_audit, expiration_plan],
@@ -244,9 +244,8 @@ def test_a_second_run_on_the_same_data_gives_the_same_verdicts(materialized: Mat
 
 def test_alert_sensor_pages_what_the_run_found(materialized: Materialized, tmp_path: Path) -> None:
     from dagster import build_sensor_context
-
-    from assets.alerting.sensors import offsetops_alerts
-    from assets.resources import SlackResource, StateResource
+    from offsetops.assets.alerting.sensors import offsetops_alerts
+    from offsetops.assets.resources import SlackResource, StateResource
 
     audit = by_partition(materialized.result, "cleaner_audit")
     plan = summary(materialized.result)
@@ -284,8 +283,8 @@ def test_alert_sensor_pages_what_the_run_found(materialized: Materialized, tmp_p
 def test_a_partition_absent_from_the_log_dir_is_an_empty_materialization(
     materialized: Materialized, tmp_path: Path
 ) -> None:
-    from assets.reload import coordinator_cache, raw_segments
-    from assets.resources import OffsetsSourceResource, StateResource
+    from offsetops.assets.reload import coordinator_cache, raw_segments
+    from offsetops.assets.resources import OffsetsSourceResource, StateResource
 
     partial = tmp_path / "logdir"
     partial.mkdir()

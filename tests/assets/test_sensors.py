@@ -19,9 +19,9 @@ from dagster import (
     materialize,
     op,
 )
+from offsetops.assets.alerting.sensors import offsetops_alerts, slack_on_run_failure
+from offsetops.assets.resources import SlackResource, StateResource
 
-from assets.alerting.sensors import offsetops_alerts, slack_on_run_failure
-from assets.resources import SlackResource, StateResource
 from tests.support.slack_server import SlackTestServer
 from tests.support.slack_server import slack_server_fixture as slack_server_fixture
 
@@ -221,7 +221,7 @@ RATIO = {"CRITICAL": 0.9, "DEGRADED": 0.6, "HEALTHY": 0.1}
 
 def _standalone_group(group_id: str, committed_at: int, offsets: int = 2):
     """A consumer that assigns partitions itself and commits (no GroupMetadata record)."""
-    from coordinator_core.cache import GroupMetadata, OffsetAndMetadata
+    from offsetops.coordinator_core.cache import GroupMetadata, OffsetAndMetadata
 
     return GroupMetadata(
         group_id=group_id,
@@ -286,11 +286,10 @@ class Lifecycle:
     def plan(self, groups: dict[str, int], now_ms: int) -> None:
         """The expiration plan of partition 3 holding ``groups`` (id -> last commit), as of ``now_ms``."""
         from dagster import AssetKey
-
-        from assets.expiration import _partition_plan_path, partition_plan_doc
-        from assets.metadata import write_json
-        from coordinator_core.cache import CoordinatorCache, LoadStats
-        from coordinator_core.expiration import plan_expiration
+        from offsetops.assets.expiration import _partition_plan_path, partition_plan_doc
+        from offsetops.assets.metadata import write_json
+        from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
+        from offsetops.coordinator_core.expiration import plan_expiration
 
         _record(self.instance, "expiration_plan", {PLAN_PARTITION: {"as_of": str(now_ms)}})
         run_id = self.instance.fetch_materializations(AssetKey("expiration_plan"), limit=1).records[0].run_id
@@ -497,7 +496,7 @@ def test_a_page_slack_did_not_take_goes_out_on_the_next_tick_even_with_nothing_n
 
 
 def test_a_lost_group_is_paged_once_however_long_the_evidence_stays(lifecycle: Lifecycle) -> None:
-    from assets.alerting.sensors import evaluate_alerts
+    from offsetops.assets.alerting.sensors import evaluate_alerts
 
     def evaluate(at_s: float) -> list[str]:
         before = len(lifecycle.server.messages)
@@ -518,7 +517,7 @@ def test_a_lost_group_is_paged_once_however_long_the_evidence_stays(lifecycle: L
 
 
 def test_topic_wide_findings_open_and_resolve_from_the_audit_state(lifecycle: Lifecycle) -> None:
-    from assets.metadata import write_json
+    from offsetops.assets.metadata import write_json
 
     topic = lifecycle.state.audit_history_dir / "latest" / "topic.json"
     finding = {

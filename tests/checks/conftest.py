@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.partitioner import partition_for
 
 NOW_MS = 1_760_000_000_000  # 2025-10-09T08:53:20Z
 NUM_PARTITIONS = 50
@@ -149,8 +148,8 @@ def good_rows() -> Rows:
 
 
 def make_tables(spark: Any, rows: Rows) -> dict[str, Any]:
-    """DataFrames with the explicit schemas of ``pipelines.schemas``."""
-    from pipelines.schemas import TABLE_SCHEMAS
+    """DataFrames with the explicit schemas of ``offsetops.pipelines.schemas``."""
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
     return {
         name: spark.createDataFrame([tuple(r[f] for f in schema.fieldNames()) for r in rows[name]], schema)
@@ -223,7 +222,7 @@ def unsubscribed_assignment_rows() -> Rows:
 
 @pytest.fixture(scope="session")
 def good_report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from checks.suite import validate_cache
+    from offsetops.checks.suite import validate_cache
 
     tables = make_tables(spark, good_rows())
     return validate_cache(spark, tables, output_dir=tmp_path_factory.mktemp("good"), now_ms=NOW_MS)
@@ -250,7 +249,7 @@ def corrupted_report(
     corrupted_snapshot: dict[str, Any],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Any:
-    from checks.suite import validate_cache
+    from offsetops.checks.suite import validate_cache
 
     return validate_cache(
         spark, corrupted_tables, output_dir=tmp_path_factory.mktemp("corrupted"), now_ms=NOW_MS

@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from offsetops.checks.report import ValidationReport
+from offsetops.checks.suite import suite_name
 
-from checks.report import ValidationReport
-from checks.suite import suite_name
 from tests.checks.conftest import CORRUPTIONS
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]

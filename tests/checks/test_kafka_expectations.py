@@ -6,13 +6,13 @@ import random
 from typing import Any
 
 import pytest
-
-from checks.expectations import GROUP_STATES, TABLE_SCHEMAS, build_checks
-from checks.kafka_expectations import (
+from offsetops.checks.expectations import GROUP_STATES, TABLE_SCHEMAS, build_checks
+from offsetops.checks.kafka_expectations import (
     ExpectColumnPairValuesToMatchKafkaPartitionFor,
     partition_for_column,
 )
-from coordinator_core.partitioner import java_string_hashcode, partition_for
+from offsetops.coordinator_core.partitioner import java_string_hashcode, partition_for
+
 from tests.checks.conftest import NOW_MS
 
 EDGE_IDS = [

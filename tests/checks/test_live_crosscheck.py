@@ -14,8 +14,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
-
-from checks.live_crosscheck import (
+from offsetops.checks.live_crosscheck import (
     MATCH,
     MISMATCH,
     MISSING_CACHE,
@@ -28,10 +27,11 @@ from checks.live_crosscheck import (
     live_log_ranges,
     log_dir_log_ranges,
 )
-from coordinator_core.kafka_client import KafkaClientConfig
-from coordinator_core.records.builder import build_record_batch
-from coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
-from coordinator_core.sources.logdir import write_offset_checkpoint
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+from offsetops.coordinator_core.records.builder import build_record_batch
+from offsetops.coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+from offsetops.coordinator_core.sources.logdir import write_offset_checkpoint
+
 from tests.support.broker import BrokerClient
 
 

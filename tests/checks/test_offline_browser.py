@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from offsetops.checks.operator_report import write_operator_report
+from offsetops.checks.report import ValidationReport
+from offsetops.checks.suite import suite_name
+from offsetops.coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, audit_log_dir
+from offsetops.coordinator_core.expiration import plan_expiration
+from offsetops.coordinator_core.loader import load_partition_dir
+from offsetops.coordinator_core.sources.logdir import open_log_dir
 
-from checks.operator_report import write_operator_report
-from checks.report import ValidationReport
-from checks.suite import suite_name
-from coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, audit_log_dir
-from coordinator_core.expiration import plan_expiration
-from coordinator_core.loader import load_partition_dir
-from coordinator_core.sources.logdir import open_log_dir
 from tests.checks.conftest import CORRUPTIONS
 from tests.checks.test_browser import _chromium
 from tests.support.cdp import Visit, visit

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from offsetops.checks.data_docs import external_references
+from offsetops.checks.live_crosscheck import MATCH, MISMATCH, NEWER, CrossCheckRow
+from offsetops.checks.report import ValidationReport
+from offsetops.checks.suite import operator_check_tables, validate_cache
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.records.builder import build_record_batch
+from offsetops.coordinator_core.sources.logdir import write_offset_checkpoint
 
-from checks.data_docs import external_references
-from checks.live_crosscheck import MATCH, MISMATCH, NEWER, CrossCheckRow
-from checks.report import ValidationReport
-from checks.suite import operator_check_tables, validate_cache
-from coordinator_core.partitioner import partition_for
-from coordinator_core.records.builder import build_record_batch
-from coordinator_core.sources.logdir import write_offset_checkpoint
 from tests.checks.conftest import HOUR_MS, NOW_MS, NUM_PARTITIONS, good_rows, make_tables
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -87,7 +87,7 @@ def report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> ValidationRe
             "group", 1, "payments-consumer", None, None, "Stable/consumer", "Empty/consumer", MISMATCH, ""
         ),
     ]
-    from checks.expectations import LIVE_CROSSCHECK_SCHEMA
+    from offsetops.checks.expectations import LIVE_CROSSCHECK_SCHEMA
 
     names = LIVE_CROSSCHECK_SCHEMA.fieldNames()
     extra["live_crosscheck"] = spark.createDataFrame(

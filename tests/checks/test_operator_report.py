@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from checks.operator_report import (
+from offsetops.checks.operator_report import (
     ENV_REPORTS_BASE_URL,
     NOT_RUN,
     ReportInputError,

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from offsetops.checks.expectations import build_checks
+from offsetops.checks.report import ValidationReport
+from offsetops.checks.suite import suite_name, validate_cache
+from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
-from checks.expectations import build_checks
-from checks.report import ValidationReport
-from checks.suite import suite_name, validate_cache
-from pipelines.schemas import TABLE_SCHEMAS
 from tests.checks.conftest import (
     CORRUPTIONS,
     DECODE_ERROR_FILE,

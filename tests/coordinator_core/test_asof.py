@@ -5,12 +5,12 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from offsetops.coordinator_core.asof import Cut, load_as_of
+from offsetops.coordinator_core.loader import load_partition_dir
+from offsetops.coordinator_core.records.builder import build_record_batch
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.logdir import open_log_dir
 
-from coordinator_core.asof import Cut, load_as_of
-from coordinator_core.loader import load_partition_dir
-from coordinator_core.records.builder import build_record_batch
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.logdir import open_log_dir
 from tests.support.forensics_log import GROUP, PARTITION, T0, _commit, write_forensics_log
 from tests.support.shared import real_kafka_logdirs
 
@@ -30,13 +30,13 @@ def _t0(cache):
 @pytest.mark.parametrize(
     ("cut", "offsets", "pending"),
     [
-        (Cut(until_offset=1), {}, {}),                                   # only the group record
+        (Cut(until_offset=1), {}, {}),  # only the group record
         (Cut(until_offset=4), {("t", 0): 150}, {}),
-        (Cut(until_offset=7), {("t", 0): 20, ("t", 1): 7}, {}),          # after the reset
-        (Cut(until_offset=8), {("t", 0): 20, ("t", 1): 7}, {9: 500}),    # the txn is open then
-        (Cut(until_offset=9), {("t", 0): 20, ("t", 1): 7}, {}),          # ...and aborted
+        (Cut(until_offset=7), {("t", 0): 20, ("t", 1): 7}, {}),  # after the reset
+        (Cut(until_offset=8), {("t", 0): 20, ("t", 1): 7}, {9: 500}),  # the txn is open then
+        (Cut(until_offset=9), {("t", 0): 20, ("t", 1): 7}, {}),  # ...and aborted
         (Cut(until_offset=11), {("t", 0): 5000, ("t", 1): 7}, {}),
-        (Cut(until_ms=T0 + 5 * MIN), {("t", 0): 20, ("t", 1): 7}, {}),   # inclusive of that instant
+        (Cut(until_ms=T0 + 5 * MIN), {("t", 0): 20, ("t", 1): 7}, {}),  # inclusive of that instant
         (Cut(until_ms=T0 + 5 * MIN - 1), {("t", 0): 150, ("t", 1): 7}, {}),
         (Cut(until_offset=11, until_ms=T0 + 2 * MIN), {("t", 0): 150}, {}),  # the earlier cut wins
     ],
@@ -78,7 +78,8 @@ def test_real_fixtures_cut_equals_a_truncated_copy(tmp_path, logdir):
         truncated = load_partition_dir(open_log_dir(copy).partitions[0])
         cut = load_as_of(pdir.iter_batches, partition=pdir.partition, cut=Cut(until_offset=mid.base_offset))
         assert {g: v.to_json() for g, v in cut.groups.items()} == {
-            g: v.to_json() for g, v in truncated.groups.items()}
+            g: v.to_json() for g, v in truncated.groups.items()
+        }
         assert cut.stats.records == truncated.stats.records
         checked += 1
     if not checked:

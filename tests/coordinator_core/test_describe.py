@@ -6,9 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-
-from coordinator_core.data_offsets import SOURCE_CHECKPOINT, SOURCE_PARTITION_DIR, offline_offsets
-from coordinator_core.describe import (
+from offsetops.coordinator_core.data_offsets import SOURCE_CHECKPOINT, SOURCE_PARTITION_DIR, offline_offsets
+from offsetops.coordinator_core.describe import (
     ABOVE_LOG_END,
     BELOW_LOG_START,
     LOG_UNKNOWN,
@@ -17,7 +16,8 @@ from coordinator_core.describe import (
     describe_groups,
     wanted_partitions,
 )
-from coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.loader import load_log_dir
+
 from tests.support.shared import real_kafka_logdirs
 from tests.support.simdirs import sim_kip848 as sim_kip848
 from tests.support.simdirs import sim_with_data as sim_with_data
@@ -45,7 +45,10 @@ def test_offline_offsets_match_the_simulated_truth(sim_with_data):
             continue
         assert got is not None, tp
         assert (got.log_start_offset, got.log_end_offset, got.source) == (
-            d["log_start_offset"], d["log_end_offset"], d["source"]), tp
+            d["log_start_offset"],
+            d["log_end_offset"],
+            d["source"],
+        ), tp
 
 
 def test_describe_rows_match_truth(sim_with_data):
@@ -78,7 +81,8 @@ def test_describe_rows_match_truth(sim_with_data):
         expect = sum(
             _expected_status(o["offset"], data[(t, p)]["log_start_offset"], data[(t, p)]["log_end_offset"])
             in (BELOW_LOG_START, ABOVE_LOG_END)
-            for (g, t, p), o in commits.items() if g == v.group_id
+            for (g, t, p), o in commits.items()
+            if g == v.group_id
         )
         assert v.out_of_range == expect, v.group_id
 
@@ -97,7 +101,10 @@ def test_owner_is_the_member_assigned_in_truth(sim, request):
                         rows = views[g["group_id"]].rows
                         row = next(r for r in rows if (r.topic, r.partition) == (topic, p))
                         assert (row.member_id, row.client_id, row.host) == (
-                            m["member_id"], m["client_id"], m["client_host"])
+                            m["member_id"],
+                            m["client_id"],
+                            m["client_host"],
+                        )
                         checked += 1
     assert checked > 20
 
@@ -157,20 +164,26 @@ def test_real_fixture_known_lag():
     row = next(r for v in views if v.group_id == "flink-group" for r in v.rows)
     # replication-offset-checkpoint lists test-0921 0 at 1521; the group committed 100.
     assert (row.topic, row.partition, row.committed_offset, row.log_end_offset, row.lag) == (
-        "test-0921", 0, 100, 1521, 1421)
+        "test-0921",
+        0,
+        100,
+        1521,
+        1421,
+    )
 
 
 def test_log_end_from_the_index_tail_equals_the_header_walk(tmp_path):
     """A real broker's trimmed offset index (254 entries) gives the same last offset as walking every
     header; a stale index that points mid-batch falls back to the walk."""
-    from coordinator_core.data_offsets import _index_tail_position, _last_offset
-    from coordinator_core.records.reader import iter_segment_batches
+    from offsetops.coordinator_core.data_offsets import _index_tail_position, _last_offset
+    from offsetops.coordinator_core.records.reader import iter_segment_batches
+
     from tests.support.shared import REAL_KAFKA_DIR
 
     pdir_path = REAL_KAFKA_DIR / "William0423__kafka" / "__consumer_offsets-28"
     if not pdir_path.is_dir():
         pytest.skip("real Kafka fixtures not found")
-    from coordinator_core.sources.logdir import open_log_dir
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
 
     pdir = open_log_dir(pdir_path).partitions[0]
     seg = next(s for s in pdir.segments if s.path.with_suffix(".index").stat().st_size >= 8 * 200)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from coordinator_core.failover import (
+from offsetops.coordinator_core.failover import (
     DEFAULT_BYTES_PER_SECOND,
     PartitionLoad,
     calibrate,
@@ -12,22 +11,32 @@ from coordinator_core.failover import (
     loads_from_caches,
     parse_load_lines,
 )
-from coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.loader import load_log_dir
+
 from tests.support.shared import real_kafka_logdirs
 
 MIB = 1024 * 1024
 _SCALA = "INFO [GroupMetadataManager brokerId=1] Finished loading offsets and group metadata from"
 _JAVA = "INFO [GroupCoordinator id=1] Finished loading of metadata from"
-LOG = "\n".join([
-    f"[2024-05-01 10:00:00,000] {_SCALA} __consumer_offsets-3 in 2000 milliseconds, of which 5 milliseconds "
-    "was spent in the scheduler. (kafka.coordinator.group.GroupMetadataManager)",
-    f"[2024-05-01 10:00:01,000] {_JAVA} __consumer_offsets-7 with epoch 12 in 1000ms where 2ms was spent in "
-    "the scheduler. Loaded 19851 records which total to 31457280 bytes. (org.apache.kafka.coordinator)",
-    f"[2024-05-01 10:00:02,000] {_JAVA} __consumer_offsets-9 with epoch 1 and LoadSummary=LoadSummary("
-    "startTimeMs=1000, endTimeMs=1050, schedulerQueueTimeMs=1, numRecords=10, numBytes=2048).",
-    f"[2024-05-01 10:00:03,000] {_SCALA} __transaction_state-3 in 900 milliseconds",
-    f"[2024-05-01 09:00:00,000] {_SCALA} __consumer_offsets-3 in 50 milliseconds",
-]) + "\n"
+LOG = (
+    "\n".join(
+        [
+            f"[2024-05-01 10:00:00,000] {_SCALA} __consumer_offsets-3 in 2000 milliseconds, "
+            "of which 5 milliseconds "
+            "was spent in the scheduler. (kafka.coordinator.group.GroupMetadataManager)",
+            f"[2024-05-01 10:00:01,000] {_JAVA} __consumer_offsets-7 with epoch 12 in 1000ms "
+            "where 2ms was spent in "
+            "the scheduler. Loaded 19851 records which total to 31457280 bytes. "
+            "(org.apache.kafka.coordinator)",
+            f"[2024-05-01 10:00:02,000] {_JAVA} __consumer_offsets-9 with epoch 1 and "
+            "LoadSummary=LoadSummary("
+            "startTimeMs=1000, endTimeMs=1050, schedulerQueueTimeMs=1, numRecords=10, numBytes=2048).",
+            f"[2024-05-01 10:00:03,000] {_SCALA} __transaction_state-3 in 900 milliseconds",
+            f"[2024-05-01 09:00:00,000] {_SCALA} __consumer_offsets-3 in 50 milliseconds",
+        ]
+    )
+    + "\n"
+)
 
 
 def test_parse_all_three_forms_and_only_the_offsets_topic():
@@ -36,8 +45,11 @@ def test_parse_all_three_forms_and_only_the_offsets_topic():
 
 
 def test_calibration_uses_the_latest_line_and_current_size_as_a_stated_proxy():
-    loads = [PartitionLoad(3, 10 * MIB, 1, 1, 1), PartitionLoad(7, 99 * MIB, 1, 1, 1),
-             PartitionLoad(9, MIB, 1, 1, 1)]
+    loads = [
+        PartitionLoad(3, 10 * MIB, 1, 1, 1),
+        PartitionLoad(7, 99 * MIB, 1, 1, 1),
+        PartitionLoad(9, MIB, 1, 1, 1),
+    ]
     cal = calibrate(loads, parse_load_lines(LOG.splitlines()))
     # Partition 3: its later line (10:00, 2000 ms) with its current 10 MiB; partition 7: 30 MiB (from the
     # line) in 1000 ms; partition 9 is too short to use. (10 + 30) MiB / 3 s.
@@ -58,8 +70,9 @@ def test_default_rate_is_stated():
 
 
 def test_an_observed_slow_load_is_flagged_even_if_the_estimate_is_small():
-    fc = forecast_failover([PartitionLoad(3, 10, 1, 1, 1)], observed=parse_load_lines(LOG.splitlines()),
-                           threshold_ms=1500)
+    fc = forecast_failover(
+        [PartitionLoad(3, 10, 1, 1, 1)], observed=parse_load_lines(LOG.splitlines()), threshold_ms=1500
+    )
     assert fc.partitions[0].observed_ms == 2000 and fc.partitions[0].slow
 
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import pytest
-
-from coordinator_core.data_offsets import offline_offsets
-from coordinator_core.history import (
+from offsetops.coordinator_core.data_offsets import offline_offsets
+from offsetops.coordinator_core.history import (
     NOT_ASSIGNED,
     PAST_LOG_END,
     REWIND,
     TOMBSTONE,
     replay_history,
 )
-from coordinator_core.loader import load_log_dir
-from coordinator_core.partitioner import partition_for
-from coordinator_core.sources.logdir import open_log_dir
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.sources.logdir import open_log_dir
+
 from tests.support.forensics_log import DATA_LOG_END, GROUP, PARTITION, T0, write_forensics_log
 from tests.support.shared import real_kafka_logdirs
 from tests.support.simdirs import sim_kip848 as sim_kip848
@@ -25,8 +25,13 @@ from tests.support.simdirs import truth_data, truth_offsets
 def _history(root, group, partition):
     pdir = open_log_dir(root, partitions=[partition]).partitions[0]
     errors: list = []
-    hist = replay_history(pdir.iter_batches(errors), group, offsets_partition=partition, errors=errors,
-                          log_offsets=lambda tp: offline_offsets([root], [tp]).get(tp))
+    hist = replay_history(
+        pdir.iter_batches(errors),
+        group,
+        offsets_partition=partition,
+        errors=errors,
+        log_offsets=lambda tp: offline_offsets([root], [tp]).get(tp),
+    )
     return hist
 
 
@@ -110,8 +115,12 @@ def test_kip848_owner_at_commit_time_is_the_current_assignment_owner(sim_kip848)
         for g in part["groups"]:
             if g["group_type"] != "consumer" or not g["members"]:
                 continue
-            owner = {(t, p): m["member_id"] for m in g["members"] for t, ps in (m["assignment"] or {}).items()
-                     for p in ps}
+            owner = {
+                (t, p): m["member_id"]
+                for m in g["members"]
+                for t, ps in (m["assignment"] or {}).items()
+                for p in ps
+            }
             hist = _history(logdir, g["group_id"], partition_for(g["group_id"], n))
             last = {}
             for c in hist.commits:
@@ -127,7 +136,12 @@ def test_kip848_owner_at_commit_time_is_the_current_assignment_owner(sim_kip848)
 def test_memory_bound_keeps_the_newest_and_counts_the_rest(tmp_path):
     root = write_forensics_log(tmp_path)
     pdir = open_log_dir(root, partitions=[PARTITION]).partitions[0]
-    hist = replay_history(pdir.iter_batches([]), GROUP, offsets_partition=PARTITION, max_commits=3,
-                          keep=lambda c: c.partition == 0)
+    hist = replay_history(
+        pdir.iter_batches([]),
+        GROUP,
+        offsets_partition=PARTITION,
+        max_commits=3,
+        keep=lambda c: c.partition == 0,
+    )
     assert [c.offset for c in hist.commits] == [5000, 6000, None]
     assert hist.total_commits == 9 and hist.dropped_commits == 5  # 8 on t-0, 3 kept

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from coordinator_core.loader import PartitionFold, load_partition
-from coordinator_core.partitioner import partition_for
-from coordinator_core.records import build_control_batch, build_record_batch, read_batches
-from coordinator_core.schema import (
+from offsetops.coordinator_core.loader import PartitionFold, load_partition
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.records import build_control_batch, build_record_batch, read_batches
+from offsetops.coordinator_core.schema import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -20,7 +19,7 @@ from coordinator_core.schema import (
     encode_key,
     encode_value,
 )
-from coordinator_core.schema.consumer_protocol import (
+from offsetops.coordinator_core.schema.consumer_protocol import (
     Assignment,
     Subscription,
     encode_assignment,
@@ -336,7 +335,7 @@ def test_merged_segment_folds_equal_the_sequential_load(ops, cuts):
 
 
 def _mixed_log() -> bytes:
-    from coordinator_core.records import build_legacy_message_set
+    from offsetops.coordinator_core.records import build_legacy_message_set
 
     log = Log()
     log.data([(okey("g", "t", 0), oval(1)), (gkey("g"), gval(2, [("m", ["t"])]))])
@@ -395,7 +394,7 @@ def test_fast_path_equals_general_reader(tmp_path, damage):
 def _kip848_log(*, with_topic_id: bool) -> Log:
     import uuid
 
-    from coordinator_core.schema import GenericValue, GroupKey
+    from offsetops.coordinator_core.schema import GenericValue, GroupKey
 
     tid = uuid.UUID("5b4a3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d")
 

@@ -12,10 +12,9 @@ import struct
 from pathlib import Path
 
 import pytest
-
-from coordinator_core.partitioner import partition_for
-from coordinator_core.records import build_control_batch, build_record_batch
-from coordinator_core.schema import (
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.records import build_control_batch, build_record_batch
+from offsetops.coordinator_core.schema import (
     GenericValue,
     GroupKey,
     GroupMetadataKey,
@@ -28,6 +27,7 @@ from coordinator_core.schema import (
     encode_key,
     encode_value,
 )
+
 from offsetops.cli import main
 
 T0 = 1_700_000_000_000

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.partitioner import partition_for
 
-from coordinator_core.loader import load_log_dir
-from coordinator_core.partitioner import partition_for
 from tests.support.shared import real_kafka_logdirs
 
 LOGDIRS = real_kafka_logdirs()

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-
-from coordinator_core.timefmt import (
+from offsetops.coordinator_core.timefmt import (
     ago,
     describe_time,
     format_duration,
@@ -21,8 +20,14 @@ NOW = 1_700_000_000_000  # 2023-11-14T22:13:20Z
 
 @pytest.mark.parametrize(
     ("ms", "text"),
-    [(12_000, "12 s"), (7 * 60_000, "7 min"), (5 * 3_600_000 + 12 * 60_000, "5 h 12 min"),
-     (26 * 3_600_000, "26 h"), (3 * 86_400_000 + 4 * 3_600_000, "3 d 4 h"), (2 * 86_400_000, "2 d")],
+    [
+        (12_000, "12 s"),
+        (7 * 60_000, "7 min"),
+        (5 * 3_600_000 + 12 * 60_000, "5 h 12 min"),
+        (26 * 3_600_000, "26 h"),
+        (3 * 86_400_000 + 4 * 3_600_000, "3 d 4 h"),
+        (2 * 86_400_000, "2 d"),
+    ],
 )
 def test_format_duration(ms, text):
     assert format_duration(ms) == text

@@ -7,11 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.records import build_record_batch
+from offsetops.coordinator_core.schema import decode_group_metadata_value
+from offsetops.coordinator_core.value_check import offset_commit_value_ok, value_error
 
-from coordinator_core.loader import load_log_dir
-from coordinator_core.records import build_record_batch
-from coordinator_core.schema import decode_group_metadata_value
-from coordinator_core.value_check import offset_commit_value_ok, value_error
 from tests.support.mutation import copy_partition, patch, real_partition, records, segments
 
 PART = "DanielMorales9__kafkafun/__consumer_offsets-39"

@@ -79,7 +79,7 @@ def wait_http(url: str, service: Service, timeout: float) -> None:
 
 def build_py_files(dest: Path) -> Path:
     """The ``--py-files`` zip, built exactly as docs/pipelines.md says (in a fresh interpreter)."""
-    code = f"from pipelines.session import package_zip; package_zip({str(dest)!r})"
+    code = f"from offsetops.pipelines.session import package_zip; package_zip({str(dest)!r})"
     subprocess.run([str(VENV_BIN / "python"), "-c", code], cwd=REPO, check=True, timeout=60)
     return dest
 

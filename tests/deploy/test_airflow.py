@@ -20,10 +20,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.expiration import plan_expiration
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
 
-from coordinator_core.expiration import plan_expiration
-from coordinator_core.loader import load_log_dir
-from coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
 from tests.deploy.conftest import REPO, VENV_BIN, build_py_files, java_available
 from tests.deploy.spark_cluster import spark_home
 from tests.support.slack_server import SlackTestServer
@@ -112,7 +112,7 @@ def test_dags_parse_and_follow_the_dagster_schedules(airflow: dict[str, str]) ->
     assert done.returncode == 0, done.stderr[-3000:]
     bag = json.loads(done.stdout.strip().splitlines()[-1])
     assert bag["errors"] == {}
-    from assets.definitions import defs
+    from offsetops.assets.definitions import defs
 
     for dag_id, schedule in DAG_SCHEDULES.items():
         assert bag["dags"][dag_id]["cron"] == defs.get_schedule_def(schedule).cron_schedule, dag_id

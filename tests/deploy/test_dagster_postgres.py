@@ -62,7 +62,7 @@ class Stack:
 def stack(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if not java_available():
         pytest.skip("Java is needed for the runs' local Spark")
-    from coordinator_core.simulator import SimulationConfig, simulate
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
     root = tmp_path_factory.mktemp("dagster-pg")
     sim = simulate(
@@ -129,7 +129,7 @@ RUN = """query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { stat
 @pytest.fixture(scope="module")
 def main_run(stack: Stack) -> dict[str, Any]:
     """The main job over every partition, launched as the UI's "Materialize all" does, run to the end."""
-    from assets.partitions import all_partitions_tags
+    from offsetops.assets.partitions import all_partitions_tags
 
     tags = [{"key": k, "value": v} for k, v in all_partitions_tags(PARTITIONS).items()]
     params = {

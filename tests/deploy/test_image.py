@@ -150,8 +150,8 @@ def test_code_location_loads_from_the_installed_wheel(wheel: Path, tmp_path: Pat
     with zipfile.ZipFile(wheel) as zf:  # a wheel install of pure Python is an unzip into site-packages
         zf.extractall(site)
     probe = (
-        "import assets.definitions as d, coordinator_core, pathlib; "
-        "print(pathlib.Path(coordinator_core.__file__).parent.parent); "
+        "import offsetops.assets.definitions as d, offsetops.coordinator_core as core, pathlib; "
+        "print(pathlib.Path(core.__file__).parents[2]); "
         "print(len(d.defs.resolve_job_def('offsetops_main_job').nodes_in_topological_order))"
     )
     env = {

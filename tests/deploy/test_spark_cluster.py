@@ -1,7 +1,7 @@
 """The four Spark jobs on a real standalone cluster, submitted as docs/pipelines.md tells operators to.
 
 One cluster for the module (a master and two one-core workers on loopback). Each job is submitted
-with ``spark-submit --py-files offsetops.zip`` (the zip from ``pipelines.session.package_zip``); the
+with ``spark-submit --py-files offsetops.zip`` (the zip from ``offsetops.pipelines.session.package_zip``); the
 executors run a Python without offsetops installed, so a job only passes when the documented
 packaging delivers the code. The tables must equal the single-process core's results.
 """
@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS, KIP848, plan_expiration
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
+from offsetops.pipelines.cli_args import JOB_SCRIPTS
 
-from coordinator_core.cleaner_audit import audit_log_dir
-from coordinator_core.expiration import DEFAULT_RETENTION_MS, KIP848, plan_expiration
-from coordinator_core.loader import load_log_dir
-from coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
-from pipelines.cli_args import JOB_SCRIPTS
 from tests.deploy.conftest import REPO, VENV_BIN, build_py_files, java_available
 from tests.deploy.spark_cluster import SparkCluster, run_cluster, spark_home
 
@@ -131,7 +131,7 @@ def outputs(cluster: SparkCluster, py_files: Path, log_dir: SimulationResult) ->
 @pytest.fixture(scope="module")
 def reader() -> Iterator:
     """A local SparkSession to read the cluster's Parquet back with the explicit schemas."""
-    from pipelines.session import build_session
+    from offsetops.pipelines.session import build_session
 
     yield build_session("local[1]", app_name="offsetops-deploy-tests", quiet=True, ship_code=False)
 
@@ -159,9 +159,9 @@ def test_jobs_ran_on_both_workers(cluster: SparkCluster, outputs: dict[str, Path
 def test_reload_tables_equal_the_single_process_reload(
     outputs: dict[str, Path], log_dir: SimulationResult, reader
 ) -> None:
-    from pipelines.reload import read_tables
-    from pipelines.schemas import TABLE_SCHEMAS
-    from pipelines.tables import all_cache_rows, comparable
+    from offsetops.pipelines.reload import read_tables
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows, comparable
 
     ref = all_cache_rows(load_log_dir(log_dir.out_dir, num_partitions=PARTITIONS))
     tables = read_tables(reader, str(outputs["reload"]))
@@ -175,9 +175,9 @@ def test_reload_tables_equal_the_single_process_reload(
 def test_expire_tables_equal_the_single_process_plan(
     outputs: dict[str, Path], log_dir: SimulationResult, reader
 ) -> None:
-    from pipelines.expire import EXPIRE_SCHEMAS, plan_rows
-    from pipelines.reload import read_tables
-    from pipelines.tables import comparable
+    from offsetops.pipelines.expire import EXPIRE_SCHEMAS, plan_rows
+    from offsetops.pipelines.reload import read_tables
+    from offsetops.pipelines.tables import comparable
 
     now = log_dir.simulated_until_ms + 8 * DAY_MS
     plan = plan_expiration(
@@ -198,7 +198,7 @@ def test_expire_tables_equal_the_single_process_plan(
 def test_audit_equals_the_single_process_audit(
     outputs: dict[str, Path], log_dir: SimulationResult, reader
 ) -> None:
-    from pipelines.audit import CLEANER_AUDIT_SCHEMA
+    from offsetops.pipelines.audit import CLEANER_AUDIT_SCHEMA
 
     now = log_dir.simulated_until_ms + 8 * DAY_MS
     rows = reader.read.schema(CLEANER_AUDIT_SCHEMA).parquet(str(outputs["audit"] / "cleaner_audit")).collect()

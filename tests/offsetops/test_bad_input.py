@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.records import build_record_batch
+from offsetops.coordinator_core.schema import GroupMetadataKey, GroupMetadataValue, encode_key, encode_value
 
-from coordinator_core.records import build_record_batch
-from coordinator_core.schema import GroupMetadataKey, GroupMetadataValue, encode_key, encode_value
 from offsetops.cli import main
 from tests.support.mutation import copy_partition, real_partition
 

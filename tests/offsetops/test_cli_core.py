@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.records import build_record_batch
+from offsetops.coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
 
-from coordinator_core.records import build_record_batch
-from coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
 from offsetops.cli import main
 
 T0 = 1_700_000_000_000

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from offsetops.coordinator_core.records.builder import build_record_batch
 from prometheus_client.parser import text_string_to_metric_families
 
-from coordinator_core.records.builder import build_record_batch
 from offsetops.cli import main
 from tests.support.forensics_log import GROUP, T0, _commit, write_forensics_log
 from tests.support.shared import REAL_KAFKA_DIR, real_kafka_logdirs
@@ -34,8 +34,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 def test_describe_csv_matches_truth(sim_with_data, capsys):
     logdir, truth = sim_with_data
-    code, out, _ = run(capsys, "describe", str(logdir), "--format", "csv", "--num-partitions",
-                       str(truth["num_partitions"]))
+    code, out, _ = run(
+        capsys, "describe", str(logdir), "--format", "csv", "--num-partitions", str(truth["num_partitions"])
+    )
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
     commits = truth_offsets(truth)
@@ -52,8 +53,15 @@ def test_describe_csv_matches_truth(sim_with_data, capsys):
 
 def test_describe_text_names_out_of_range_first(sim_with_data, capsys):
     logdir, truth = sim_with_data
-    code, out, _ = run(capsys, "describe", str(logdir), "--num-partitions", str(truth["num_partitions"]),
-                       "--now", "2023-11-15T12:00:00Z")
+    code, out, _ = run(
+        capsys,
+        "describe",
+        str(logdir),
+        "--num-partitions",
+        str(truth["num_partitions"]),
+        "--now",
+        "2023-11-15T12:00:00Z",
+    )
     assert code == 0
     first = out.splitlines()[0]
     assert first.startswith("GROUP ")
@@ -71,8 +79,18 @@ def test_groups_json_and_filters(sim_with_data, capsys):
     assert {g["group_id"] for g in doc["groups"]} == truth_groups
     oor = [g["out_of_range"] for g in doc["groups"]]
     assert oor == sorted(oor, reverse=True)  # worst first
-    code, out, _ = run(capsys, "groups", str(logdir), "--num-partitions", n, "--json", "--state", "Stable",
-                       "--group-regex", ".*-(app|etl)-.*")
+    code, out, _ = run(
+        capsys,
+        "groups",
+        str(logdir),
+        "--num-partitions",
+        n,
+        "--json",
+        "--state",
+        "Stable",
+        "--group-regex",
+        ".*-(app|etl)-.*",
+    )
     assert code == 0
     sel = json.loads(out)["groups"]
     assert sel and all(g["state"] == "Stable" and re.fullmatch(".*-(app|etl)-.*", g["group_id"]) for g in sel)
@@ -113,8 +131,18 @@ def test_history_cli(tmp_path, capsys):
     assert lines[1].startswith("  REWIND: t-0 150 -> 20 at 2023-11-14T22:18:20.000Z")
     assert "no member (group empty)" in lines[1]
     assert lines[2].startswith("  PAST LOG END: t-0 30 -> 5000")
-    code, out, _ = run(capsys, "history", str(root), "--group", GROUP, "--json", "--since",
-                       "2023-11-14T22:17:00Z", "--until", "2023-11-14T22:22:30Z")
+    code, out, _ = run(
+        capsys,
+        "history",
+        str(root),
+        "--group",
+        GROUP,
+        "--json",
+        "--since",
+        "2023-11-14T22:17:00Z",
+        "--until",
+        "2023-11-14T22:22:30Z",
+    )
     doc = json.loads(out)
     assert [c["offset"] for c in doc["commits"]] == [20, 500, 30, 5000]
     assert doc["summary"] == {"commits": 4, "rewinds": 1, "past_log_end": 1, "not_assigned": 0, "aborted": 1}
@@ -157,8 +185,10 @@ def test_reload_until(tmp_path, capsys):
 
 def test_failover_cli_and_audit_json(sim_with_data, tmp_path, capsys):
     logdir, _truth = sim_with_data
-    sizes = {int(p.name.rsplit("-", 1)[1]): sum(f.stat().st_size for f in p.glob("*.log"))
-             for p in logdir.glob("__consumer_offsets-*")}
+    sizes = {
+        int(p.name.rsplit("-", 1)[1]): sum(f.stat().st_size for f in p.glob("*.log"))
+        for p in logdir.glob("__consumer_offsets-*")
+    }
     log = tmp_path / "server.log"
     log.write_text(
         "[2024-05-01 10:00:00,000] INFO [GroupMetadataManager brokerId=1] Finished loading offsets and "
@@ -204,9 +234,22 @@ def test_exporter_serves_truth(sim_with_data):
     """Start the real exporter on a free loopback port, scrape it, parse with prometheus_client."""
     logdir, truth = sim_with_data
     proc = subprocess.Popen(
-        [sys.executable, "-m", "offsetops.cli", "exporter", str(logdir), "--listen", "127.0.0.1:0",
-         "--num-partitions", str(truth["num_partitions"]), "--interval", "3600"],
-        stderr=subprocess.PIPE, text=True, cwd=REPO,
+        [
+            sys.executable,
+            "-m",
+            "offsetops.cli",
+            "exporter",
+            str(logdir),
+            "--listen",
+            "127.0.0.1:0",
+            "--num-partitions",
+            str(truth["num_partitions"]),
+            "--interval",
+            "3600",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
     )
     try:
         line = ""
@@ -224,21 +267,29 @@ def test_exporter_serves_truth(sim_with_data):
     assert fams["offsetops_exporter_up"][0].value == 1
     commits = truth_offsets(truth)
     data = truth_data(truth)
-    lag = {(s.labels["group_id"], s.labels["topic_name"], int(s.labels["partition_id"])): s.value
-           for s in fams["offsetops_consumer_group_topic_partition_lag"]}
-    expected = {k: data[k[1:]]["log_end_offset"] - o["offset"] for k, o in commits.items()
-                if data[k[1:]]["log_end_offset"] is not None}
+    lag = {
+        (s.labels["group_id"], s.labels["topic_name"], int(s.labels["partition_id"])): s.value
+        for s in fams["offsetops_consumer_group_topic_partition_lag"]
+    }
+    expected = {
+        k: data[k[1:]]["log_end_offset"] - o["offset"]
+        for k, o in commits.items()
+        if data[k[1:]]["log_end_offset"] is not None
+    }
     assert lag == expected
     oor = {}
     for (g, t, p), o in commits.items():
         d = data[(t, p)]
         bad = (d["log_end_offset"] is not None and o["offset"] > d["log_end_offset"]) or (
-            d["log_start_offset"] is not None and o["offset"] < d["log_start_offset"])
+            d["log_start_offset"] is not None and o["offset"] < d["log_start_offset"]
+        )
         oor[g] = oor.get(g, 0) + bad
     got = {s.labels["group_id"]: s.value for s in fams["offsetops_consumer_group_offsets_out_of_range"]}
     assert got == oor and sum(got.values()) > 0
-    sizes = {str(int(p.name.rsplit("-", 1)[1])): sum(f.stat().st_size for f in p.glob("*.log"))
-             for p in logdir.glob("__consumer_offsets-*")}
+    sizes = {
+        str(int(p.name.rsplit("-", 1)[1])): sum(f.stat().st_size for f in p.glob("*.log"))
+        for p in logdir.glob("__consumer_offsets-*")
+    }
     assert {s.labels["partition"]: s.value for s in fams["offsetops_cleaner_partition_size_bytes"]} == sizes
     assert len(fams["offsetops_coordinator_load_estimated_seconds"]) == truth["num_partitions"]
     # Every metric the alert rules and the dashboard use is one the exporter serves.
@@ -264,12 +315,19 @@ def test_existing_commands_take_human_times(tmp_path, capsys):
 def test_real_fixtures_groups_and_describe_cover_every_offset(logdir, capsys):
     code, out, _ = run(capsys, "reload", str(logdir), "--json")
     assert code == 0
-    offsets = {(g["group_id"], o["topic"], o["partition"]): o["offset"]
-               for p in json.loads(out)["partitions"] for g in p["groups"] for o in g["offsets"]}
+    offsets = {
+        (g["group_id"], o["topic"], o["partition"]): o["offset"]
+        for p in json.loads(out)["partitions"]
+        for g in p["groups"]
+        for o in g["offsets"]
+    }
     code, out, _ = run(capsys, "describe", str(logdir), "--format", "csv")
     assert code == 0
-    rows = {(r["group_id"], r["topic"], int(r["partition"])): int(r["committed_offset"])
-            for r in csv.DictReader(io.StringIO(out)) if r["committed_offset"]}
+    rows = {
+        (r["group_id"], r["topic"], int(r["partition"])): int(r["committed_offset"])
+        for r in csv.DictReader(io.StringIO(out))
+        if r["committed_offset"]
+    }
     assert rows == offsets
     code, out, _ = run(capsys, "groups", str(logdir), "--json")
     assert code == 0

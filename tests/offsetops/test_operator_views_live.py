@@ -23,8 +23,19 @@ def test_describe_live_uses_list_offsets(kafka_broker, capsys):
             bc.produce_raw(offsets_topic, 0, batch)
         for i in range(12):  # 12 records on partition 1: its log end is 12
             bc.produce_raw(data_topic, 1, kafka_python_batch([(b"k", str(i).encode())]))
-    code = main(["describe", GROUP, "--bootstrap", kafka_broker.bootstrap, "--topic-name", offsets_topic,
-                 "--partition", "0", "--json"])
+    code = main(
+        [
+            "describe",
+            GROUP,
+            "--bootstrap",
+            kafka_broker.bootstrap,
+            "--topic-name",
+            offsets_topic,
+            "--partition",
+            "0",
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out)
@@ -44,8 +55,19 @@ def test_describe_live_names_a_missing_data_topic(kafka_broker, capsys):
         bc.create_topic(offsets_topic)
         for batch in forensics_batches("never-created-topic"):
             bc.produce_raw(offsets_topic, 0, batch)
-    code = main(["describe", GROUP, "--bootstrap", kafka_broker.bootstrap, "--topic-name", offsets_topic,
-                 "--partition", "0", "--json"])
+    code = main(
+        [
+            "describe",
+            GROUP,
+            "--bootstrap",
+            kafka_broker.bootstrap,
+            "--topic-name",
+            offsets_topic,
+            "--partition",
+            "0",
+            "--json",
+        ]
+    )
     out, _err = capsys.readouterr()
     assert code == 0
     (row,) = json.loads(out)["groups"][0]["rows"]
@@ -65,14 +87,33 @@ def test_history_live(kafka_broker, capsys):
         # batch's base offset, not its last offset, so multi-record batches would understate it.
         for i in range(200):
             bc.produce_raw(data_topic, 0, kafka_python_batch([(b"k", str(i).encode())]))
-    code = main(["history", "--bootstrap", kafka_broker.bootstrap, "--topic-name", offsets_topic,
-                 "--num-partitions", "1", "--group", GROUP, "--json"])
+    code = main(
+        [
+            "history",
+            "--bootstrap",
+            kafka_broker.bootstrap,
+            "--topic-name",
+            offsets_topic,
+            "--num-partitions",
+            "1",
+            "--group",
+            GROUP,
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     doc = json.loads(out)
     flags = [(c["partition"], c["offset"], c["flags"]) for c in doc["commits"]]
     assert flags == [
-        (0, 100, []), (0, 150, []), (1, 7, ["past_log_end", "not_assigned"]), (0, 20, ["rewind"]),
-        (0, 500, []), (0, 30, []), (0, 5000, ["past_log_end"]), (0, 6000, []), (0, None, ["tombstone"]),
+        (0, 100, []),
+        (0, 150, []),
+        (1, 7, ["past_log_end", "not_assigned"]),
+        (0, 20, ["rewind"]),
+        (0, 500, []),
+        (0, 30, []),
+        (0, 5000, ["past_log_end"]),
+        (0, 6000, []),
+        (0, None, ["tombstone"]),
     ]
     assert doc["commits"][4]["outcome"] == "aborted"

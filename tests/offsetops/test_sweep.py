@@ -23,10 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.records import build_record_batch, compress, iter_segment_batches
+from offsetops.coordinator_core.records.batch import V2_HEADER_SIZE
+from offsetops.coordinator_core.records.compression import GZIP, LZ4, SNAPPY, ZSTD
 
-from coordinator_core.records import build_record_batch, compress, iter_segment_batches
-from coordinator_core.records.batch import V2_HEADER_SIZE
-from coordinator_core.records.compression import GZIP, LZ4, SNAPPY, ZSTD
 from offsetops.cli import main
 from tests.support.memory import PRINT_PEAK_KB, peak_rss_mb, start_peak_rss
 from tests.support.mutation import add_sparse_zero_tail, bomb_batch, fix_crc, records

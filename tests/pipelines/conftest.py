@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
+from offsetops.coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
 
 
 def _java_available() -> bool:
@@ -20,7 +19,7 @@ def spark() -> Iterator:
     """``local[2]`` Spark with the UI off; skipped cleanly without Java."""
     if not _java_available():
         pytest.skip("no Java runtime: Spark tests need one")
-    from pipelines.session import build_session
+    from offsetops.pipelines.session import build_session
 
     session = build_session("local[2]", app_name="offsetops-tests", quiet=True, ship_code=False)
     yield session

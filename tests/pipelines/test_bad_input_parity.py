@@ -9,10 +9,10 @@ import struct
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.records.compression import ZSTD
+from offsetops.pipelines.reload import read_decode_errors, read_tables, run_reload
 
-from coordinator_core.loader import load_log_dir
-from coordinator_core.records.compression import ZSTD
-from pipelines.reload import read_decode_errors, read_tables, run_reload
 from tests.pipelines.test_reload import assert_tables_equal
 from tests.support.mutation import add_sparse_zero_tail, bomb_batch, patch, records, segments
 from tests.support.shared import REAL_KAFKA_DIR

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+from offsetops.coordinator_core.expiration import plan_expiration
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.pipelines.audit import CLEANER_AUDIT_SCHEMA, audit_table
+from offsetops.pipelines.expire import EXPIRE_SCHEMAS, expiration_tables, plan_rows
+from offsetops.pipelines.source import list_log_dir
+from offsetops.pipelines.tables import comparable
 
-from coordinator_core.cleaner_audit import audit_log_dir
-from coordinator_core.expiration import plan_expiration
-from coordinator_core.loader import load_log_dir
 from offsetops.cli import main as offsetops_main
-from pipelines.audit import CLEANER_AUDIT_SCHEMA, audit_table
-from pipelines.expire import EXPIRE_SCHEMAS, expiration_tables, plan_rows
-from pipelines.source import list_log_dir
-from pipelines.tables import comparable
 
 DAY_MS = 86_400_000
 
@@ -52,7 +52,7 @@ def test_audit_equals_core_audit(spark, sim_txn) -> None:
 
 
 def test_audit_with_spark_scans_equals_the_local_audit(spark, sim_txn, tmp_path) -> None:
-    from pipelines.audit import partition_audits
+    from offsetops.pipelines.audit import partition_audits
 
     now = sim_txn.simulated_until_ms + DAY_MS
     scans = partition_audits(spark, list_log_dir(spark, str(sim_txn.out_dir)), now_ms=now)
@@ -115,7 +115,7 @@ def test_cli_names_a_missing_input(spark, tmp_path, capsys) -> None:
 
 
 def test_local_masters_get_a_heap_that_holds_whole_segments() -> None:
-    from pipelines.session import default_conf
+    from offsetops.pipelines.session import default_conf
 
     # Spark's 1 GiB default overflowed with two tasks holding whole segments of a 1 GB log dir.
     assert default_conf("local[2]")["spark.driver.memory"] == "4g"
@@ -127,10 +127,10 @@ def test_local_masters_get_a_heap_that_holds_whole_segments() -> None:
 def test_spark_audit_keeps_empty_segments(spark, tmp_path) -> None:
     """Spark's file sources skip zero-length files; an empty active segment (right after a roll) and
     an all-empty partition must still be audited exactly as the local audit does."""
-    from coordinator_core.records import build_record_batch
-    from coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
-    from coordinator_core.sources.logdir import CLEANER_CHECKPOINT, write_offset_checkpoint
-    from pipelines.audit import partition_audits
+    from offsetops.coordinator_core.records import build_record_batch
+    from offsetops.coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+    from offsetops.coordinator_core.sources.logdir import CLEANER_CHECKPOINT, write_offset_checkpoint
+    from offsetops.pipelines.audit import partition_audits
 
     now = 1_700_000_000_000
     key = encode_key(OffsetCommitKey(group="g", topic="t", partition=0))
@@ -159,10 +159,10 @@ def test_spark_audit_keeps_empty_segments(spark, tmp_path) -> None:
     assert sorted(rows) == [0, 1]
     assert json.loads(rows[0]["audit_json"]) == json.loads(json.dumps(p0_local))
     # The reload sees the same segments: every partition has its load_stats row, empty ones included.
-    from coordinator_core.loader import load_log_dir
-    from pipelines.reload import reload_tables
-    from pipelines.schemas import TABLE_SCHEMAS
-    from pipelines.tables import all_cache_rows, comparable
+    from offsetops.coordinator_core.loader import load_log_dir
+    from offsetops.pipelines.reload import reload_tables
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows, comparable
 
     tables, _blobs = reload_tables(spark, listing)
     expected = all_cache_rows(load_log_dir(tmp_path))["load_stats"]

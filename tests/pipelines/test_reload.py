@@ -7,10 +7,9 @@ import pickle
 from pathlib import Path
 
 import pytest
-
-from coordinator_core.loader import load_log_dir, load_partition_dir
-from coordinator_core.sources.logdir import open_log_dir
-from pipelines.reload import (
+from offsetops.coordinator_core.loader import load_log_dir, load_partition_dir
+from offsetops.coordinator_core.sources.logdir import open_log_dir
+from offsetops.pipelines.reload import (
     ReloadOptions,
     fold_segment,
     merge_folds,
@@ -19,9 +18,10 @@ from pipelines.reload import (
     reload_tables_rows,
     run_reload,
 )
-from pipelines.schemas import TABLE_SCHEMAS
-from pipelines.source import InputPathError, list_log_dir
-from pipelines.tables import all_cache_rows, comparable
+from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.source import InputPathError, list_log_dir
+from offsetops.pipelines.tables import all_cache_rows, comparable
+
 from tests.support.shared import REAL_KAFKA_DIR
 
 REAL_DIRS = sorted(p for p in REAL_KAFKA_DIR.iterdir() if p.is_dir()) if REAL_KAFKA_DIR.is_dir() else []

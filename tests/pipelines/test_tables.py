@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from coordinator_core.expiration import KIP848, LEGACY, plan_expiration
-from coordinator_core.loader import load_log_dir
-from coordinator_core.simulator import SimulationConfig, simulate
-from pipelines.tables import all_cache_rows, caches_from_rows
+from offsetops.coordinator_core.expiration import KIP848, LEGACY, plan_expiration
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+from offsetops.pipelines.tables import all_cache_rows, caches_from_rows
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +57,11 @@ def test_partitions_without_rows_come_back_empty():
 
 
 def test_docs_tables_page_matches_the_schemas():
-    from pipelines.table_docs import render_tables_markdown
+    from offsetops.pipelines.table_docs import render_tables_markdown
 
     page = Path(__file__).resolve().parents[2] / "docs" / "tables.md"
     assert page.read_text(encoding="utf-8") == render_tables_markdown(), (
-        "docs/tables.md is stale: regenerate it with pipelines.table_docs.render_tables_markdown()"
+        "docs/tables.md is stale: regenerate it with offsetops.pipelines.table_docs.render_tables_markdown()"
     )
     for table in ("offsets", "groups", "tombstones", "expiration_forecast", "cleaner_audit"):
         assert f"## `{table}`" in page.read_text(encoding="utf-8")

@@ -115,8 +115,17 @@ def authenticating_tansu(timeout: float = 10.0) -> Iterator[int]:
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen(
-        [str(tansu), "broker", "--listener-url", url, "--advertised-listener-url", url,
-         "--storage-engine", "memory://tansu/", "--authentication"],
+        [
+            str(tansu),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+            "--authentication",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -152,9 +161,15 @@ class TansuBroker:
         return f"{self.host}:{self.port}"
 
     @classmethod
-    def start(cls, binary: Path | None = None, *, host: str = "127.0.0.1",
-              timeout: float = _STARTUP_TIMEOUT_S, advertised_port: int | None = None,
-              port: int | None = None) -> TansuBroker:
+    def start(
+        cls,
+        binary: Path | None = None,
+        *,
+        host: str = "127.0.0.1",
+        timeout: float = _STARTUP_TIMEOUT_S,
+        advertised_port: int | None = None,
+        port: int | None = None,
+    ) -> TansuBroker:
         """Start a broker on a free loopback port (or ``port``) and wait until it answers ApiVersions.
 
         ``advertised_port``: the port Metadata tells clients to use, when something (a TLS front)
@@ -176,15 +191,24 @@ class TansuBroker:
             env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
             with open(log_path, "ab") as log:
                 proc = subprocess.Popen(
-                    [str(binary), "broker",
-                     "--listener-url", url,
-                     # Advertise exactly what we listen on: clients reconnect to the advertised
-                     # address from Metadata, and the default (localhost:9092) is wrong here.
-                     "--advertised-listener-url",
-                     url if advertised_port is None else f"tcp://{host}:{advertised_port}",
-                     "--storage-engine", "memory://tansu/",
-                     "--cluster-id", f"offsetops-test-{port}"],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                    [
+                        str(binary),
+                        "broker",
+                        "--listener-url",
+                        url,
+                        # Advertise exactly what we listen on: clients reconnect to the advertised
+                        # address from Metadata, and the default (localhost:9092) is wrong here.
+                        "--advertised-listener-url",
+                        url if advertised_port is None else f"tcp://{host}:{advertised_port}",
+                        "--storage-engine",
+                        "memory://tansu/",
+                        "--cluster-id",
+                        f"offsetops-test-{port}",
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
                     start_new_session=True,
                 )
             broker = cls(host=host, port=port, process=proc, log_path=log_path, _tmpdir=tmp)
@@ -236,8 +260,12 @@ class BrokerClient:
     def __init__(self, bootstrap: str, *, timeout_ms: int = 10_000, **client_options: Any):
         """``client_options``: more kafka-python settings (``security_protocol``, ``ssl_context``)."""
         self.timeout_ms = timeout_ms
-        self.client = KafkaNetClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms,
-                                     client_id="offsetops-tests", **client_options)
+        self.client = KafkaNetClient(
+            bootstrap_servers=bootstrap,
+            request_timeout_ms=timeout_ms,
+            client_id="offsetops-tests",
+            **client_options,
+        )
         self.client.check_version(timeout_ms=timeout_ms)
 
     def close(self) -> None:

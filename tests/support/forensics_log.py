@@ -10,22 +10,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator_core.partitioner import partition_for
-from coordinator_core.records.builder import build_control_batch, build_record_batch
-from coordinator_core.schema import (
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.records.builder import build_control_batch, build_record_batch
+from offsetops.coordinator_core.schema import (
     GroupMetadataKey,
     OffsetCommitKey,
     OffsetCommitValue,
     encode_key,
     encode_value,
 )
-from coordinator_core.schema.consumer_protocol import (
+from offsetops.coordinator_core.schema.consumer_protocol import (
     Assignment,
     Subscription,
     encode_assignment,
     encode_subscription,
 )
-from coordinator_core.schema.values import GroupMetadataValue, MemberMetadata
+from offsetops.coordinator_core.schema.values import GroupMetadataValue, MemberMetadata
 
 GROUP = "payments"
 PARTITION = partition_for(GROUP, 50)
@@ -36,24 +36,36 @@ DATA_LOG_END = 1000  # t-0's log end in the data partition written next to it
 
 def _commit(group: str, topic: str, part: int, offset: int | None, ts: int) -> tuple:
     key = encode_key(OffsetCommitKey(group=group, topic=topic, partition=part))
-    value = None if offset is None else encode_value(
-        OffsetCommitValue(version=3, offset=offset, leader_epoch=4, commit_timestamp=ts))
+    value = (
+        None
+        if offset is None
+        else encode_value(OffsetCommitValue(version=3, offset=offset, leader_epoch=4, commit_timestamp=ts))
+    )
     return key, value, ts
 
 
 def _group(generation: int, members: list[tuple[str, str, dict[str, list[int]]]], ts: int):
     mm = tuple(
         MemberMetadata(
-            member_id=mid, group_instance_id=None, client_id=mid.split("-")[0], client_host=host,
-            rebalance_timeout=300_000, session_timeout=45_000,
+            member_id=mid,
+            group_instance_id=None,
+            client_id=mid.split("-")[0],
+            client_host=host,
+            rebalance_timeout=300_000,
+            session_timeout=45_000,
             subscription=encode_subscription(Subscription(version=0, topics=sorted(asg))),
             assignment=encode_assignment(Assignment(version=0, partitions=asg)),
         )
         for mid, host, asg in members
     )
     value = GroupMetadataValue(
-        version=3, protocol_type="consumer", generation=generation, protocol="range" if mm else None,
-        leader=mm[0].member_id if mm else None, current_state_timestamp=ts, members=mm,
+        version=3,
+        protocol_type="consumer",
+        generation=generation,
+        protocol="range" if mm else None,
+        leader=mm[0].member_id if mm else None,
+        current_state_timestamp=ts,
+        members=mm,
     )
     return encode_key(GroupMetadataKey(group=GROUP)), encode_value(value), ts
 
@@ -68,23 +80,38 @@ def forensics_batches(topic: str = "t") -> list[bytes]:
         batches.append(build_record_batch(list(records), base_offset=off))
         off += len(records)
 
-    plain(_group(1, [("c1-aaa", "/10.0.0.1", {topic: [0]})], T0))                 # 0
-    plain(_commit(GROUP, topic, 0, 100, T0 + 1 * MIN))                             # 1
-    plain(_commit("other", topic, 0, 999_999, T0 + 1 * MIN))                       # 2 (another group)
-    plain(_commit(GROUP, topic, 0, 150, T0 + 2 * MIN))                             # 3
-    plain(_commit(GROUP, topic, 1, 7, T0 + 3 * MIN))                               # 4 not assigned
-    plain(_group(2, [], T0 + 4 * MIN))                                           # 5 Empty
-    plain(_commit(GROUP, topic, 0, 20, T0 + 5 * MIN))                              # 6 rewind
-    batches.append(build_record_batch([_commit(GROUP, topic, 0, 500, T0 + 6 * MIN)], base_offset=off,
-                                      producer_id=9, producer_epoch=0, is_transactional=True))  # 7
+    plain(_group(1, [("c1-aaa", "/10.0.0.1", {topic: [0]})], T0))  # 0
+    plain(_commit(GROUP, topic, 0, 100, T0 + 1 * MIN))  # 1
+    plain(_commit("other", topic, 0, 999_999, T0 + 1 * MIN))  # 2 (another group)
+    plain(_commit(GROUP, topic, 0, 150, T0 + 2 * MIN))  # 3
+    plain(_commit(GROUP, topic, 1, 7, T0 + 3 * MIN))  # 4 not assigned
+    plain(_group(2, [], T0 + 4 * MIN))  # 5 Empty
+    plain(_commit(GROUP, topic, 0, 20, T0 + 5 * MIN))  # 6 rewind
+    batches.append(
+        build_record_batch(
+            [_commit(GROUP, topic, 0, 500, T0 + 6 * MIN)],
+            base_offset=off,
+            producer_id=9,
+            producer_epoch=0,
+            is_transactional=True,
+        )
+    )  # 7
     off += 1
-    batches.append(build_control_batch(False, base_offset=off, producer_id=9, producer_epoch=0,
-                                       coordinator_epoch=1, timestamp=T0 + 7 * MIN))  # 8 abort
+    batches.append(
+        build_control_batch(
+            False,
+            base_offset=off,
+            producer_id=9,
+            producer_epoch=0,
+            coordinator_epoch=1,
+            timestamp=T0 + 7 * MIN,
+        )
+    )  # 8 abort
     off += 1
-    plain(_commit(GROUP, topic, 0, 30, T0 + 8 * MIN))                              # 9
-    plain(_commit(GROUP, topic, 0, 5000, T0 + 9 * MIN))                            # 10 past log end
-    plain(_commit(GROUP, topic, 0, 6000, T0 + 10 * MIN))                           # 11 not flagged again
-    plain(_commit(GROUP, topic, 0, None, T0 + 11 * MIN))                           # 12 tombstone
+    plain(_commit(GROUP, topic, 0, 30, T0 + 8 * MIN))  # 9
+    plain(_commit(GROUP, topic, 0, 5000, T0 + 9 * MIN))  # 10 past log end
+    plain(_commit(GROUP, topic, 0, 6000, T0 + 10 * MIN))  # 11 not flagged again
+    plain(_commit(GROUP, topic, 0, None, T0 + 11 * MIN))  # 12 tombstone
     return batches
 
 

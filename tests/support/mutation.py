@@ -11,10 +11,10 @@ from pathlib import Path
 
 import zstandard
 from crc32c import crc32c
+from offsetops.coordinator_core.records import build_record_batch, iter_segment_batches
+from offsetops.coordinator_core.records.batch import V2_HEADER_SIZE
+from offsetops.coordinator_core.records.compression import GZIP, ZSTD
 
-from coordinator_core.records import build_record_batch, iter_segment_batches
-from coordinator_core.records.batch import V2_HEADER_SIZE
-from coordinator_core.records.compression import GZIP, ZSTD
 from tests.support.shared import REAL_KAFKA_DIR
 
 

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from coordinator_core.simulator import SimulationConfig, simulate
+from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
 
 @pytest.fixture(scope="session")
@@ -24,8 +23,9 @@ def sim_with_data(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
 def sim_kip848(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
     """A Kafka 4.1 run: KIP-848 consumer groups next to classic ones, with data-topic partitions."""
     out = tmp_path_factory.mktemp("sim-kip848") / "logdir"
-    config = SimulationConfig(out_dir=out, groups=12, partitions=3, days=0.1, seed=4, kafka_version="4.1",
-                              data_topics=True)
+    config = SimulationConfig(
+        out_dir=out, groups=12, partitions=3, days=0.1, seed=4, kafka_version="4.1", data_topics=True
+    )
     return out, json.loads(simulate(config).truth_path.read_text())
 
 

@@ -6,9 +6,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from coordinator_core.records.builder import build_control_batch, build_record_batch
-from coordinator_core.schema import OffsetCommitKey, encode_key
-from coordinator_core.sources.logdir import CLEANER_CHECKPOINT, LOG_START_CHECKPOINT, write_offset_checkpoint
+from offsetops.coordinator_core.records.builder import build_control_batch, build_record_batch
+from offsetops.coordinator_core.schema import OffsetCommitKey, encode_key
+from offsetops.coordinator_core.sources.logdir import (
+    CLEANER_CHECKPOINT,
+    LOG_START_CHECKPOINT,
+    write_offset_checkpoint,
+)
 
 TOPIC = "__consumer_offsets"
 DAY_MS = 86_400_000

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from coordinator_core.cleaner.config import CleanerConfig
-from coordinator_core.cleaner_audit import (
+from offsetops.coordinator_core.cleaner.config import CleanerConfig
+from offsetops.coordinator_core.cleaner_audit import (
     SegmentInfo,
     Thresholds,
     calculate_cleanable_bytes,

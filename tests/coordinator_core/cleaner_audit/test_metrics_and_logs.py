@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.cleaner.broker_log import parse_broker_log, read_broker_logs
+from offsetops.coordinator_core.cleaner.metrics import MetricsError, parse_exposition, scrape_metrics
 
-from coordinator_core.cleaner.broker_log import parse_broker_log, read_broker_logs
-from coordinator_core.cleaner.metrics import MetricsError, parse_exposition, scrape_metrics
 from offsetops.cli import main
 from tests.coordinator_core.cleaner_audit.scenarios import T0, checkpoints, healthy_partition
 

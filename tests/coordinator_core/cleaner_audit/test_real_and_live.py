@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.cleaner.config import fetch_cluster_config
+from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+from offsetops.coordinator_core.kafka_client import ClusterUnreachable, KafkaClientConfig
 
-from coordinator_core.cleaner.config import fetch_cluster_config
-from coordinator_core.cleaner_audit import audit_log_dir
-from coordinator_core.kafka_client import ClusterUnreachable, KafkaClientConfig
 from offsetops.cli import main
 from tests.coordinator_core.cleaner_audit.scenarios import T0, checkpoints, healthy_partition
 from tests.support.broker import TansuBroker, free_port

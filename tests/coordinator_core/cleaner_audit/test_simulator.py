@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.cleaner_audit import audit_log_dir
 
-from coordinator_core.cleaner_audit import audit_log_dir
-
-simulator = pytest.importorskip("coordinator_core.simulator")
+simulator = pytest.importorskip("offsetops.coordinator_core.simulator")
 
 
 @pytest.mark.slow

@@ -10,9 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coordinator_core.partitioner import partition_for
-from coordinator_core.records.builder import build_control_batch, build_legacy_message_set, build_record_batch
-from coordinator_core.schema import (
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.records.builder import (
+    build_control_batch,
+    build_legacy_message_set,
+    build_record_batch,
+)
+from offsetops.coordinator_core.schema import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,

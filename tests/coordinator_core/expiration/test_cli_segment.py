@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.tombstones.journal import FAULT_ENV, Journal
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.loader import load_log_dir
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.tombstones.journal import FAULT_ENV, Journal
 from offsetops.cli import main
 from tests.coordinator_core.expiration.scenario import DAY, ScenarioLog, group_key
 from tests.coordinator_core.expiration.test_rules import (

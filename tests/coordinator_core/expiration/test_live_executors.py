@@ -19,11 +19,11 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+from offsetops.coordinator_core.tombstones.admin import outcome_for_error
+from offsetops.coordinator_core.tombstones.journal import FAULT_ENV
+from offsetops.coordinator_core.tombstones.produce import read_partitions
 
-from coordinator_core.kafka_client import KafkaClientConfig
-from coordinator_core.tombstones.admin import outcome_for_error
-from coordinator_core.tombstones.journal import FAULT_ENV
-from coordinator_core.tombstones.produce import read_partitions
 from offsetops.cli import main
 from tests.coordinator_core.expiration.scenario import DAY, ScenarioLog
 from tests.coordinator_core.expiration.test_rules import NOW, RET, P, build_scenario

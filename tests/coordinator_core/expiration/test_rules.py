@@ -5,22 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from coordinator_core.cache import (
+from offsetops.coordinator_core.cache import (
     CoordinatorCache,
     GroupMetadata,
     LoadStats,
     MemberMetadata,
     OffsetAndMetadata,
 )
-from coordinator_core.expiration import (
+from offsetops.coordinator_core.expiration import (
     DEFAULT_RETENTION_MS,
     KIP848,
     LEGACY,
     coordinator_for_broker_version,
     plan_expiration,
 )
-from coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.loader import load_log_dir
+
 from tests.coordinator_core.expiration.scenario import DAY, HOUR, ScenarioLog, group_key, offset_key
 
 NOW = 1_700_000_000_000
@@ -225,7 +225,7 @@ def test_kip848_group_expires_unsubscribed_topics_even_when_not_stable() -> None
 
 
 def test_kip848_dead_group_tombstones_in_required_order() -> None:
-    from coordinator_core.schema import decode_key
+    from offsetops.coordinator_core.schema import decode_key
 
     plan = plan_expiration([_kip848_cache([], "Empty", [])], now_ms=NOW, retention_ms=RET, coordinator=KIP848)
     types = [decode_key(t.key).record_type for t in plan.tombstones]
@@ -242,8 +242,8 @@ def test_kip848_dead_group_tombstones_in_required_order() -> None:
 
 
 def test_kip848_member_tombstones_precede_the_group_epoch() -> None:
-    from coordinator_core.expiration import _group_tombstone_keys
-    from coordinator_core.schema import decode_key
+    from offsetops.coordinator_core.expiration import _group_tombstone_keys
+    from offsetops.coordinator_core.schema import decode_key
 
     g = _kip848_cache(["m2", "m1"], "Empty", []).groups["kip848-g"]
     order = [

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.net.compat import KafkaNetClient
-
-from coordinator_core.cleaner.config import read_broker_id
-from coordinator_core.kafka_client import (
+from offsetops.coordinator_core.cleaner.config import read_broker_id
+from offsetops.coordinator_core.kafka_client import (
     ClientConfigError,
     KafkaClientConfig,
     parse_properties,

@@ -17,12 +17,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.kafka_client import ClientConfigError, ClusterUnreachable, KafkaClientConfig
+from offsetops.coordinator_core.loader import load_partition_dir
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.logdir import open_log_dir
+from offsetops.coordinator_core.tombstones.produce import read_partitions
 
-from coordinator_core.kafka_client import ClientConfigError, ClusterUnreachable, KafkaClientConfig
-from coordinator_core.loader import load_partition_dir
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.logdir import open_log_dir
-from coordinator_core.tombstones.produce import read_partitions
 from offsetops.cli import main
 from tests.coordinator_core.cleaner_audit.scenarios import T0, healthy_partition
 from tests.coordinator_core.expiration.test_rules import NOW, RET, P, build_scenario
@@ -99,8 +99,8 @@ def test_reload_over_tls_from_the_client_config_alone(kafka_tls_broker: TLSBroke
     assert all(gid in out for gid in expected)
 
     # The Dagster resources, from the same file: the live reload and the admin executor.
-    from assets.expiration import TombstoneExecutionConfig, _executor
-    from assets.resources import OffsetsSourceResource, StateResource
+    from offsetops.assets.expiration import TombstoneExecutionConfig, _executor
+    from offsetops.assets.resources import OffsetsSourceResource, StateResource
 
     source = OffsetsSourceResource(client_config=str(tmp_path / "c.properties"), topic=topic)
     [cache] = source.load_caches([0])
@@ -349,7 +349,7 @@ def test_unreachable_error_never_carries_the_password() -> None:
         sasl_plain_password=SASL_CANARY,
         connect_timeout_ms=500,
     )
-    from coordinator_core.kafka_client import check_connection
+    from offsetops.coordinator_core.kafka_client import check_connection
 
     with pytest.raises(ClusterUnreachable) as info:
         check_connection(config)

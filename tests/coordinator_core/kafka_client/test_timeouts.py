@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.tombstones.journal import Journal
 
-from coordinator_core.tombstones.journal import Journal
 from offsetops.cli import main
 from tests.coordinator_core.cleaner_audit.scenarios import healthy_partition
 from tests.coordinator_core.expiration.scenario import DAY, ScenarioLog
@@ -111,9 +111,9 @@ def test_executors_stop_within_the_timeout(kind, executor, request, monkeypatch,
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_dagster_resource_gives_up_within_the_timeout(kind, request, monkeypatch) -> None:
-    from assets.expiration import TombstoneExecutionConfig, _executor
-    from assets.resources import OffsetsSourceResource, StateResource
-    from coordinator_core.kafka_client import KafkaClientError
+    from offsetops.assets.expiration import TombstoneExecutionConfig, _executor
+    from offsetops.assets.resources import OffsetsSourceResource, StateResource
+    from offsetops.coordinator_core.kafka_client import KafkaClientError
 
     with _cluster(kind, request, monkeypatch) as address:
         source = OffsetsSourceResource(bootstrap_servers=address)
@@ -212,7 +212,7 @@ def test_an_unreachable_advertised_broker_is_named(tmp_path, capsys) -> None:
 
 
 def test_a_silent_bootstrap_server_leaves_time_for_the_next(kafka_broker) -> None:
-    from coordinator_core.kafka_client import KafkaClientConfig, check_connection
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig, check_connection
 
     with misbehaving_server("silent") as silent:
         config = KafkaClientConfig(f"{silent},{kafka_broker.bootstrap}", connect_timeout_ms=TIMEOUT_MS)
@@ -222,7 +222,11 @@ def test_a_silent_bootstrap_server_leaves_time_for_the_next(kafka_broker) -> Non
 
 
 def test_an_unresolvable_host_is_a_clear_error() -> None:
-    from coordinator_core.kafka_client import ClusterUnreachable, KafkaClientConfig, check_connection
+    from offsetops.coordinator_core.kafka_client import (
+        ClusterUnreachable,
+        KafkaClientConfig,
+        check_connection,
+    )
 
     with pytest.raises(ClusterUnreachable, match=r"cannot resolve no-such-host\.invalid"):
         check_connection(KafkaClientConfig("no-such-host.invalid:9092", connect_timeout_ms=TIMEOUT_MS))
@@ -230,9 +234,8 @@ def test_an_unresolvable_host_is_a_clear_error() -> None:
 
 def test_dagster_asset_fails_with_the_one_line_error(tmp_path) -> None:
     from dagster import AssetKey, DagsterInstance, materialize
-
-    from assets.definitions import all_assets_and_checks
-    from assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
+    from offsetops.assets.definitions import all_assets_and_checks
+    from offsetops.assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
 
     assets = [a for a in all_assets_and_checks() if getattr(a, "keys", set()) & {AssetKey("raw_segments")}]
     with misbehaving_server("closing") as address, DagsterInstance.ephemeral() as instance:
@@ -257,13 +260,13 @@ def test_a_cluster_lost_during_the_run_stops_it(executor_name, tmp_path) -> None
     """The check passed, then the broker went away: the first failed request stops the run."""
     if find_tansu_binary() is None:
         pytest.skip("tansu binary not found")
-    from coordinator_core.expiration import plan_expiration
-    from coordinator_core.kafka_client import ClusterUnreachable, KafkaClientConfig
-    from coordinator_core.loader import load_partition_dir
-    from coordinator_core.sources.logdir import open_log_dir
-    from coordinator_core.tombstones.admin import AdminExecutor
-    from coordinator_core.tombstones.produce import ProduceExecutor
-    from coordinator_core.tombstones.runner import open_or_create_journal, plan_document
+    from offsetops.coordinator_core.expiration import plan_expiration
+    from offsetops.coordinator_core.kafka_client import ClusterUnreachable, KafkaClientConfig
+    from offsetops.coordinator_core.loader import load_partition_dir
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
+    from offsetops.coordinator_core.tombstones.admin import AdminExecutor
+    from offsetops.coordinator_core.tombstones.produce import ProduceExecutor
+    from offsetops.coordinator_core.tombstones.runner import open_or_create_journal, plan_document
 
     caches = [load_partition_dir(p) for p in open_log_dir(build_scenario(tmp_path / "src")).partitions]
     plan = plan_expiration(caches, now_ms=NOW, retention_ms=RET, coordinator="kip848")

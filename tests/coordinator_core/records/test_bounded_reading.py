@@ -9,11 +9,11 @@ from pathlib import Path
 import cramjam
 import lz4.frame
 import pytest
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.records import GZIP, LZ4, SNAPPY, ZSTD, read_batches
+from offsetops.coordinator_core.records.compression import DecompressionLimitError, compress, decompress
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.loader import load_log_dir
-from coordinator_core.records import GZIP, LZ4, SNAPPY, ZSTD, read_batches
-from coordinator_core.records.compression import DecompressionLimitError, compress, decompress
 from tests.support.memory import peak_rss_mb, start_peak_rss
 from tests.support.mutation import (
     add_sparse_zero_tail,

@@ -10,8 +10,7 @@ import pytest
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from coordinator_core.records.compression import (
+from offsetops.coordinator_core.records.compression import (
     GZIP,
     LZ4,
     NONE,

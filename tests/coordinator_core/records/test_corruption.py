@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 from crc32c import crc32c
-
-from coordinator_core.errors import DecodeError, OffsetsDecodeException
-from coordinator_core.records import (
+from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.records import (
     GZIP,
     LZ4,
     SNAPPY,

@@ -14,9 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kcodec
 from kafka.record import MemoryRecords, MemoryRecordsBuilder
-
-from coordinator_core.errors import DecodeError
-from coordinator_core.records import (
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records import (
     GZIP,
     LZ4,
     NONE,
@@ -27,7 +26,7 @@ from coordinator_core.records import (
     build_record_batch,
     read_batches,
 )
-from coordinator_core.records.compression import xxh32
+from offsetops.coordinator_core.records.compression import xxh32
 
 COMBOS = [(c, m) for c in (NONE, GZIP, SNAPPY, LZ4, ZSTD) for m in (0, 1, 2) if not (c == ZSTD and m < 2)]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records import iter_segment_batches, read_batches
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.records import iter_segment_batches, read_batches
 from tests.support.shared import REAL_KAFKA_DIR, require_real_kafka
 
 

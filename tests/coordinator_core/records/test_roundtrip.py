@@ -8,9 +8,8 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from coordinator_core.errors import DecodeError
-from coordinator_core.records import (
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records import (
     GZIP,
     LZ4,
     NONE,

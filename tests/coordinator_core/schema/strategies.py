@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import strategies as st
-
-from coordinator_core.schema import UNKNOWN_TAGS
-from coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey
-from coordinator_core.schema.messages import KEY_SCHEMAS, Field
-from coordinator_core.schema.values import GroupMetadataValue, MemberMetadata, OffsetCommitValue
+from offsetops.coordinator_core.schema import UNKNOWN_TAGS
+from offsetops.coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey
+from offsetops.coordinator_core.schema.messages import KEY_SCHEMAS, Field
+from offsetops.coordinator_core.schema.values import GroupMetadataValue, MemberMetadata, OffsetCommitValue
 
 INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 

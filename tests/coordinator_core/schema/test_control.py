@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import pytest
-
-from coordinator_core.schema import (
+from offsetops.coordinator_core.schema import (
     ControlKey,
     ControlRecordType,
     EndTxnMarker,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import uuid
 
-from coordinator_core.schema import (
+from offsetops.coordinator_core.schema import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -16,7 +16,7 @@ from coordinator_core.schema import (
     unknown_record_text,
     value_json,
 )
-from coordinator_core.schema.consumer_protocol import (
+from offsetops.coordinator_core.schema.consumer_protocol import (
     Assignment,
     Subscription,
     encode_assignment,

@@ -10,8 +10,7 @@ import json
 from typing import Any
 
 import pytest
-
-from coordinator_core.schema import (
+from offsetops.coordinator_core.schema import (
     GenericValue,
     GroupKey,
     GroupMetadataValue,
@@ -23,7 +22,8 @@ from coordinator_core.schema import (
     decode_subscription,
     decode_value,
 )
-from coordinator_core.schema.types import CorruptData, read_compact_string, read_string
+from offsetops.coordinator_core.schema.types import CorruptData, read_compact_string, read_string
+
 from tests.support.shared import PEER_VECTORS, require_peer_vectors
 
 CASES: list[dict[str, Any]] = json.loads(PEER_VECTORS.read_text()) if PEER_VECTORS.is_file() else []

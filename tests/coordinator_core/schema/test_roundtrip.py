@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from coordinator_core.schema import (
+from offsetops.coordinator_core.schema import (
     GenericValue,
     decode_group_metadata_value,
     decode_key,
@@ -15,8 +14,8 @@ from coordinator_core.schema import (
     encode_key,
     encode_value,
 )
-from coordinator_core.schema.codec import decode_body, encode_versioned
-from coordinator_core.schema.consumer_protocol import (
+from offsetops.coordinator_core.schema.codec import decode_body, encode_versioned
+from offsetops.coordinator_core.schema.consumer_protocol import (
     Assignment,
     Subscription,
     decode_assignment,
@@ -24,13 +23,13 @@ from coordinator_core.schema.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from coordinator_core.schema.messages import (
+from offsetops.coordinator_core.schema.messages import (
     GROUP_METADATA_VALUE,
     KEY_SCHEMAS,
     OFFSET_COMMIT_VALUE,
     VALUE_SCHEMAS,
 )
-from coordinator_core.schema.values import group_metadata_from_fields, offset_commit_from_fields
+from offsetops.coordinator_core.schema.values import group_metadata_from_fields, offset_commit_from_fields
 
 from .strategies import (
     group_metadata_values,
@@ -161,7 +160,7 @@ def test_assignment_round_trip(version: int, data: st.DataObject) -> None:
 @given(data=st.binary(max_size=64), record_type=st.integers(0, 30))
 def test_decoding_is_total(data: bytes, record_type: int) -> None:
     """Arbitrary bytes give a value or a SchemaError, never another exception."""
-    from coordinator_core.schema import SchemaError
+    from offsetops.coordinator_core.schema import SchemaError
 
     for decode in (lambda: decode_key(data), lambda: decode_value(record_type, data)):
         try:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-
-from coordinator_core.schema import (
+from offsetops.coordinator_core.schema import (
     GenericValue,
     GroupKey,
     GroupMetadataKey,
@@ -21,8 +20,8 @@ from coordinator_core.schema import (
     encode_value,
     record_type_name,
 )
-from coordinator_core.schema.codec import UNKNOWN_TAGS, encode_versioned
-from coordinator_core.schema.messages import VALUE_SCHEMAS
+from offsetops.coordinator_core.schema.codec import UNKNOWN_TAGS, encode_versioned
+from offsetops.coordinator_core.schema.messages import VALUE_SCHEMAS
 
 OFFSET_KEY = bytes.fromhex("000100097465737467726f757000066f726465727300000003")
 OFFSET_V3 = bytes.fromhex("0003000000000000002a0000000500000000018bcfe56800")
@@ -195,5 +194,3 @@ def test_record_type_names() -> None:
     assert record_type_name(24) == "StreamsGroupTargetAssignmentResolvedTopicIds"
     assert record_type_name(99) == "Unknown(99)"
     assert len(RecordType) == 25
-
-

@@ -9,20 +9,20 @@ import json
 from pathlib import Path
 
 import pytest
-
-from coordinator_core.loader import load_log_dir
-from coordinator_core.partitioner import partition_for
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.schema.values import decode_value
-from coordinator_core.simulator import (
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.schema.values import decode_value
+from offsetops.coordinator_core.simulator import (
     SimulationConfig,
     broker_profile,
     diff_truth,
     load_truth,
     simulate,
 )
-from coordinator_core.simulator.log import PartitionLog
-from coordinator_core.sources.logdir import open_log_dir
+from offsetops.coordinator_core.simulator.log import PartitionLog
+from offsetops.coordinator_core.sources.logdir import open_log_dir
+
 from offsetops.cli import main
 
 SMALL = {"groups": 20, "partitions": 8, "days": 0.06, "segment_bytes": 8 * 1024}
@@ -243,18 +243,20 @@ def test_data_topics_leave_the_offsets_log_dir_unchanged(tmp_path):
     """Data-topic dirs use a random stream of their own: the __consumer_offsets bytes are the same."""
     import json as _json
 
-    from coordinator_core.simulator import SimulationConfig, simulate
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 
     plain = simulate(SimulationConfig(out_dir=tmp_path / "a", groups=6, partitions=2, days=0.05, seed=5))
-    withd = simulate(SimulationConfig(out_dir=tmp_path / "b", groups=6, partitions=2, days=0.05, seed=5,
-                                      data_topics=True))
+    withd = simulate(
+        SimulationConfig(out_dir=tmp_path / "b", groups=6, partitions=2, days=0.05, seed=5, data_topics=True)
+    )
     for seg in sorted((tmp_path / "a").glob("__consumer_offsets-*/*.log")):
         twin = tmp_path / "b" / seg.parent.name / seg.name
         assert twin.read_bytes() == seg.read_bytes(), seg
     truth = _json.loads(withd.truth_path.read_text())
     assert "data_partitions" not in _json.loads(plain.truth_path.read_text())
-    committed = {(o["topic"], o["partition"]) for p in truth["partitions"] for g in p["groups"]
-                 for o in g["offsets"]}
+    committed = {
+        (o["topic"], o["partition"]) for p in truth["partitions"] for g in p["groups"] for o in g["offsets"]
+    }
     assert {(d["topic"], d["partition"]) for d in truth["data_partitions"]} == committed
     for d in truth["data_partitions"]:
         folder = tmp_path / "b" / f"{d['topic']}-{d['partition']}"

@@ -12,11 +12,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.live import LiveSource, complete_prefix
 
-from coordinator_core.errors import DecodeError
-from coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.live import LiveSource, complete_prefix
 from tests.support.broker import (
     BrokerClient,
     TansuBroker,
@@ -150,8 +150,10 @@ def test_start_offset_inside_a_batch_and_end_offset_bound(kafka_broker: TansuBro
 @pytest.mark.broker
 def test_missing_topic_is_a_clear_error(kafka_broker: TansuBroker) -> None:
     config = KafkaClientConfig(bootstrap_servers=kafka_broker.bootstrap)
-    with (LiveSource(config, topic=_topic("nope")) as source,
-          pytest.raises(KafkaClientError, match="does not exist")):
+    with (
+        LiveSource(config, topic=_topic("nope")) as source,
+        pytest.raises(KafkaClientError, match="does not exist"),
+    ):
         source.partitions()
 
 
@@ -163,8 +165,9 @@ def _closed_port() -> int:
 
 def test_unreachable_broker_fails_fast_naming_the_address() -> None:
     address = f"127.0.0.1:{_closed_port()}"
-    config = KafkaClientConfig(bootstrap_servers=address, sasl_plain_password="hunter2-secret",
-                        connect_timeout_ms=2000)
+    config = KafkaClientConfig(
+        bootstrap_servers=address, sasl_plain_password="hunter2-secret", connect_timeout_ms=2000
+    )
     started = time.monotonic()
     with pytest.raises(KafkaClientError) as info:
         LiveSource(config).partitions()
@@ -176,9 +179,14 @@ def test_unreachable_broker_fails_fast_naming_the_address() -> None:
 def test_rejected_sasl_login_fails_within_the_timeout() -> None:
     """A broker that demands authentication and knows no such user: a clear, bounded failure."""
     with authenticating_tansu() as port:
-        config = KafkaClientConfig(bootstrap_servers=f"127.0.0.1:{port}", security_protocol="SASL_PLAINTEXT",
-                            sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="mallory",
-                            sasl_plain_password="wrong-password-123", connect_timeout_ms=3000)
+        config = KafkaClientConfig(
+            bootstrap_servers=f"127.0.0.1:{port}",
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-256",
+            sasl_plain_username="mallory",
+            sasl_plain_password="wrong-password-123",
+            connect_timeout_ms=3000,
+        )
         started = time.monotonic()
         with pytest.raises(KafkaClientError) as info:
             LiveSource(config).partitions()

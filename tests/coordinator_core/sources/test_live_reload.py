@@ -6,12 +6,12 @@ import json
 import uuid
 
 import pytest
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+from offsetops.coordinator_core.loader import load_partition, load_partition_dir
+from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.sources.live import LiveSource
+from offsetops.coordinator_core.sources.logdir import open_log_dir
 
-from coordinator_core.kafka_client import KafkaClientConfig
-from coordinator_core.loader import load_partition, load_partition_dir
-from coordinator_core.records.reader import iter_segment_batches
-from coordinator_core.sources.live import LiveSource
-from coordinator_core.sources.logdir import open_log_dir
 from offsetops.cli import main
 from tests.support.broker import BrokerClient
 from tests.support.shared import REAL_KAFKA_DIR

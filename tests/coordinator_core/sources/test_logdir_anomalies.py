@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.coordinator_core.sources.logdir import open_log_dir, segment_base_offset
 
-from coordinator_core.loader import load_log_dir
-from coordinator_core.sources.logdir import open_log_dir, segment_base_offset
 from tests.support.mutation import copy_partition, real_partition, segments
 
 PART = "DanielMorales9__kafkafun/__consumer_offsets-39"  # 1241 records, group values and commits
@@ -107,7 +107,7 @@ def test_unreadable_partition_dir_is_reported(pdir: Path) -> None:
     pdir.chmod(0)
     try:
         code = (
-            "from coordinator_core.loader import load_log_dir;"
+            "from offsetops.coordinator_core.loader import load_log_dir;"
             f"[c] = load_log_dir({str(pdir.parent)!r});"
             "print([(e.kind, e.reason) for e in c.stats.errors])"
         )
