@@ -1,7 +1,7 @@
 """Cleaner audit domain: Log Cleaner health of each ``__consumer_offsets`` partition, hourly.
 
 The verdict (HEALTHY / DEGRADED / CRITICAL) and its reasons come from
-:func:`offsetops.coordinator_core.cleaner_audit.audit_log_dir`. Each Dagster partition's materialization
+:func:`offsetops.coordinator_core.cleaner.audit.audit_log_dir`. Each Dagster partition's materialization
 carries that partition's facts only; the asset emits a ``partition_verdict`` check result per partition and a
 ``cleaner_verdict`` result for the run (``checks/dagster_checks.py``). Topic-wide figures live in the
 ``offsets_topic_summary`` asset.
@@ -50,15 +50,10 @@ from offsetops.checks.dagster_checks import (
     partition_verdict,
     worst_reason,
 )
-from offsetops.coordinator_core.cleaner_audit import (
-    CRITICAL,
-    DEGRADED,
-    HEALTHY,
-    PartitionAudit,
-    format_bytes,
-    format_duration,
-)
+from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, PartitionAudit, format_bytes
 from offsetops.coordinator_core.clock import Clock
+from offsetops.coordinator_core.sources.replicas import ReplicaChoice
+from offsetops.coordinator_core.timefmt import format_duration
 from pydantic import Field
 
 GROUP = "cleaner_audit"
@@ -161,13 +156,18 @@ def _latest_dir(state: StateResource) -> Path:
 def _record_latest(state: StateResource, audit: Any, partitions: list[int], clock: Clock) -> None:
     """Keep each partition's latest audit (and the latest topic-wide findings) in the state dir."""
     folder = _latest_dir(state)
-    by_partition = {pa.partition: pa for pa in audit.partitions}
+    rows: dict[int, list[PartitionAudit]] = {}
+    for pa in audit.partitions:
+        rows.setdefault(pa.partition, []).append(pa)
     for p in partitions:
-        path = folder / f"partition-{p}.json"
-        if p in by_partition:
-            write_json(path, by_partition[p].to_json())
-        else:
-            path.unlink(missing_ok=True)  # no segment files: nothing to report for it any more
+        # one file per copy when several brokers are audited (each broker's cleaner acts on its own)
+        for old in [folder / f"partition-{p}.json", *folder.glob(f"partition-{p}-broker-*.json")]:
+            old.unlink(missing_ok=True)  # no segment files any more, or the layout changed
+        for pa in rows.get(p, []):
+            name = (
+                f"partition-{p}.json" if pa.broker_id is None else f"partition-{p}-broker-{pa.broker_id}.json"
+            )
+            write_json(folder / name, pa.to_json())
     doc = audit.to_json()
     write_json(
         folder / "topic.json",
@@ -193,7 +193,14 @@ def rebuild_audit_report(state: StateResource) -> dict[str, Any]:
         else {}
     )
     partitions = [json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("partition-*.json")]
-    partitions.sort(key=lambda d: (-VERDICT_RANK.get(d["verdict"], 0), -d["dirty_ratio"], d["partition"]))
+    partitions.sort(
+        key=lambda d: (
+            -VERDICT_RANK.get(d["verdict"], 0),
+            -d["dirty_ratio"],
+            d["partition"],
+            d.get("broker_id", -1),
+        )
+    )
     reasons = topic.get("reasons", [])
     verdict = max(
         [r["severity"] for r in reasons] + [d["verdict"] for d in partitions] + [HEALTHY],
@@ -227,6 +234,65 @@ def rebuild_audit_report(state: StateResource) -> dict[str, Any]:
     return report
 
 
+def replica_metadata(choice: ReplicaChoice | None) -> dict[str, Any]:
+    """With several brokers: which broker's copy a reload reads and why, each copy's verdict row being
+    in the report; the partition's facts above are its worst copy's."""
+    if choice is None:
+        return {}
+    return {
+        "read_from_broker": MetadataValue.int(choice.chosen.broker_id),
+        "replica_choice": choice.reason,
+        "copies_on_brokers": ", ".join(str(c.broker_id) for c in choice.copies),
+        "divergent_copies": MetadataValue.int(len(choice.divergences)),
+    }
+
+
+def _worst_copy(rows: list[PartitionAudit]) -> dict[int, PartitionAudit]:
+    """Each partition's row, or with several brokers its worst copy (ties: the lowest broker id): a
+    partition is as healthy as the least healthy cleaner acting on it."""
+    out: dict[int, PartitionAudit] = {}
+    for pa in sorted(rows, key=lambda r: (-VERDICT_RANK[r.verdict], r.broker_id or 0)):
+        out.setdefault(pa.partition, pa)
+    return out
+
+
+def _audit_log_dir(
+    offsets_source: OffsetsSourceResource,
+    spark: SparkResource,
+    state: StateResource,
+    config: CleanerAuditConfig,
+    partitions: list[int],
+    cleaner: Any,
+    thresholds: Any,
+    clock: Clock,
+) -> Any:
+    """The audit of the one log dir mounted here; the record scans run as a Spark job."""
+    from offsetops.coordinator_core.cleaner.audit import audit_log_dir
+    from offsetops.pipelines.audit import partition_audits
+    from offsetops.pipelines.source import list_log_dir
+
+    logdir = offsets_source.open_log_dir()
+    wanted = set(partitions)
+    logdir = dataclasses.replace(
+        logdir, partitions=tuple(pd for pd in logdir.partitions if pd.partition in wanted)
+    )
+    present = [pd.partition for pd in logdir.partitions if pd.segments]
+    scans = {}
+    if present:
+        session = spark.get_session()
+        listing = list_log_dir(session, str(offsets_source.log_dir), partitions=present)
+        scans = partition_audits(session, listing, now_ms=clock.as_of_ms, config=cleaner)
+    return audit_log_dir(
+        logdir,
+        config=cleaner,
+        thresholds=thresholds,
+        now_ms=clock.as_of_ms,
+        state_dir=state.audit_history_dir,
+        record_history=config.record_history,
+        partition_audits=scans,
+    )
+
+
 @asset(
     group_name=GROUP,
     partitions_def=OFFSETS_PARTITIONS,
@@ -251,18 +317,19 @@ def cleaner_audit(
     The record scans (the costly part: every record is read) run as a Spark job, one task per group of
     partitions; history, broker-log marks and verdicts are applied here.
     """
+    from offsetops.coordinator_core.cleaner.collect import audit_broker_scans, read_broker_scans
     from offsetops.coordinator_core.cleaner.config import CleanerConfig
-    from offsetops.coordinator_core.cleaner_audit import Thresholds, audit_log_dir
+    from offsetops.coordinator_core.cleaner.model import Thresholds
     from offsetops.coordinator_core.sources.logdir import LogDirError
-    from offsetops.pipelines.audit import partition_audits
-    from offsetops.pipelines.source import InputPathError, list_log_dir
+    from offsetops.pipelines.source import InputPathError
 
     partitions = run_partitions(context)
     state.ensure()
-    if not offsets_source.log_dir:
+    scans_dir = offsets_source.broker_scans_dir
+    if not offsets_source.log_dir and not scans_dir:
         raise Failure(
-            "the cleaner audit reads segment files: set OffsetsSourceResource.log_dir (a broker's data "
-            "volume) alongside bootstrap_servers"
+            "the cleaner audit reads segment files: set OffsetsSourceResource.broker_scans_dir (where the "
+            "per-broker `offsetops broker-scan` collectors write) or log_dir (a broker's data volume)"
         )
     try:
         cleaner = CleanerConfig().with_values(config.cleaner_config, source="user")
@@ -271,26 +338,20 @@ def cleaner_audit(
         raise Failure(f"CleanerAuditConfig: {exc}") from exc
     clock = offsets_source.clock()
     try:
-        logdir = offsets_source.open_log_dir()
-        wanted = set(partitions)
-        logdir = dataclasses.replace(
-            logdir, partitions=tuple(pd for pd in logdir.partitions if pd.partition in wanted)
-        )
-        present = [pd.partition for pd in logdir.partitions if pd.segments]
-        scans = {}
-        if present:
-            session = spark.get_session()
-            listing = list_log_dir(session, str(offsets_source.log_dir), partitions=present)
-            scans = partition_audits(session, listing, now_ms=clock.as_of_ms, config=cleaner)
-        audit = audit_log_dir(
-            logdir,
-            config=cleaner,
-            thresholds=thresholds,
-            now_ms=clock.as_of_ms,
-            state_dir=state.audit_history_dir,
-            record_history=config.record_history,
-            partition_audits=scans,
-        )
+        if scans_dir:
+            audit = audit_broker_scans(
+                read_broker_scans(scans_dir),
+                config=cleaner,
+                thresholds=thresholds,
+                now_ms=clock.as_of_ms,
+                state_dir=state.audit_history_dir,
+                record_history=config.record_history,
+                partitions=partitions,
+            )
+        else:
+            audit = _audit_log_dir(
+                offsets_source, spark, state, config, partitions, cleaner, thresholds, clock
+            )
     except (LogDirError, InputPathError) as exc:
         raise Failure(str(exc)) from exc
     doc = {**audit.to_json(), "run_partitions": partitions, "clock": clock.describe()}
@@ -299,16 +360,18 @@ def cleaner_audit(
     )
     _record_latest(state, audit, partitions, clock)
     report = rebuild_audit_report(state)
-    by_partition = {pa.partition: pa for pa in audit.partitions}
+    by_partition = _worst_copy(audit.partitions)
     run_facts = {
         **clock_metadata(clock),
         "run_report": MetadataValue.path(str(run_report)),
         "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
     }
+    choices = {c.partition: c for c in audit.replicas or []}
     for p in partitions:
         # The partition's verdict first, then how it was evaluated: the UI lists keys in this order.
         context.add_asset_metadata(
-            {**partition_metadata(p, by_partition.get(p)), **run_facts}, partition_key=str(p)
+            {**partition_metadata(p, by_partition.get(p)), **replica_metadata(choices.get(p)), **run_facts},
+            partition_key=str(p),
         )
     summary = doc["summary"]
     context.log.info(

@@ -24,17 +24,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
+from offsetops.coordinator_core.cleaner.audit import audit_partition_isolated
 from offsetops.coordinator_core.cleaner.config import CleanerConfig
-from offsetops.coordinator_core.cleaner_audit import (
-    _RANK,
-    PartitionAudit,
-    PartitionFailure,
-    Thresholds,
-    audit_partition_isolated,
-    judge_partition,
-    judge_topic,
-    worst,
-)
+from offsetops.coordinator_core.cleaner.model import RANK, PartitionAudit, PartitionFailure, Thresholds, worst
+from offsetops.coordinator_core.cleaner.rules import judge_partition, judge_topic
 from offsetops.coordinator_core.clock import resolve_clock
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.sources.logdir import (
@@ -389,7 +382,7 @@ def topic_row(
     reasons = judge_topic(
         config=config or CleanerConfig(), thresholds=thresholds or Thresholds(), metrics=None, broker_log=None
     )
-    verdict = max([worst(reasons), *(r["verdict"] for r in partition_rows)], key=_RANK.__getitem__)
+    verdict = max([worst(reasons), *(r["verdict"] for r in partition_rows)], key=RANK.__getitem__)
     return (
         now_ms,
         verdict,
@@ -432,7 +425,7 @@ def run(args: argparse.Namespace) -> int:
     verdict = first["verdict"]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    by = {v: sum(r["verdict"] == v for r in rows) for v in _RANK}
+    by = {v: sum(r["verdict"] == v for r in rows) for v in RANK}
     print(
         f"audit (now_ms={now_ms}): {verdict}; {len(rows)} partitions "
         f"({', '.join(f'{k}={n}' for k, n in by.items())}) -> {out} in {time.perf_counter() - started:.1f} s"

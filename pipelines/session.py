@@ -46,6 +46,8 @@ QUIET_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "8",
 }
 
+#: What executors import: the namespace package's ``__init__`` and these two folders, laid out in the zip
+#: as installed (``offsetops/coordinator_core/...``), never the CLI, Dagster or GX layers.
 _PACKAGES = ("coordinator_core", "pipelines")
 
 
@@ -108,14 +110,39 @@ def build_session(
     return spark
 
 
+def _sources() -> dict[str, bytes]:
+    """``offsetops/__init__.py`` and every ``.py`` of ``_PACKAGES``, as the running interpreter imports them.
+
+    From an install or a checkout they are files; in a driver started with ``--py-files offsetops.zip``
+    they are that zip's entries, shipped again as they are (the executors run the driver's code).
+    """
+    import importlib
+
+    out: dict[str, bytes] = {}
+    for name in ("offsetops", *(f"offsetops.{p}" for p in _PACKAGES)):
+        init = Path(importlib.import_module(name).__file__ or "")
+        arc = name.replace(".", "/")
+        archive = next((a for a in init.parents if a.is_file()), None)
+        if archive is not None:
+            with zipfile.ZipFile(archive) as src:
+                for entry in src.namelist():
+                    inside = entry.startswith(f"{arc}/") and entry.endswith(".py")
+                    if inside and (name != "offsetops" or entry == f"{arc}/__init__.py"):
+                        out[entry] = src.read(entry)
+            continue
+        files = [init] if name == "offsetops" else sorted(init.parent.rglob("*.py"))
+        for path in files:
+            out[f"{arc}/{path.relative_to(init.parent).as_posix()}"] = path.read_bytes()
+    return out
+
+
 def package_zip(dest: str | os.PathLike[str]) -> Path:
-    """Write ``coordinator_core`` and ``pipelines`` (sources only) to a zip for ``--py-files``."""
-    root = Path(__file__).resolve().parents[1]
+    """Write ``offsetops.coordinator_core`` and ``offsetops.pipelines`` (sources only) to a zip for
+    ``--py-files``, in the installed layout."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for package in _PACKAGES:
-            for path in sorted((root / package).rglob("*.py")):
-                zf.write(path, path.relative_to(root).as_posix())
+        for entry, data in sorted(_sources().items()):
+            zf.writestr(entry, data)
     out = Path(dest)
     out.write_bytes(buf.getvalue())
     return out

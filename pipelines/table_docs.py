@@ -1,7 +1,7 @@
 """``docs/tables.md``, rendered from the explicit schemas of every job's output tables.
 
-It sits above the jobs (it reads the reload, expire and audit schemas), so that ``offsetops.pipelines.schemas``
-imports none of the jobs that import it.
+It sits above the jobs (it reads the reload, expire and audit schemas), so that
+``offsetops.pipelines.schemas`` imports none of the jobs that import it.
 """
 
 from __future__ import annotations

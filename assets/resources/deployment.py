@@ -49,6 +49,7 @@ ENV_SLACK_DEDUPE = "OFFSETOPS_SLACK_DEDUPE_WINDOW_S"
 ENV_DAGSTER_URL = "OFFSETOPS_DAGSTER_URL"
 ENV_SLACK_BUDGET = "OFFSETOPS_SLACK_BUDGET_S"
 ENV_SCHEDULES = "OFFSETOPS_SCHEDULES"
+ENV_BROKER_SCANS_DIR = "OFFSETOPS_BROKER_SCANS_DIR"
 
 RESOURCE_CLASSES: dict[str, type[ConfigurableResource]] = {
     "offsets_source": OffsetsSourceResource,
@@ -60,6 +61,7 @@ RESOURCE_CLASSES: dict[str, type[ConfigurableResource]] = {
 ENVIRONMENT: dict[str, dict[str, str]] = {
     "offsets_source": {
         "log_dir": ENV_LOG_DIR,
+        "broker_scans_dir": ENV_BROKER_SCANS_DIR,
         "bootstrap_servers": ENV_BOOTSTRAP,
         "client_config": ENV_CLIENT_CONFIG,
         "topic": ENV_TOPIC,

@@ -35,6 +35,11 @@ class OffsetsSourceResource(ConfigurableResource):
     """
 
     log_dir: str | None = Field(default=None, description="Broker log dir, or one __consumer_offsets-N dir.")
+    broker_scans_dir: str | None = Field(
+        default=None,
+        description="Shared directory where `offsetops broker-scan` beside each broker writes "
+        "broker-<id>.json; the cleaner audit judges every broker from it instead of log_dir.",
+    )
     bootstrap_servers: str | None = Field(default=None, description="host:port[,host:port] for live mode.")
     client_config: str | None = Field(
         default=None,

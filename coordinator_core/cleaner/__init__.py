@@ -1,6 +1,9 @@
-"""Inputs of the Log Cleaner audit: effective configuration, broker logs, JMX metrics, audit history.
+"""The Log Cleaner audit of ``__consumer_offsets``, one module per ``LogCleanerManager`` concept.
 
-The audit itself lives in :mod:`offsetops.coordinator_core.cleaner_audit`.
+``manager`` (the arithmetic), ``scan`` (the record scan), ``model`` (data model and JSON), ``rules``
+(the verdict rules as data), ``audit`` (one partition, one log dir, several brokers' log dirs),
+``collect`` (broker scans written beside each broker, judged centrally), and the audit's inputs: ``config``
+(effective configuration), ``broker_log``, ``metrics`` (JMX) and ``history``.
 """
 
 from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, parse_broker_log, read_broker_logs

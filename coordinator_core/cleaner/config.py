@@ -12,7 +12,6 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from offsetops.coordinator_core.kafka_client import (
@@ -20,8 +19,9 @@ from offsetops.coordinator_core.kafka_client import (
     KafkaClientError,
     check_connection,
     is_connection_error,
-    read_properties,
 )
+from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.coordinator_core.sources.logdir import read_broker_id as read_log_dir_broker_id
 
 LONG_MAX = 2**63 - 1
 
@@ -230,20 +230,11 @@ class ClusterConfig:
 
 
 def read_broker_id(log_dir: str | os.PathLike[str]) -> int | None:
-    """``broker.id`` (ZooKeeper) or ``node.id`` (KRaft) from the log dir's ``meta.properties``."""
-    path = Path(log_dir) / "meta.properties"
-    if not path.is_file():
-        return None
+    """``broker.id`` (ZooKeeper) or ``node.id`` (KRaft) from the log dir's ``meta.properties``, or None."""
     try:
-        props = read_properties(path)
-    except (OSError, ValueError):
+        return read_log_dir_broker_id(log_dir)
+    except LogDirError:
         return None
-    for key in ("broker.id", "node.id"):
-        try:
-            return int(props[key].strip())
-        except (KeyError, ValueError):
-            continue
-    return None
 
 
 def _values(entries: Mapping[str, Any]) -> dict[str, str]:

@@ -20,6 +20,8 @@ CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+META_PROPERTIES = "meta.properties"
 
 _PARTITION_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
@@ -89,19 +91,9 @@ def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[tuple[str, int]
     A wrong version, a count that disagrees with the entries, or a malformed line raises LogDirError.
     """
     p = Path(path)
-    if not p.exists():
-        return {}
-    text = p.read_text(encoding="utf-8", errors="replace")
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        return {}
-    if lines[0].strip() != "0":
-        raise LogDirError(f"{p}: unsupported checkpoint version {lines[0].strip()!r} (expected 0)")
-    if len(lines) < 2 or not lines[1].strip().isdigit():
-        raise LogDirError(f"{p}: missing or malformed entry count line")
-    expected = int(lines[1])
+    lines = _checkpoint_lines(p)
     entries: dict[tuple[str, int], int] = {}
-    for n, line in enumerate(lines[2:], start=3):
+    for n, line in enumerate(lines or [], start=3):
         parts = line.split()
         if len(parts) != 3:
             raise LogDirError(f"{p}:{n}: expected 'topic partition offset', got {line!r}")
@@ -110,9 +102,73 @@ def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[tuple[str, int]
             entries[(topic, int(part))] = int(off)
         except ValueError as exc:
             raise LogDirError(f"{p}:{n}: non-numeric partition or offset in {line!r}") from exc
-    if len(entries) != expected:
-        raise LogDirError(f"{p}: header says {expected} entries but {len(entries)} were found")
+    if lines is not None and len(entries) != len(lines):
+        raise LogDirError(f"{p}: header says {len(lines)} entries but {len(entries)} were found")
     return entries
+
+
+def _checkpoint_lines(p: Path) -> list[str] | None:
+    """The non-blank lines of a ``CheckpointFile`` after its version (0) and entry count, checked."""
+    if not p.exists():
+        return None
+    lines = [ln for ln in p.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    if not lines:
+        return None
+    if lines[0].strip() != "0":
+        raise LogDirError(f"{p}: unsupported checkpoint version {lines[0].strip()!r} (expected 0)")
+    if len(lines) < 2 or not lines[1].strip().isdigit():
+        raise LogDirError(f"{p}: missing or malformed entry count line")
+    if len(lines) - 2 != int(lines[1]):
+        raise LogDirError(f"{p}: header says {int(lines[1])} entries but {len(lines) - 2} were found")
+    return lines[2:]
+
+
+def read_leader_epoch_checkpoint(path: str | os.PathLike[str]) -> tuple[tuple[int, int], ...]:
+    """Parse a partition's ``leader-epoch-checkpoint`` (``LeaderEpochCheckpointFile``): ``(epoch, start
+    offset)`` entries, oldest first. A missing or 0-byte file is empty (a log written before 0.11, or
+    never led); a malformed one raises LogDirError naming the file and line."""
+    p = Path(path)
+    lines = _checkpoint_lines(p)
+    out: list[tuple[int, int]] = []
+    for n, line in enumerate(lines or [], start=3):
+        parts = line.split()
+        try:
+            epoch, start = (int(x) for x in parts) if len(parts) == 2 else (None, None)
+        except ValueError:
+            epoch = start = None
+        if epoch is None or start is None:
+            raise LogDirError(f"{p}:{n}: expected 'epoch startOffset', got {line!r}")
+        out.append((epoch, start))
+    return tuple(out)
+
+
+def read_broker_id(log_dir: str | os.PathLike[str]) -> int:
+    """``broker.id`` (ZooKeeper mode) or ``node.id`` (KRaft) from a log dir's ``meta.properties``.
+
+    Raises LogDirError naming the dir when the file is missing or holds neither key, so an operator
+    who copied a log dir without it knows to give the broker id explicitly.
+    """
+    # imported here: kafka_client owns the one .properties parser, and pulls in the client stack
+    from offsetops.coordinator_core.kafka_client import read_properties
+
+    path = Path(log_dir) / META_PROPERTIES
+    try:
+        props = read_properties(path)
+    except FileNotFoundError:
+        raise LogDirError(
+            f"{log_dir}: no {META_PROPERTIES}, so its broker id is unknown; give it as BROKER_ID=PATH"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise LogDirError(f"{path}: cannot read: {exc}") from exc
+    for key in ("broker.id", "node.id"):
+        value = props.get(key)
+        if value is None:
+            continue
+        try:
+            return int(value.strip())
+        except ValueError:
+            raise LogDirError(f"{path}: {key}={value!r} is not a broker id") from None
+    raise LogDirError(f"{path}: neither broker.id nor node.id is set; give the broker id as BROKER_ID=PATH")
 
 
 def write_offset_checkpoint(path: str | os.PathLike[str], entries: dict[tuple[str, int], int]) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
+    escape,
     kafka_client_config,
     non_negative_int,
     parse_partitions,
@@ -18,20 +20,33 @@ from offsetops.coordinator_core.loader import load_partition_dir, load_partition
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.settings import positive_int
-from offsetops.coordinator_core.sources.logdir import open_log_dir
+from offsetops.coordinator_core.sources.logdir import LogDirError, PartitionDir, open_log_dir
+from offsetops.coordinator_core.sources.replicas import ReplicaChoice, open_log_dirs, split_broker_prefix
 from offsetops.coordinator_core.timefmt import parse_time
 from offsetops.progress import Progress
 
 
 def add_source_args(
-    p: argparse.ArgumentParser, *, path: bool = True, topic_flag: str = "--topic-name"
+    p: argparse.ArgumentParser, *, path: bool = True, topic_flag: str = "--topic-name", brokers: bool = False
 ) -> None:
-    """Where the offsets come from (PATH, or a live cluster) and how to replay them.
+    """Where the offsets come from (PATH, several brokers' ``--log-dir``, or a live cluster) and how to
+    replay them.
 
     ``topic_flag`` names the hidden option for a mirrored offsets topic: ``reload`` spells it ``--topic``;
-    the group views keep ``--topic`` for their data-topic filter."""
+    the group views keep ``--topic`` for their data-topic filter. ``brokers`` adds ``--log-dir`` for
+    several brokers' log dirs (the group views use ``--log-dir`` for data-topic dirs instead)."""
     if path:
         p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
+    if path and brokers:
+        p.add_argument(
+            "--log-dir",
+            dest="broker_log_dirs",
+            action="append",
+            metavar="[BROKER_ID=]PATH",
+            help="one broker's log dir, repeated for each broker: each partition is read from one copy "
+            "(highest leader epoch, then log end offset), and the choice and any divergent copy are "
+            "reported; the broker id comes from meta.properties unless given as BROKER_ID=PATH",
+        )
     p.add_argument(
         "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
     )
@@ -59,10 +74,17 @@ def is_live(args: argparse.Namespace) -> bool:
 
 def check_source(args: argparse.Namespace) -> str | None:
     """Why the source arguments cannot work, or None."""
-    if not getattr(args, "path", None) and not is_live(args):
-        return "give a log dir PATH, or --bootstrap HOST:PORT / --client-config FILE"
-    if getattr(args, "path", None) and is_live(args):
-        return "give either a log dir PATH or a live cluster (--bootstrap/--client-config), not both"
+    files = getattr(args, "path", None) or getattr(args, "broker_log_dirs", None)
+    if not files and not is_live(args):
+        return (
+            "give a log dir PATH (or --log-dir per broker), or --bootstrap HOST:PORT / --client-config FILE"
+        )
+    if files and is_live(args):
+        return (
+            "give either log dirs (PATH, --log-dir) or a live cluster (--bootstrap/--client-config), not both"
+        )
+    if getattr(args, "path", None) and getattr(args, "broker_log_dirs", None):
+        return "give one log dir PATH, or --log-dir for each broker, not both"
     return None
 
 
@@ -77,9 +99,14 @@ def parse_until(text: str) -> Cut:
         raise argparse.ArgumentTypeError(f"--until takes a log offset (e.g. 1200) or a time: {exc}") from None
 
 
-def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[CoordinatorCache]:
-    """Load the chosen partitions from ``args.path`` or the live cluster of ``--bootstrap`` /
-    ``--client-config`` (LogDirError and KafkaClientError propagate with the path or cluster in them)."""
+def load_caches(
+    args: argparse.Namespace, cut: Cut | None = None, replicas: list[ReplicaChoice] | None = None
+) -> list[CoordinatorCache]:
+    """Load the chosen partitions from ``args.path``, the ``--log-dir`` of several brokers, or the live
+    cluster of ``--bootstrap`` / ``--client-config`` (LogDirError and KafkaClientError propagate with
+    the path or cluster in them). With several brokers' log dirs each partition is read from the copy
+    :func:`~offsetops.coordinator_core.sources.replicas.choose_replica` picks; the choices are appended to
+    ``replicas``, and divergent copies are warned about on stderr whoever the caller is."""
     cut = cut or Cut()
     whole = cut.until_offset is None and cut.until_ms is None
     kw = {"num_partitions": args.num_partitions, "semantics": args.semantics}
@@ -102,10 +129,13 @@ def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[Coordi
                         out.append(load_as_of(batches, partition=part, cut=cut, **kw))
                     progress.advance(1, out[-1].stats.bytes)
             return out
-    logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
+    if getattr(args, "broker_log_dirs", None):
+        pdirs = _chosen_copies(args, replicas)
+    else:
+        pdirs = list(open_log_dir(args.path, partitions=parse_partitions(args.partition)).partitions)
     out = []
-    with Progress("reading", total=len(logdir.partitions), unit="partitions") as progress:
-        for pdir in logdir.partitions:
+    with Progress("reading", total=len(pdirs), unit="partitions") as progress:
+        for pdir in pdirs:
             if whole:
                 limit = getattr(args, "max_batch_bytes", DEFAULT_MAX_BATCH_BYTES)
                 out.append(load_partition_dir(pdir, max_batch_bytes=limit, **kw))
@@ -113,3 +143,21 @@ def load_caches(args: argparse.Namespace, cut: Cut | None = None) -> list[Coordi
                 out.append(load_as_of(pdir.iter_batches, partition=pdir.partition, cut=cut, **kw))
             progress.advance(1, pdir.size_bytes, what=f"__consumer_offsets-{pdir.partition}")
     return out
+
+
+def _chosen_copies(args: argparse.Namespace, replicas: list[ReplicaChoice] | None) -> list[PartitionDir]:
+    try:
+        specs = [split_broker_prefix(spec) for spec in args.broker_log_dirs]
+    except ValueError as exc:
+        raise LogDirError(f"--log-dir {exc}") from None
+    dirs = open_log_dirs(specs, partitions=parse_partitions(args.partition))
+    choices = dirs.choices()
+    for c in choices:
+        for d in c.divergences:
+            # never merged, never silent: the reload reads the chosen copy only
+            print(
+                f"offsetops: warning: __consumer_offsets-{c.partition}: {escape(d.message)}", file=sys.stderr
+            )
+    if replicas is not None:
+        replicas.extend(choices)
+    return [c.chosen.pdir for c in choices if c.chosen.pdir is not None]

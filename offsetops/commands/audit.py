@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TextIO
 
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
@@ -16,7 +17,9 @@ from offsetops.commands._common import (
     print_json,
 )
 from offsetops.commands.failover import failover_json
-from offsetops.coordinator_core.cleaner.broker_log import read_broker_logs
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs
+from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, read_broker_logs
+from offsetops.coordinator_core.cleaner.collect import BrokerScan, audit_broker_scans, read_broker_scans
 from offsetops.coordinator_core.cleaner.config import (
     CleanerConfig,
     fetch_cluster_config,
@@ -24,17 +27,12 @@ from offsetops.coordinator_core.cleaner.config import (
     parse_config_overrides,
     read_broker_id,
 )
-from offsetops.coordinator_core.cleaner.metrics import MetricsError, scrape_metrics
-from offsetops.coordinator_core.cleaner_audit import (
-    CleanerAudit,
-    PartitionAudit,
-    Thresholds,
-    audit_log_dir,
-    format_bytes,
-    format_duration,
-)
+from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics, MetricsError, scrape_metrics
+from offsetops.coordinator_core.cleaner.model import CleanerAudit, PartitionAudit, Thresholds, format_bytes
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
+from offsetops.coordinator_core.timefmt import format_duration
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
 EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
@@ -49,7 +47,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "would reclaim, and whether it is making progress; then give a HEALTHY / DEGRADED / CRITICAL "
         "verdict with reasons and remedies. See docs/cleaner-audit.md.",
     )
-    p.add_argument("path", help="a broker log dir, or one __consumer_offsets-N dir")
+    p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
+    p.add_argument(
+        "--log-dir",
+        action="append",
+        metavar="[BROKER_ID=]PATH",
+        help="one broker's log dir, repeated for each broker to audit them in one run (each replica is "
+        "audited, and copies that diverge are reported); the broker id comes from its meta.properties "
+        "unless given as BROKER_ID=PATH",
+    )
+    p.add_argument(
+        "--broker-scans",
+        metavar="DIR",
+        help="audit every broker from the broker-<id>.json scans that `offsetops broker-scan` wrote "
+        "beside each broker into this shared directory, instead of reading log dirs",
+    )
     p.add_argument(
         "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
     )
@@ -62,10 +74,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--broker-id", type=int, help="broker for DescribeConfigs (default: meta.properties)")
     p.add_argument(
-        "--metrics-url", metavar="URL", help="Prometheus endpoint exposing the cleaner JMX metrics"
+        "--metrics-url",
+        metavar="[BROKER_ID=]URL",
+        action="append",
+        help="Prometheus endpoint exposing the cleaner JMX metrics (with --log-dir: BROKER_ID=URL, repeat)",
     )
     p.add_argument(
-        "--broker-log", metavar="FILE", action="append", help="log-cleaner.log or server.log (repeat)"
+        "--broker-log",
+        metavar="[BROKER_ID=]FILE",
+        action="append",
+        help="log-cleaner.log or server.log (repeat; with --log-dir: BROKER_ID=FILE)",
     )
     p.add_argument("--state-dir", metavar="DIR", help="keep audit history (audits.jsonl) here")
     p.add_argument("--no-record", action="store_true", help="read history but do not append this audit")
@@ -105,9 +123,37 @@ def run(args: argparse.Namespace) -> int:
         thresholds = Thresholds().with_overrides(dict(_pairs(args.threshold)))
     except ValueError as exc:
         return die(str(exc))
+    sources = [bool(args.path), bool(args.log_dir), bool(args.broker_scans)]
+    if sum(sources) > 1:
+        return die("give one of: a log dir PATH, --log-dir for each broker, or --broker-scans DIR")
+    if not any(sources):
+        return die(
+            "give a broker log dir PATH, --log-dir [BROKER_ID=]PATH once per broker, or --broker-scans DIR"
+        )
+    dirs: LogDirs | None = None
+    scans: list[BrokerScan] | None = None
     try:
-        logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
-    except LogDirError as exc:
+        if args.broker_scans:
+            scans = read_broker_scans(args.broker_scans)
+            first_dir = None
+        elif args.log_dir:
+            dirs = open_log_dirs(
+                [split_broker_prefix(spec) for spec in args.log_dir],
+                partitions=parse_partitions(args.partition),
+            )
+            first_dir = str(dirs.brokers[0].log_dir.path)
+        else:
+            logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
+            first_dir = args.path
+    except (LogDirError, ValueError) as exc:
+        return die(str(exc))
+    try:
+        known = (
+            {b.broker_id for b in dirs.brokers} if dirs else {s.broker_id for s in scans} if scans else None
+        )
+        metrics_urls = _per_broker(args.metrics_url, "--metrics-url", known)
+        broker_log_files = _per_broker(args.broker_log, "--broker-log", known)
+    except ValueError as exc:
         return die(str(exc))
 
     config = CleanerConfig()
@@ -115,7 +161,14 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap or args.client_config:
         from offsetops.coordinator_core.kafka_client import KafkaClientError
 
-        broker_id = args.broker_id if args.broker_id is not None else read_broker_id(logdir.path)
+        if args.broker_id is not None:
+            broker_id = args.broker_id
+        elif dirs is not None:
+            broker_id = dirs.brokers[0].broker_id
+        elif scans is not None:
+            broker_id = scans[0].broker_id
+        else:
+            broker_id = read_broker_id(logdir.path)
         try:
             client = kafka_client_config(args)
             if args.timeout_ms is not None:
@@ -130,48 +183,92 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return die(str(exc))
 
-    metrics = None
-    if args.metrics_url:
+    metrics: dict[int | None, CleanerMetrics] = {}
+    for bid, urls in metrics_urls.items():
+        if len(urls) > 1:
+            return die(f"--metrics-url: one endpoint per broker, got {len(urls)} for {_whose(bid)}")
         try:
-            metrics = scrape_metrics(args.metrics_url)
+            metrics[bid] = scrape_metrics(urls[0])
         except MetricsError as exc:
             return die(str(exc))
-    broker_log = None
-    if args.broker_log:
+    broker_logs: dict[int | None, BrokerLogReport] = {}
+    for bid, files in broker_log_files.items():
         try:
-            broker_log = read_broker_logs(args.broker_log)
+            broker_logs[bid] = read_broker_logs(files)
         except OSError as exc:
             return die(f"cannot read broker log: {exc}")
 
     try:
         # The log dir's declared clock (a simulated or copied snapshot) unless --now is given.
-        clock = resolve_clock(args.path, configured_ms=args.now, configured_by="--now")
+        clock = resolve_clock(first_dir, configured_ms=args.now, configured_by="--now")
     except ClockError as exc:
         return die(str(exc))
+    common = {
+        "config": config,
+        "thresholds": thresholds,
+        "now_ms": clock.as_of_ms,
+        "live": live,
+        "state_dir": args.state_dir,
+        "record_history": not args.no_record,
+    }
     try:
-        audit = audit_log_dir(
-            logdir,
-            config=config,
-            thresholds=thresholds,
-            now_ms=clock.as_of_ms,
-            metrics=metrics,
-            broker_log=broker_log,
-            live=live,
-            state_dir=args.state_dir,
-            record_history=not args.no_record,
-        )
+        per_broker = {
+            "metrics": {k: v for k, v in metrics.items() if k is not None},
+            "broker_logs": {k: v for k, v in broker_logs.items() if k is not None},
+        }
+        if scans is not None:
+            audit = audit_broker_scans(
+                scans, partitions=parse_partitions(args.partition), **per_broker, **common
+            )
+        elif dirs is not None:
+            audit = audit_log_dirs(
+                dirs,
+                **per_broker,
+                **common,
+            )
+        else:
+            audit = audit_log_dir(
+                logdir, metrics=metrics.get(None), broker_log=broker_logs.get(None), **common
+            )
+    except LogDirError as exc:
+        return die(str(exc))
     except OSError as exc:
         return die(f"cannot write audit history: {exc}")
 
     if args.json:
         doc = audit.to_json()
-        # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`).
-        doc["failover"] = failover_json(audit.partitions, args.broker_log)
+        # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`); with
+        # several brokers it forecasts the copies a reload reads.
+        rows = audit.partitions
+        if audit.replicas is not None:
+            chosen = {(c.partition, c.chosen.broker_id) for c in audit.replicas}
+            rows = [p for p in rows if (p.partition, p.broker_id) in chosen]
+        doc["failover"] = failover_json(rows, [f for files in broker_log_files.values() for f in files])
         print_json(doc)
     else:
         print(f"as of {clock.describe()}")
         print_table(audit)
     return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0
+
+
+def _whose(broker_id: int | None) -> str:
+    return "the log dir" if broker_id is None else f"broker {broker_id}"
+
+
+def _per_broker(values: list[str] | None, flag: str, known: set[int] | None) -> dict[int | None, list[str]]:
+    """``--metrics-url``/``--broker-log`` values by broker id (None for a single log dir): with several
+    brokers each must say whose it is, since every broker has its own cleaner, metrics and logs."""
+    out: dict[int | None, list[str]] = {}
+    for value in values or []:
+        bid, rest = split_broker_prefix(value) if known is not None else (None, value)
+        if known is not None and bid is None:
+            raise ValueError(f"{flag} {value!r}: with several brokers, say whose it is as BROKER_ID={value}")
+        if known is not None and bid not in known:
+            raise ValueError(
+                f"{flag} {value!r}: broker {bid} is not among the audited brokers {sorted(known)}"
+            )
+        out.setdefault(bid, []).append(rest)
+    return out
 
 
 def _pairs(items: list[str]) -> list[tuple[str, str]]:
@@ -197,7 +294,7 @@ def _row(p: PartitionAudit) -> list[str]:
             txn += f" +{len(p.open_transactions) - 1}"
     age = "-" if p.oldest_dirty_segment_age_ms is None else format_duration(p.oldest_dirty_segment_age_ms)
     return [
-        str(p.partition),
+        str(p.partition) if p.broker_id is None else f"{p.partition}@{p.broker_id}",
         p.verdict,
         format_bytes(p.size_bytes),
         format_bytes(p.clean_bytes),
@@ -223,7 +320,8 @@ _HEAD = [
 def print_table(audit: CleanerAudit) -> None:
     """The readable report: one row per partition, then every reason with its remedy."""
     out = sys.stdout
-    rows = [_HEAD, *(_row(p) for p in audit.partitions)]
+    head = _HEAD if audit.brokers is None else ["part@broker", *_HEAD[1:]]
+    rows = [head, *(_row(p) for p in audit.partitions)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
     for r in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
@@ -246,12 +344,26 @@ def print_table(audit: CleanerAudit) -> None:
         )
     for note in audit.notes:
         out.write(f"note: {escape(note)}\n")
+    if audit.brokers is not None:
+        print_replicas(audit, out)
     out.write(f"\nverdict: {audit.verdict}\n")
     for r in audit.reasons:
         out.write(f"  [{r.severity}] {r.message}\n      remedy: {r.remedy}\n")
     for p in audit.partitions:
         for r in p.reasons:
-            out.write(f"  [{r.severity}] partition {p.partition}: {r.message}\n      remedy: {r.remedy}\n")
+            where = f"partition {p.partition}" + ("" if p.broker_id is None else f" on broker {p.broker_id}")
+            out.write(f"  [{r.severity}] {where}: {r.message}\n      remedy: {r.remedy}\n")
+
+
+def print_replicas(audit: CleanerAudit, out: TextIO) -> None:
+    """Which broker's copy of each partition a reload reads and why, and every divergent copy."""
+    brokers = ", ".join(f"{b}={escape(d)}" for b, d in sorted((audit.brokers or {}).items()))
+    out.write(f"\nbrokers: {brokers}\n")
+    for c in audit.replicas or []:
+        copies = ", ".join(str(x.broker_id) for x in c.copies)
+        out.write(f"partition {c.partition}: copies on {copies}; reads {escape(c.reason)}\n")
+        for d in c.divergences:
+            out.write(f"  DIVERGENT broker {d.broker_id}: {escape(d.message)}\n")
 
 
 def _num(v: float | None) -> str:

@@ -7,6 +7,7 @@ import sys
 
 from offsetops.commands._common import (
     die,
+    escape,
     print_json,
     quote,
     report_errors,
@@ -17,6 +18,7 @@ from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.settings import add_max_batch_bytes
 from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import describe_time, now_ms
 
 
@@ -27,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Replay __consumer_offsets exactly as the group coordinator does when it loads a "
         "partition (doLoadGroupsAndOffsets), and print the groups, offsets and load statistics.",
     )
-    add_source_args(p, topic_flag="--topic")
+    add_source_args(p, topic_flag="--topic", brokers=True)
     p.add_argument(
         "--until",
         type=parse_until,
@@ -47,8 +49,9 @@ def run(args: argparse.Namespace) -> int:
     problem = check_source(args)
     if problem:
         return die(problem)
+    replicas: list[ReplicaChoice] = []
     try:
-        caches = load_caches(args, args.until)
+        caches = load_caches(args, args.until, replicas)
     except LogDirError as exc:
         return die(str(exc))
     except KafkaClientError as exc:  # names the cluster and the reason, never a secret
@@ -58,10 +61,14 @@ def run(args: argparse.Namespace) -> int:
         doc = {"partitions": [c.to_json() for c in caches]}
         if args.until is not None:
             doc["as_of"] = args.until.to_json()
+        if args.broker_log_dirs:
+            doc["replicas"] = [c.to_json() for c in replicas]
         print_json(doc)
     else:
         if args.until is not None:
             _print_cut(args.until)
+        for c in replicas:
+            sys.stdout.write(f"partition {c.partition}: reads {escape(c.reason)}\n")
         _print_summary(caches)
     if errors:
         report_errors(errors)

@@ -138,13 +138,17 @@ def reader() -> Iterator:
 
 def test_executors_cannot_import_offsetops_without_py_files(cluster: SparkCluster) -> None:
     probe = subprocess.run(
-        [str(cluster.executor_python), "-c", "import pyarrow, zstandard, pyspark; import coordinator_core"],
+        [
+            str(cluster.executor_python),
+            "-c",
+            "import pyarrow, zstandard, pyspark; import offsetops.coordinator_core",
+        ],
         cwd=cluster.root,
         capture_output=True,
         text=True,
         timeout=60,  # an executor's cwd is not the repo
     )
-    assert probe.returncode != 0 and "No module named 'coordinator_core'" in probe.stderr, probe.stderr
+    assert probe.returncode != 0 and "No module named 'offsetops'" in probe.stderr, probe.stderr
 
 
 def test_jobs_ran_on_both_workers(cluster: SparkCluster, outputs: dict[str, Path]) -> None:

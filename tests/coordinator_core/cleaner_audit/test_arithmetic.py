@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 from offsetops.coordinator_core.cleaner.config import CleanerConfig
-from offsetops.coordinator_core.cleaner_audit import (
+from offsetops.coordinator_core.cleaner.manager import (
     SegmentInfo,
-    Thresholds,
     calculate_cleanable_bytes,
     cleanable_offsets,
-    format_duration,
     log_to_clean,
     max_compaction_delay,
 )
+from offsetops.coordinator_core.cleaner.model import Thresholds
+from offsetops.coordinator_core.timefmt import format_duration
 
 NOW = 1_000_000_000
 # segments [0,10) 100 B, [10,20) 300 B, [20,30) 200 B, active [30,35) 50 B

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offsetops.coordinator_core import cleaner_audit
+from offsetops.coordinator_core.cleaner import audit as cleaner_audit
+from offsetops.coordinator_core.cleaner import model
 from offsetops.coordinator_core.records.builder import build_record_batch
 
 from offsetops.cli import main
@@ -213,7 +214,7 @@ def test_failures_from_executors_are_reported_like_local_ones(tmp_path):
     for part in (0, 1):
         write_segment(partition_dir(tmp_path, part), 0, [commits(0, ["a", "a"], T0)], T0)
     done = cleaner_audit.audit_log_dir(tmp_path, now_ms=T0, record_history=False)
-    failure = cleaner_audit.PartitionFailure(1, "/data/__consumer_offsets-1", "ValueError: boom")
+    failure = model.PartitionFailure(1, "/data/__consumer_offsets-1", "ValueError: boom")
     audit = cleaner_audit.audit_log_dir(
         tmp_path, now_ms=T0, partition_audits={0: done.partitions[0], 1: failure}
     )

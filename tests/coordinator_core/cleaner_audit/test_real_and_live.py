@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir
 from offsetops.coordinator_core.cleaner.config import fetch_cluster_config
-from offsetops.coordinator_core.cleaner_audit import audit_log_dir
 from offsetops.coordinator_core.kafka_client import ClusterUnreachable, KafkaClientConfig
 
 from offsetops.cli import main

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir
 from offsetops.coordinator_core.records.builder import build_record_batch
 
 from offsetops.cli import main

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir
 
 simulator = pytest.importorskip("offsetops.coordinator_core.simulator")
 
