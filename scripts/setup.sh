@@ -33,6 +33,7 @@ log "upgrading pip"
 log "pip install -r $(basename "$LOCK")"
 "$VENV/bin/python" -m pip install -qq --disable-pip-version-check -r "$LOCK"
 log "pip install -e . --no-deps"
-"$VENV/bin/python" -m pip install -qq --disable-pip-version-check --no-deps -e .
+# strict: a tree of links in build/, so pyright resolves offsetops.coordinator_core & co. (setup.py maps them)
+"$VENV/bin/python" -m pip install -qq --disable-pip-version-check --no-deps -e . --config-settings editable_mode=strict
 printf '%s\n' "$want" > "$STAMP"
 log "done"
