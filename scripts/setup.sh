@@ -33,7 +33,6 @@ log "upgrading pip"
 log "pip install -r $(basename "$LOCK")"
 "$VENV/bin/python" -m pip install -qq --disable-pip-version-check -r "$LOCK"
 log "pip install -e . --no-deps"
-# strict: a tree of links in build/, so pyright resolves offsetops.coordinator_core & co. (setup.py maps them)
-"$VENV/bin/python" -m pip install -qq --disable-pip-version-check --no-deps -e . --config-settings editable_mode=strict
+"$VENV/bin/python" -m pip install -qq --disable-pip-version-check --no-deps -e .
 printf '%s\n' "$want" > "$STAMP"
 log "done"
