@@ -13,7 +13,7 @@ help:
 	@echo "make setup        create/refresh $(VENV) (pinned requirements-dev.lock, then -e . --no-deps; quick when unchanged)"
 	@echo "make system-deps  install Java 17+ and Debian chromium if missing (apt-get)"
 	@echo "make test         run the test suite (PYTEST_ARGS='-m broker' etc.)"
-	@echo "make lint         ruff check"
+	@echo "make lint         ruff check, ruff format --check, pyright (the hooks of .pre-commit-config.yaml)"
 	@echo "make demo         simulate a sample cluster and run the main job (all assets, local Spark) into DEMO_OUT=$(DEMO_OUT)"
 
 setup:
@@ -31,6 +31,8 @@ test: system-deps setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	bash scripts/typecheck.sh
 
 demo: system-deps setup
 	$(BIN)/offsetops demo --out "$(DEMO_OUT)"

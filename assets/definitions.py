@@ -25,7 +25,8 @@ warnings.filterwarnings("ignore", category=PreviewWarning)
 
 from offsetops.assets import cleaner_audit, expiration, metrics, reload, summary, validation  # noqa: E402
 from offsetops.assets.alerting import sensors  # noqa: E402
-from offsetops.assets.resources import OFFSETS_PARTITIONS, build_resources  # noqa: E402
+from offsetops.assets.partitions import OFFSETS_PARTITIONS  # noqa: E402
+from offsetops.assets.resources import build_resources  # noqa: E402
 
 MAIN_JOB = "offsetops_main_job"
 

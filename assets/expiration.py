@@ -4,6 +4,9 @@
 plus the offsets that expire within the forecast window. ``tombstone_execution`` is never scheduled:
 by default it only reports what it would write; an operator opts in per run with ``mode: segment``
 (an offline copy of the log dir) or ``mode: admin`` plus ``confirm: true`` (the live cluster).
+
+Why one module of about 500 lines: the two assets share the per-partition plan documents they write
+and read, and the schedule that runs the plan; split, each half would import the other's internals.
 """
 
 import json
@@ -29,19 +32,20 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from offsetops.assets.reload import coordinator_cache, path_exists, read_cache_tables
-from offsetops.assets.resources import (
+from offsetops.assets.metadata import clock_metadata, write_json
+from offsetops.assets.partitions import (
     OFFSETS_PARTITIONS,
+    all_partitions_tags,
+    partitions_label,
+    run_partitions,
+)
+from offsetops.assets.reload import coordinator_cache, read_cache_tables
+from offsetops.assets.resources import (
     SCHEDULE_STATUS,
     OffsetsSourceResource,
     SparkResource,
     StateResource,
-    all_partitions_tags,
-    clock_metadata,
     expiration_defaults_from_env,
-    partitions_label,
-    run_partitions,
-    write_json,
 )
 from offsetops.checks.dagster_checks import (
     EXPIRATION_ASSET,
@@ -54,7 +58,6 @@ from offsetops.checks.dagster_checks import (
     table,
 )
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.cleaner_audit import format_duration
 from offsetops.coordinator_core.expiration import (
     DeadGroup,
     ExpirationPlan,
@@ -62,6 +65,7 @@ from offsetops.coordinator_core.expiration import (
     Tombstone,
     plan_expiration,
 )
+from offsetops.coordinator_core.timefmt import format_duration
 from pydantic import Field, model_validator
 
 GROUP = "expiration"
@@ -94,15 +98,6 @@ class ExpirationConfig(Config):
 
 def _partition_plan_path(state: StateResource, partition: int) -> Path:
     return state.state_path / "expiration" / f"partition-{partition}.json"
-
-
-def _iso(ms: int | None) -> str | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
-
-
-def _duration(ms: int) -> str:
-    hours, rest = divmod(max(ms, 0) // 60_000, 60)
-    return f"{hours}h{rest:02d}m"
 
 
 def partition_plan_doc(plan: ExpirationPlan, cache: CoordinatorCache, *, run_id: str) -> dict[str, Any]:
@@ -188,6 +183,7 @@ def expiration_plan(
 
     The plan is made from the cache tables ``coordinator_cache`` wrote, not by reading the log again.
     """
+    from offsetops.pipelines.source import path_exists
     from offsetops.pipelines.tables import caches_from_rows
 
     partitions = run_partitions(context)
@@ -229,11 +225,11 @@ def expiration_plan(
     )
     by_partition: dict[int, PartitionPlan] = {p: PartitionPlan() for p in partitions}
     for t in plan.tombstones:
-        by_partition[t.offsets_partition].tombstones.append(t)
+        by_partition[_partition_of(t)].tombstones.append(t)
     for d in plan.dead_groups:
-        by_partition[d.offsets_partition].dead_groups.append(d)
+        by_partition[_partition_of(d)].dead_groups.append(d)
     for f in plan.forecast:
-        by_partition[f.offsets_partition].forecast.append(f)
+        by_partition[_partition_of(f)].forecast.append(f)
     caches_by_partition = {c.partition: c for c in caches}
     run_facts = {
         **clock_metadata(clock),
@@ -270,6 +266,12 @@ class PartitionPlan:
     tombstones: list[Tombstone] = field(default_factory=list)
     dead_groups: list[DeadGroup] = field(default_factory=list)
     forecast: list[ForecastEntry] = field(default_factory=list)
+
+
+def _partition_of(item: Any) -> int:
+    """The offsets partition of a plan item: planned from caches, every item names it."""
+    assert item.offsets_partition is not None
+    return int(item.offsets_partition)
 
 
 def _groups_losing_offsets(part: PartitionPlan) -> list[dict[str, Any]]:

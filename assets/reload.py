@@ -21,14 +21,9 @@ from dagster import (
     TableSchema,
     asset,
 )
-from offsetops.assets.resources import (
-    OFFSETS_PARTITIONS,
-    OffsetsSourceResource,
-    SparkResource,
-    StateResource,
-    run_partitions,
-    write_json,
-)
+from offsetops.assets.metadata import write_json
+from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions
+from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner_audit import format_bytes
 from offsetops.coordinator_core.timefmt import iso_utc
 
@@ -207,23 +202,6 @@ def _merge_partitions(path: Path, update: dict[int, dict[str, Any]], **extra: An
 # -- the reloaded cache tables ---------------------------------------------------------------------
 
 
-def _hadoop_fs(spark: "SparkSession", path: str) -> tuple[Any, Any]:
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-
-
-def path_exists(spark: "SparkSession", path: str) -> bool:
-    hpath, fs = _hadoop_fs(spark, path)
-    return bool(fs.exists(hpath))
-
-
-def _delete(spark: "SparkSession", path: str) -> None:
-    hpath, fs = _hadoop_fs(spark, path)
-    if fs.exists(hpath):
-        fs.delete(hpath, True)
-
-
 def _empty(spark: "SparkSession", table: str) -> "DataFrame":
     from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
@@ -233,7 +211,7 @@ def _empty(spark: "SparkSession", table: str) -> "DataFrame":
 def _present_partitions(
     spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int]
 ) -> list[int]:
-    from offsetops.pipelines.source import InputPathError, list_log_dir
+    from offsetops.pipelines.source import InputPathError, list_log_dir, path_exists
 
     log_dir = str(source.log_dir)
     if not path_exists(spark, log_dir):
@@ -309,10 +287,12 @@ def publish_tables(
     spark: "SparkSession", tables: dict[str, "DataFrame"], state: StateResource, partitions: list[int]
 ) -> None:
     """Replace ``partitions`` of every canonical table with ``tables`` (other partitions are kept)."""
+    from offsetops.pipelines.source import delete_path
+
     for name, df in tables.items():
         location = state.table_location(name)
         for p in partitions:
-            _delete(spark, f"{location}/offsets_partition={p}")
+            delete_path(spark, f"{location}/offsets_partition={p}")
         df.write.mode("append").partitionBy("offsets_partition").parquet(location)
 
 
@@ -321,6 +301,7 @@ def read_cache_tables(
 ) -> dict[str, "DataFrame"]:
     """The canonical reload tables (optionally only some offsets partitions), with their schemas."""
     from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.source import path_exists
     from pyspark.sql import functions as F
 
     out = {}
@@ -350,6 +331,7 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
         )
         .first()
     )
+    assert stats is not None  # an aggregate without grouping has exactly one row
     states = {
         r["state"]: int(r["n"])
         for r in tables["groups"].groupBy("state").agg(F.count("*").alias("n")).collect()
@@ -399,7 +381,7 @@ def coordinator_cache(
 ) -> MaterializeResult:
     """Run the Spark reload for this run's partitions and publish them into the canonical tables."""
     from offsetops.coordinator_core.kafka_client import KafkaClientError
-    from offsetops.pipelines.source import InputPathError
+    from offsetops.pipelines.source import InputPathError, delete_path
 
     partitions = run_partitions(context)
     state.ensure()
@@ -417,7 +399,7 @@ def coordinator_cache(
     except KafkaClientError as exc:
         raise Failure(f"reload failed: {exc}") from None
     finally:
-        _delete(session, staging)
+        delete_path(session, staging)
     elapsed = time.perf_counter() - started
     counts = summary["counts"]
     report = {

@@ -81,7 +81,7 @@ def plan_summary_metadata(plan: dict[str, Any]) -> dict[str, Any]:
         "forecast_groups": MetadataValue.int(int(summary.get("forecast_groups", 0))),
         "groups_at_risk": table(GROUPS_AT_RISK_COLUMNS, at_risk[:100]),
         # Partitions planned in different runs may have different clocks: say so rather than pick one.
-        "plan_as_of": ", ".join(iso_utc(ms) for ms in sorted(as_of)) or "not planned yet",
+        "plan_as_of": ", ".join(str(iso_utc(ms)) for ms in sorted(as_of)) or "not planned yet",
     }
 
 

@@ -19,19 +19,15 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from offsetops.assets.reload import coordinator_cache, raw_segments, read_cache_tables
-from offsetops.assets.resources import (
+from offsetops.assets.metadata import clock_metadata, write_json
+from offsetops.assets.partitions import (
     OFFSETS_PARTITIONS,
-    SCHEDULE_STATUS,
-    OffsetsSourceResource,
-    SparkResource,
-    StateResource,
     all_partitions_tags,
-    clock_metadata,
     partitions_label,
     run_partitions,
-    write_json,
 )
+from offsetops.assets.reload import coordinator_cache, raw_segments, read_cache_tables
+from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
 from offsetops.checks.dagster_checks import VALIDATION_CHECKS, table
 from pydantic import Field
 

@@ -22,6 +22,7 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
+    AssetRecordsFilter,
     MetadataValue,
     Output,
     PartitionsDefinition,
@@ -31,10 +32,11 @@ from dagster import (
     TableSchema,
     asset_check,
 )
+
+# Ties each partition's evaluation to that partition's materialization; Dagster exports it nowhere else.
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
-from dagster._core.event_api import AssetRecordsFilter
 from offsetops.coordinator_core.cleaner_audit import (
     CRITICAL,
     DEGRADED,
@@ -47,6 +49,7 @@ from offsetops.coordinator_core.cleaner_audit import (
 from offsetops.coordinator_core.expiration import ForecastEntry
 from offsetops.coordinator_core.timefmt import iso_utc
 
+# The names of the assets the checks and the alerts watch, defined once (assets/ imports them).
 VALIDATION_ASSET = "cache_validation"
 AUDIT_ASSET = "cleaner_audit"
 EXPIRATION_ASSET = "expiration_plan"

@@ -24,7 +24,7 @@ import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from great_expectations.render.view import DefaultJinjaIndexPageView, DefaultJinjaPageView
 from jinja2 import ChoiceLoader, DictLoader, pass_context
@@ -191,7 +191,7 @@ def copy_vendor_assets(site_dir: Path) -> list[Path]:
     return copied
 
 
-def _local_for(url: str) -> str | bool | None:
+def _local_for(url: str) -> str | Literal[False] | None:
     """The vendored path for a CDN URL, None to drop it, False when unknown."""
     if "great-expectations-web-assets" in url and "logo" in url:
         return "static/images/logo-long.png"

@@ -161,7 +161,8 @@ class UnexpectedRowsWithSampleExpectation(UnexpectedRowsExpectation):
         result_format = self._get_result_format(runtime_configuration=runtime_configuration)
         if isinstance(result_format, dict):
             level = result_format.get("result_format", ResultFormat.SUMMARY)
-            size = int(result_format.get("partial_unexpected_count", 20))
+            count = result_format.get("partial_unexpected_count", 20)
+            size = int(count) if isinstance(count, int | str) else 20
         else:
             level, size = result_format, 20
         if level == ResultFormat.SUMMARY and isinstance(outcome, dict) and "result" in outcome:

@@ -308,7 +308,12 @@ def cross_check(
     partition_of = {c.group_id: c.offsets_partition for c in cached}
     partition_of.update({g: int(v["offsets_partition"]) for g, v in cached_groups.items()})
     first = compare_offsets(cached, live_offsets, {}, partition_of=partition_of)
-    suspects = {(r.group_id, r.topic, r.partition) for r in first if r.status != MATCH}
+    # compare_offsets rows always name their topic and partition.
+    suspects: set[OffsetKey] = {
+        (r.group_id, r.topic, r.partition)
+        for r in first
+        if r.status != MATCH and r.topic is not None and r.partition is not None
+    }
     rows = first
     if suspects:
         # A commit after the read sits past every record the cache read (its max record_offset); a

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from offsetops.coordinator_core.atomic import write_json_atomic
 from offsetops.coordinator_core.timefmt import iso_utc
 
 CLOCK_FILE = "offsetops-clock.json"
@@ -97,7 +98,4 @@ def write_clock_declaration(log_dir: str | os.PathLike[str], as_of_ms: int, *, d
         "as_of": iso_utc(as_of_ms),
         "declared_by": declared_by,
     }
-    tmp = path.with_name(f".{CLOCK_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_json_atomic(path, doc)

@@ -52,8 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     quiet_kafka_logging(args.verbose, logging.getLogger().handlers)
     for stream in (sys.stdout, sys.stderr):
         # Whatever the terminal's encoding, data that cannot be encoded is escaped, never a crash.
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

@@ -40,7 +40,7 @@ from offsetops.coordinator_core.sources.logdir import (
     Segment,
     read_offset_checkpoint,
 )
-from offsetops.pipelines.cli_args import audit_arguments, script_main
+from offsetops.pipelines.cli_args import submit_main
 from offsetops.pipelines.reload import merge_tasks, session_from_args
 from offsetops.pipelines.source import (
     InputPathError,
@@ -420,7 +420,9 @@ def run(args: argparse.Namespace) -> int:
     rows = spark.read.schema(CLEANER_AUDIT_SCHEMA).parquet(out + "/cleaner_audit").collect()
     topic = spark.createDataFrame([topic_row(rows, now_ms=now_ms)], CLEANER_AUDIT_TOPIC_SCHEMA)
     topic.coalesce(1).write.mode("overwrite").parquet(out + "/cleaner_audit_topic")
-    verdict = topic.first()["verdict"]
+    first = topic.first()
+    assert first is not None  # the topic table has exactly one row
+    verdict = first["verdict"]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     by = {v: sum(r["verdict"] == v for r in rows) for v in RANK}
@@ -431,12 +433,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit pipelines/audit.py --input PATH --output DIR``."""
-    return script_main("audit.py", __doc__, audit_arguments, run, argv)
-
-
 if __name__ == "__main__":
-    from offsetops.pipelines.audit import main as _main
-
-    sys.exit(_main())
+    submit_main("audit")

@@ -6,38 +6,35 @@ Shared by ``offsetops pipeline JOB`` and by each job's ``main()`` under ``spark-
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import importlib
+import sys
+from typing import NoReturn
 
 from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.settings import add_max_batch_bytes, positive_int
 from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
 from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
 
 MODES = ("arrow", "rows")
 
 
-def script_main(
-    prog: str,
-    doc: str | None,
-    add_arguments: Callable[[argparse.ArgumentParser], None],
-    run: Callable[[argparse.Namespace], int],
-    argv: list[str] | None,
-) -> int:
-    """A job's ``main()`` under ``spark-submit``: its own arguments, parsed, then the job."""
-    p = argparse.ArgumentParser(prog=prog, description=(doc or "").strip().splitlines()[0] if doc else None)
-    add_arguments(p)
-    return run(p.parse_args(argv))
+def job_module(job: str) -> str:
+    """The importable name of a job's module (``offsetops.pipelines.reload``)."""
+    return "offsetops." + JOB_SCRIPTS[job].removesuffix(".py").replace("/", ".")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def submit_main(job: str) -> NoReturn:
+    """A job file run by ``spark-submit``: parse the job's arguments and run its module's ``run``.
+
+    The module is imported by name rather than run as ``__main__``: Spark pickles the job's functions
+    by module name, so the executors must find them in the ``--py-files`` zip.
+    """
+    target = importlib.import_module(job_module(job))
+    doc = (target.__doc__ or "").strip().splitlines()
+    p = argparse.ArgumentParser(prog=f"{job}.py", description=doc[0] if doc else None)
+    JOB_ARGUMENTS[job](p)
+    sys.exit(int(target.run(p.parse_args())))
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,13 +42,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", required=True, metavar="PATH", help="broker log dir (local, s3a://, hdfs://)")
     p.add_argument("--output", required=True, metavar="DIR", help="output dir for the Parquet tables")
     _add_spark_arguments(p)
-    p.add_argument(
-        "--max-batch-bytes",
-        type=_positive_int,
-        default=DEFAULT_MAX_BATCH_BYTES,
-        metavar="N",
-        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
-    )
+    add_max_batch_bytes(p)
 
 
 def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,7 +59,7 @@ def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--num-partitions",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions, for partition_for checks (default 50)",
     )
@@ -98,7 +89,7 @@ def live_arguments(p: argparse.ArgumentParser) -> None:
     _add_spark_arguments(p)
     p.add_argument(
         "--max-range-offsets",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULT_RANGE_OFFSETS,
         metavar="N",
         help=f"cut partitions into fetch ranges of at most N offsets, one Spark task each "
@@ -147,3 +138,13 @@ JOB_ARGUMENTS = {
     "validate": validate_arguments,
     "live": live_arguments,
 }
+
+JOB_SCRIPTS = {
+    "reload": "pipelines/reload.py",
+    "expire": "pipelines/expire.py",
+    "audit": "pipelines/audit.py",
+    # It runs the Great Expectations suites of checks/, a layer above the Spark jobs.
+    "validate": "checks/validate_job.py",
+    "live": "pipelines/live.py",
+}
+"""The file ``spark-submit`` runs for each job, relative to the source tree."""

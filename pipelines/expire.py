@@ -20,7 +20,7 @@ from offsetops.coordinator_core.expiration import (
     ExpirationPlan,
     plan_expiration,
 )
-from offsetops.pipelines.cli_args import expire_arguments, script_main
+from offsetops.pipelines.cli_args import submit_main
 from offsetops.pipelines.reload import (
     DEFAULT_OPTIONS,
     Emitter,
@@ -226,12 +226,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit pipelines/expire.py --input PATH --output DIR``."""
-    return script_main("expire.py", __doc__, expire_arguments, run, argv)
-
-
 if __name__ == "__main__":
-    from offsetops.pipelines.expire import main as _main
-
-    sys.exit(_main())
+    submit_main("expire")

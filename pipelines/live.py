@@ -45,7 +45,7 @@ from offsetops.coordinator_core.sources.live import (
     fold_range,
     plan_fetch_ranges,
 )
-from offsetops.pipelines.cli_args import live_arguments, script_main
+from offsetops.pipelines.cli_args import submit_main
 from offsetops.pipelines.reload import (
     DEFAULT_OPTIONS,
     FOLD_SCHEMA,
@@ -284,14 +284,5 @@ def run(args: argparse.Namespace) -> int:
     return report_decode_errors(spark, args.output, strict=args.strict)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit pipelines/live.py --client-config client.properties --output DIR``."""
-    return script_main("live.py", __doc__, live_arguments, run, argv)
-
-
 if __name__ == "__main__":
-    # Run the importable module, not this file as __main__, so executors unpickle offsetops.pipelines.live.
-
-    from offsetops.pipelines.live import main as _main
-
-    sys.exit(_main())
+    submit_main("live")

@@ -12,6 +12,10 @@ last-writer-wins fold by record offset with transactions resolved by their marke
 
 The merge step streams: a task holds one partition's running fold and one segment's fold at a time.
 ``mode="rows"`` runs the same work through plain RDDs of pickled Python rows, for comparison.
+
+Why one module of about 500 lines: the three stages above are one Spark plan whose functions are
+shipped to the executors together; the table expansion (``offsetops.pipelines.tables``), the input listing
+(``offsetops.pipelines.source``) and the schemas already live apart.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import math
 import pickle
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -32,7 +36,7 @@ from offsetops.coordinator_core.loader import PartitionFold
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.sources.logdir import segment_order_errors
-from offsetops.pipelines.cli_args import MODES, reload_arguments, script_main
+from offsetops.pipelines.cli_args import MODES, submit_main
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
 from offsetops.pipelines.source import NO_SEGMENT, LogDirListing, list_log_dir, local_file, segment_rows
 from offsetops.pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
@@ -388,7 +392,7 @@ def reload_tables_rows(
         )
         return row.offsets_partition, (row.base_offset, pickle.dumps(fold, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def finish(item: tuple[int, object]) -> dict[str, list[tuple]]:
+    def finish(item: tuple[int, Iterable[tuple[int, bytes]]]) -> dict[str, list[tuple]]:
         part, blobs = item
         ordered = sorted(blobs, key=lambda x: x[0])
         folds = [pickle.loads(b) for _base, b in ordered]
@@ -547,14 +551,5 @@ def read_decode_errors(spark: SparkSession, output: str) -> list[DecodeError]:
     return errors
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit pipelines/reload.py --input PATH --output DIR``."""
-    return script_main("reload.py", __doc__, reload_arguments, run, argv)
-
-
 if __name__ == "__main__":
-    # Run the importable module, not this file as __main__, so executors unpickle offsetops.pipelines.reload.
-
-    from offsetops.pipelines.reload import main as _main
-
-    sys.exit(_main())
+    submit_main("reload")

@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from offsetops.coordinator_core.settings import parse_pairs
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
@@ -101,7 +102,7 @@ def build_session(
     spark = builder.getOrCreate()
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
-    effective = spark.sparkContext.master
+    effective = str(spark.sparkContext.master)
     if ship_code is None:
         ship_code = not effective.startswith("local")
     if ship_code:
@@ -159,10 +160,4 @@ def ship_packages(spark: SparkSession) -> Path:
 
 def parse_conf(pairs: list[str] | None) -> dict[str, str]:
     """``["k=v", ...]`` (repeated ``--conf``) to a dict; a pair without ``=`` is a ValueError."""
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--conf expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value
-    return out
+    return parse_pairs(pairs, option="--conf")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlparse
 
 from offsetops.coordinator_core.errors import DecodeError
@@ -82,16 +83,30 @@ def local_file(path: str) -> str:
     return path
 
 
-def _fs(spark: SparkSession, path: str):
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+def hadoop_path(spark: SparkSession, path: str) -> Any:
+    """``org.apache.hadoop.fs.Path(path)`` in the session's JVM (py4j objects are untyped)."""
+    jvm: Any = spark.sparkContext._jvm
+    return jvm.org.apache.hadoop.fs.Path(path)
+
+
+def hadoop_fs(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    """``path`` as a Hadoop Path, and the FileSystem its scheme selects (local, s3a://, hdfs://)."""
+    hpath = hadoop_path(spark, path)
+    jsc: Any = spark.sparkContext._jsc
+    return hpath, hpath.getFileSystem(jsc.hadoopConfiguration())
 
 
 def path_exists(spark: SparkSession, path: str) -> bool:
     """Whether ``path`` exists, through the path's own Hadoop FileSystem."""
-    hpath, fs = _fs(spark, path)
+    hpath, fs = hadoop_fs(spark, path)
     return bool(fs.exists(hpath))
+
+
+def delete_path(spark: SparkSession, path: str) -> None:
+    """Delete ``path`` recursively, if it exists, through its own Hadoop FileSystem."""
+    hpath, fs = hadoop_fs(spark, path)
+    if fs.exists(hpath):
+        fs.delete(hpath, True)
 
 
 def is_local(path: str) -> bool:
@@ -123,7 +138,7 @@ def list_log_dir(spark: SparkSession, path: str, *, partitions: list[int] | None
     """
     if is_local(path):
         return _list_local(path, partitions)
-    hpath, fs = _fs(spark, path)
+    hpath, fs = hadoop_fs(spark, path)
     if not fs.exists(hpath):
         raise InputPathError(f"{path}: no such file or directory")
     if not fs.getFileStatus(hpath).isDirectory():
@@ -137,8 +152,7 @@ def list_log_dir(spark: SparkSession, path: str, *, partitions: list[int] | None
     else:
         pattern = qualified.toString() + f"/{OFFSETS_TOPIC}-*/*.log*"
         root = qualified.toString()
-    jvm = spark.sparkContext._jvm
-    statuses = fs.globStatus(jvm.org.apache.hadoop.fs.Path(pattern)) or []
+    statuses = fs.globStatus(hadoop_path(spark, pattern)) or []
     candidates: list[SegmentFile] = []
     anomalies: list[tuple[int, DecodeError]] = []
     for st in statuses:
@@ -158,7 +172,8 @@ def list_log_dir(spark: SparkSession, path: str, *, partitions: list[int] | None
                 (part, DecodeError("not_a_file", "segment name, but not a file (not read)", p, part))
             )
             continue
-        candidates.append(SegmentFile(p, part, int(value), int(st.getLen()), int(st.getModificationTime())))
+        assert isinstance(value, int)  # a segment's name gives its base offset
+        candidates.append(SegmentFile(p, part, value, int(st.getLen()), int(st.getModificationTime())))
     found = []
     by_partition: dict[int, list[SegmentFile]] = {}
     for s in candidates:

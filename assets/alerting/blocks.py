@@ -79,7 +79,8 @@ def format_partitions(partitions: Sequence[int]) -> str:
     return ", ".join(str(p) for p in partitions) if partitions else "-"
 
 
-def _iso(epoch_s: float) -> str:
+def iso_seconds(epoch_s: float) -> str:
+    """``2026-03-01T05:15:00+00:00``: a Unix time in seconds, as alerts and the outbox show it."""
     return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")
 
 

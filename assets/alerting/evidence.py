@@ -18,14 +18,11 @@ from offsetops.assets.alerting.blocks import duration
 from offsetops.assets.alerting.model import Observation
 from offsetops.assets.alerting.state import ConditionEntry
 from offsetops.assets.resources import StateResource
+from offsetops.checks.dagster_checks import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
 from offsetops.coordinator_core.cleaner_audit import format_bytes
 from offsetops.coordinator_core.failover import format_load_time
 
 log = logging.getLogger(__name__)
-
-AUDIT_ASSET = "cleaner_audit"
-VALIDATION_ASSET = "cache_validation"
-EXPIRATION_ASSET = "expiration_plan"
 
 _CLEANER_LEVEL = {"HEALTHY": "ok", "DEGRADED": "warning", "CRITICAL": "critical"}
 _SEVERITY_RANK = {"CRITICAL": 2, "DEGRADED": 1, "WARNING": 1, "HEALTHY": 0}
@@ -42,7 +39,7 @@ def _rows(value: Any) -> list[dict[str, Any]]:
     records = getattr(value, "records", None)
     if records is not None:
         return [dict(getattr(r, "data", r)) for r in records]
-    return [r for r in value or [] if isinstance(r, Mapping)] if isinstance(value, list) else []
+    return [dict(r) for r in value if isinstance(r, Mapping)] if isinstance(value, list) else []
 
 
 def latest_by_partition(instance: Any, asset: str, limit: int) -> dict[int, tuple[dict[str, Any], str]]:

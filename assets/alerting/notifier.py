@@ -10,6 +10,10 @@ sent again when Slack's answer to an earlier attempt never arrived (the delivere
 
 Without a token (local runs, the demo) the outbox is where the messages stay: one warning each,
 kept to the newest message per alert that still holds, at most ``MAX_UNSENT`` of them.
+
+Why one module of about 550 lines: the delivery loop, its time budget and its retry rules are one
+state machine over one outbox; the message texts (``blocks``), the outbox file (``outbox``), the
+dedupe state (``state``) and the HTTP transport (``transport``) already live apart.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +32,7 @@ from offsetops.assets.alerting.blocks import (
     alert_text,
     delayed_context,
     duration,
+    iso_seconds,
     recovery_blocks,
     recovery_text,
 )
@@ -258,7 +262,7 @@ class SlackNotifier:
                     return SendResult(
                         SendStatus.DEDUPLICATED,
                         alert.key,
-                        f"already notified to {where} at {_iso(entry.last_notified_at)}; "
+                        f"already notified to {where} at {iso_seconds(entry.last_notified_at)}; "
                         f"window is {self.dedupe_window_s:g}s",
                         ts=entry.ts,
                     )
@@ -330,7 +334,7 @@ class SlackNotifier:
                 "id": entry_id,
                 "kind": message.kind,
                 "key": message.key,
-                "queued_at": _iso(now),
+                "queued_at": iso_seconds(now),
                 "channel": self.channel,
                 "error": None if self._client is not None else "missing_token",
                 "attempts": 0,
@@ -423,7 +427,7 @@ class SlackNotifier:
                 {
                     "error": error,
                     "attempts": int(entry.get("attempts") or 0) + 1,
-                    "last_attempt_at": _iso(self._clock()),
+                    "last_attempt_at": iso_seconds(self._clock()),
                     "uncertain": bool(entry.get("uncertain")) or stop.uncertain,
                 },
             )
@@ -545,7 +549,3 @@ def _retry_after(headers: Any) -> float:
 
 def _backoff(attempt: int) -> float:
     return min(0.25 * (2**attempt), 4.0)
-
-
-def _iso(epoch_s: float) -> str:
-    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="seconds")

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from offsetops.assets.alerting.state import atomic_write_text
+from offsetops.coordinator_core.atomic import write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class Outbox:
             self._write(kept)
 
     def _write(self, lines: list[str]) -> None:
-        atomic_write_text(self.path, "".join(line + "\n" for line in lines))
+        write_text_atomic(self.path, "".join(line + "\n" for line in lines))
 
     def compact_unsent(self, max_entries: int | None = None) -> int:
         """Drop messages queued while no token was configured that are no longer worth sending.

@@ -25,11 +25,6 @@ from dagster import (
     run_failure_sensor,
     sensor,
 )
-from dagster._core.storage.tags import (
-    ASSET_PARTITION_RANGE_END_TAG,
-    ASSET_PARTITION_RANGE_START_TAG,
-    PARTITION_NAME_TAG,
-)
 from offsetops.assets.alerting.blocks import condition_blocks, condition_text
 from offsetops.assets.alerting.evidence import (
     AUDIT_ASSET,
@@ -41,7 +36,13 @@ from offsetops.assets.alerting.evidence import (
 from offsetops.assets.alerting.lifecycle import advance, message_groups
 from offsetops.assets.alerting.model import Alert, SendResult, Transition
 from offsetops.assets.alerting.notifier import OutgoingMessage
-from offsetops.assets.resources import NUM_PARTITIONS, SlackResource, StateResource
+from offsetops.assets.partitions import (
+    NUM_PARTITIONS,
+    PARTITION_RANGE_END_TAG,
+    PARTITION_RANGE_START_TAG,
+    PARTITION_TAG,
+)
+from offsetops.assets.resources import SlackResource, StateResource
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,11 @@ WATCHED = (AUDIT_ASSET, VALIDATION_ASSET, EXPIRATION_ASSET)
 def run_partitions_from_tags(tags: Mapping[str, str]) -> tuple[int, ...]:
     """The offsets partitions a run covered, from its partition (range) tags; () when unpartitioned."""
     try:
-        if ASSET_PARTITION_RANGE_START_TAG in tags and ASSET_PARTITION_RANGE_END_TAG in tags:
-            first, last = int(tags[ASSET_PARTITION_RANGE_START_TAG]), int(tags[ASSET_PARTITION_RANGE_END_TAG])
+        if PARTITION_RANGE_START_TAG in tags and PARTITION_RANGE_END_TAG in tags:
+            first, last = int(tags[PARTITION_RANGE_START_TAG]), int(tags[PARTITION_RANGE_END_TAG])
             return tuple(range(first, last + 1))
-        if PARTITION_NAME_TAG in tags:
-            return (int(tags[PARTITION_NAME_TAG]),)
+        if PARTITION_TAG in tags:
+            return (int(tags[PARTITION_TAG]),)
     except ValueError:
         pass
     return ()

@@ -16,11 +16,12 @@ import fcntl
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from offsetops.coordinator_core.atomic import write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -142,20 +143,4 @@ class AlertStateStore:
             "firing": {k: asdict(v) for k, v in sorted(state.firing.items())},
             "conditions": {k: asdict(v) for k, v in sorted(state.conditions.items())},
         }
-        atomic_write_text(self.path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``: temporary file in the same directory, fsync, ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        write_text_atomic(self.path, json.dumps(payload, indent=2, sort_keys=True) + "\n")

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.coordinator_core.clock import write_clock_declaration
-from offsetops.coordinator_core.simulator.cluster import MS_PER_DAY, Cluster
+from offsetops.coordinator_core.simulator.cluster import Cluster
 from offsetops.coordinator_core.simulator.data_topics import write_data_partitions
 from offsetops.coordinator_core.simulator.log import PartitionLog
+from offsetops.coordinator_core.simulator.model import MS_PER_DAY
 from offsetops.coordinator_core.simulator.profile import CODECS, BrokerProfile, broker_profile
 from offsetops.coordinator_core.sources.logdir import (
     CLEANER_CHECKPOINT,

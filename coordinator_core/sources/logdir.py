@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from offsetops.coordinator_core.atomic import write_text_atomic
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.batch import RecordBatch
 from offsetops.coordinator_core.records.reader import iter_segment_batches
@@ -171,15 +172,9 @@ def read_broker_id(log_dir: str | os.PathLike[str]) -> int:
 
 
 def write_offset_checkpoint(path: str | os.PathLike[str], entries: dict[tuple[str, int], int]) -> None:
-    """Write a checkpoint the way the broker does: to ``<file>.tmp``, fsync, then rename into place."""
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
+    """Write a checkpoint the way the broker does: to a temporary file, fsync, then rename into place."""
     body = "".join(f"{t} {part} {off}\n" for (t, part), off in sorted(entries.items()))
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(f"0\n{len(entries)}\n{body}")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p)
+    write_text_atomic(path, f"0\n{len(entries)}\n{body}")
 
 
 #: Suffixes a broker leaves behind while cleaning, swapping or deleting segments (``LogFileUtils``).

@@ -191,7 +191,7 @@ class AdminExecutor:
         plan_items: list[dict[str, Any]],
         statuses: dict[int, dict[str, Any]],
     ) -> None:
-        from kafka import TopicPartition
+        from kafka.structs import TopicPartition
 
         offset_items = [i for i in items if i["kind"] == KIND_OFFSET]
         group_items = [i for i in items if i["kind"] == KIND_GROUP]

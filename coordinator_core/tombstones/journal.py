@@ -14,7 +14,6 @@ A line torn by a crash is ignored when reading; the next write starts on a fresh
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -24,6 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from offsetops.coordinator_core.atomic import write_json_atomic
 
 JOURNAL_FORMAT = 1
 
@@ -46,27 +47,6 @@ FAULT_ENV = "OFFSETOPS_FAULT_KILL_AFTER"
 
 class JournalError(Exception):
     """A journal that cannot be used (wrong plan under an id, unreadable file), with the path."""
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def write_json_atomic(path: Path, doc: Any) -> None:
-    """Write ``doc`` to ``path`` via a temp file, fsync it, rename it, and fsync the directory."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 def prepare_document(plan: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +109,7 @@ class Journal:
                 raise JournalError(f"{path}: holds a different plan under id {plan_id}")
             return existing, True
         doc.setdefault("created_ms", int(time.time() * 1000))
-        write_json_atomic(path, doc)
+        write_json_atomic(path, doc, sort_keys=True)
         journal = cls(d, plan_id, doc)
         journal.event("created", items=len(doc["items"]))
         return journal, False

@@ -101,7 +101,7 @@ def _read(
     partitions: list[int] | None,
     timeout_s: float,
 ) -> list[tuple[int, int, bytes | None, bytes | None]]:
-    from kafka import TopicPartition
+    from kafka.structs import TopicPartition
 
     if partitions is None:
         partitions = sorted(consumer.partitions_for_topic(topic) or ())
@@ -191,7 +191,7 @@ class ProduceExecutor:
         return wanted, set(available)
 
     def _end_offsets(self, partitions: list[int]) -> dict[int, int]:
-        from kafka import TopicPartition
+        from kafka.structs import TopicPartition
 
         with _consumer(self.config) as consumer:
             ends = _guard(

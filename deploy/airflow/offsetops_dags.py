@@ -15,7 +15,7 @@ and call the Dagster alert sensor's own evidence rules and condition lifecycle
 needs only Airflow; offsetops lives in its own venv, named by ``OFFSETOPS_PYTHON``.
 
 Settings (environment of the scheduler and workers, read when the DAG file is parsed):
-``OFFSETOPS_PYTHON`` (required), ``OFFSETOPS_HOME`` (dir holding ``pipelines/*.py``; default
+``OFFSETOPS_PYTHON`` (required), ``OFFSETOPS_HOME`` (the source tree holding the jobs' scripts; default
 ``/opt/offsetops``), ``OFFSETOPS_PY_FILES`` (default ``$OFFSETOPS_HOME/offsetops.zip``),
 ``OFFSETOPS_SPARK_SUBMIT`` (default ``spark-submit``), ``OFFSETOPS_SPARK_MASTER``,
 ``OFFSETOPS_SPARK_CONF`` (``key=value`` pairs separated by commas), ``OFFSETOPS_LOG_DIR``,
@@ -68,6 +68,15 @@ FORECAST_HOURS = float(_env("OFFSETOPS_FORECAST_HOURS", "24"))
 DEFAULT_ARGS = {"owner": "kafka-ops", "retries": 1, "retry_delay": timedelta(minutes=5)}
 
 
+# As offsetops.pipelines.cli_args.JOB_SCRIPTS says: the scheduler's Python does not have offsetops installed.
+JOB_SCRIPTS = {
+    "reload": "pipelines/reload.py",
+    "expire": "pipelines/expire.py",
+    "audit": "pipelines/audit.py",
+    "validate": "checks/validate_job.py",
+}
+
+
 def job_dir(job: str) -> str:
     return f"{OUTPUT_DIR}/airflow/{RUN_DIR}/{job}"
 
@@ -89,7 +98,7 @@ def spark_submit(job: str, *args: str) -> str:
     ]
     for conf in SPARK_CONF:
         argv += ["--conf", conf]
-    argv += [f"{HOME}/pipelines/{job}.py", "--num-partitions", NUM_PARTITIONS, *args]
+    argv += [f"{HOME}/{JOB_SCRIPTS[job]}", "--num-partitions", NUM_PARTITIONS, *args]
     # Templated values (now, run dir) are rendered by Jinja first; quote everything else.
     return " ".join(a if "{{" in a else shlex.quote(a) for a in argv)
 

@@ -65,14 +65,6 @@ def kafka_client_config(args: Any, bootstrap: str | None = None) -> Any:
     )
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1."""
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def non_negative_int(text: str) -> int:
     """An argparse type: an integer >= 0 (a duration in ms, an epoch-ms time, a partition number)."""
     value = _int(text)
@@ -100,19 +92,6 @@ def epoch_time(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is before 1970 (epoch ms must not be negative)")
     return value
-
-
-def add_max_batch_bytes(p: argparse.ArgumentParser) -> None:
-    """``--max-batch-bytes``: the bound on one batch, framed or decompressed (hostile input stops there)."""
-    from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-
-    p.add_argument(
-        "--max-batch-bytes",
-        type=positive_int,
-        default=DEFAULT_MAX_BATCH_BYTES,
-        metavar="N",
-        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
-    )
 
 
 def _int(text: str) -> int:

@@ -58,10 +58,7 @@ def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
 
 def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[GroupView], str] | int:
     """Load, look up log offsets and describe; an int is an exit code after a printed error."""
-    problem = check_source(args)
-    if problem:
-        return die(problem)
-    bad = check_log_dirs(args)
+    bad = refuse_bad_source(args)
     if bad is not None:
         return bad
     flt = GroupFilter(
@@ -89,6 +86,14 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
             file=sys.stderr,
         )
     return views, where
+
+
+def refuse_bad_source(args: argparse.Namespace) -> int | None:
+    """The exit code, after a printed error, when the source or a ``--log-dir`` cannot work; else None."""
+    problem = check_source(args)
+    if problem:
+        return die(problem)
+    return check_log_dirs(args)
 
 
 def check_log_dirs(args: argparse.Namespace) -> int | None:

@@ -13,13 +13,13 @@ from offsetops.commands._common import (
     kafka_client_config,
     non_negative_int,
     parse_partitions,
-    positive_int,
 )
 from offsetops.coordinator_core.asof import Cut, load_as_of
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.loader import load_partition_dir
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.settings import positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, PartitionDir, open_log_dir
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice, open_log_dirs, split_broker_prefix
 from offsetops.coordinator_core.timefmt import parse_time

@@ -23,12 +23,12 @@ def cell(value: Any) -> str:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO | None = None) -> None:
-    out = out or sys.stdout
+    stream: TextIO = sys.stdout if out is None else out
     body = [[cell(c) for c in r] for r in rows]
     grid = [list(headers), *body]
     widths = [max(len(r[i]) for r in grid) for i in range(len(headers))]
     for r in grid:
-        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+        stream.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
 
 
 def _csv_cell(value: Any) -> Any:

@@ -15,7 +15,6 @@ from offsetops.commands._common import (
     kafka_client_config,
     non_negative_int,
     parse_partitions,
-    positive_int,
     print_json,
 )
 from offsetops.commands.failover import audit_forecast, headline
@@ -39,6 +38,7 @@ from offsetops.coordinator_core.cleaner.model import (
 )
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
+from offsetops.coordinator_core.settings import positive_int
 from offsetops.coordinator_core.sources.logdir import LogDir, LogDirError, open_log_dir
 from offsetops.coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
 from offsetops.coordinator_core.timefmt import format_duration

@@ -7,11 +7,12 @@ import argparse
 import sys
 import time
 
-from offsetops.commands._common import die, epoch_time, escape, positive_int
+from offsetops.commands._common import die, epoch_time, escape
 from offsetops.coordinator_core.cleaner.collect import DEFAULT_MAX_DIGESTS, scan_broker, write_broker_scan
 from offsetops.coordinator_core.cleaner.config import CleanerConfig, known_config_keys, parse_config_overrides
 from offsetops.coordinator_core.cleaner.model import PartitionFailure
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.coordinator_core.settings import positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir, read_broker_id
 from offsetops.coordinator_core.sources.replicas import split_broker_prefix
 

@@ -165,17 +165,18 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
 
     from offsetops.assets.alerting.sensors import evaluate_alerts
     from offsetops.assets.definitions import MAIN_JOB, all_assets_and_checks, main_job
+    from offsetops.assets.partitions import all_partitions_tags
     from offsetops.assets.resources import (
         OffsetsSourceResource,
         SlackResource,
         SparkResource,
         StateResource,
-        all_partitions_tags,
         build_resources,
     )
 
     # The token is passed resolved (not as an EnvVar): the alert pass after the run uses it directly.
-    configured: SlackResource = build_resources("local")["slack"]  # channel and URLs from the environment
+    configured = build_resources("local")["slack"]  # channel and URLs from the environment
+    assert isinstance(configured, SlackResource)
     slack = SlackResource(
         token=os.environ.get("SLACK_BOT_TOKEN") or None,
         channel=configured.channel,

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.commands._common import (
-    add_max_batch_bytes,
     die,
     escape,
     non_negative_int,
@@ -31,6 +30,7 @@ from offsetops.coordinator_core.schema import (
     key_json,
     value_json,
 )
+from offsetops.coordinator_core.settings import add_max_batch_bytes
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.progress import Progress, is_terminal
 

@@ -19,7 +19,6 @@ from offsetops.commands._common import (
     non_negative_float,
     non_negative_int,
     parse_partitions,
-    positive_int,
     print_json,
     quote,
     report_errors,
@@ -33,6 +32,7 @@ from offsetops.coordinator_core.expiration import (
     plan_expiration,
 )
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.settings import positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.progress import Progress

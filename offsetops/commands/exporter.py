@@ -8,8 +8,8 @@ import sys
 import threading
 
 from offsetops.commands._common import die
-from offsetops.commands._groupview import check_log_dirs
-from offsetops.commands._load import add_source_args, check_source
+from offsetops.commands._groupview import refuse_bad_source
+from offsetops.commands._load import add_source_args
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
 
@@ -91,10 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
     from offsetops.exporter import OffsetsCollector, build_snapshot
 
-    problem = check_source(args)
-    if problem:
-        return die(problem)
-    bad = check_log_dirs(args)
+    bad = refuse_bad_source(args)
     if bad is not None:
         return bad
     if args.interval <= 0:

@@ -301,8 +301,9 @@ def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> No
                 )
             )
             pending = next(changes, None)
-        known = c.offset is not None and c.previous_offset is not None
-        delta = f"{c.offset - c.previous_offset:+d}" if known else None
+        delta = None
+        if c.offset is not None and c.previous_offset is not None:
+            delta = f"{c.offset - c.previous_offset:+d}"
         rows.append(
             (
                 c.record_offset,

@@ -1,4 +1,5 @@
-"""``offsetops pipeline reload|expire|audit|validate|live``: the Spark jobs of ``pipelines/``.
+"""``offsetops pipeline reload|expire|audit|validate|live``: the Spark jobs (``pipelines/``, and the
+validation job of ``checks/``, which runs the Great Expectations suites).
 
 Each job runs on embedded ``local[*]`` Spark unless ``--master`` names a cluster. Spark is imported
 only when a pipeline command runs, so the other subcommands stay fast.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from offsetops.pipelines.cli_args import JOB_ARGUMENTS
+from offsetops.pipelines.cli_args import JOB_ARGUMENTS, job_module
 
 JOBS = {
     "reload": "rebuild the coordinator cache with Spark and write it as Parquet tables",
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _runner(name: str):
     def run(args: argparse.Namespace) -> int:
-        module = importlib.import_module(f"pipelines.{name}")
+        module = importlib.import_module(job_module(name))
         return int(module.run(args))
 
     return run

@@ -119,7 +119,6 @@ def test_no_bare_top_level_imports() -> None:
     assert not bad, "\n".join(sorted(set(bad)))
 
 
-@pytest.mark.xfail(strict=True, reason="pipelines.validate still imports checks.suite")
 def test_layers_point_down_only() -> None:
     bad = []
     for module, path in MODULES.items():
@@ -187,10 +186,7 @@ def test_cycle_finder_finds_a_cycle() -> None:
     "layer",
     [
         "offsetops.coordinator_core",
-        pytest.param(
-            "offsetops.pipelines",
-            marks=pytest.mark.xfail(strict=True, reason="schemas <-> audit/expire/reload/tables"),
-        ),
+        "offsetops.pipelines",
         "offsetops.checks",
         "offsetops.assets",
     ],

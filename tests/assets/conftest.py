@@ -82,13 +82,8 @@ def materialized(simulated_log_dir: Path, tmp_path_factory: pytest.TempPathFacto
         pytest.skip("Java is needed for a local SparkSession")
     from dagster import DagsterInstance, materialize
     from offsetops.assets.definitions import all_assets_and_checks
-    from offsetops.assets.resources import (
-        OffsetsSourceResource,
-        SlackResource,
-        SparkResource,
-        StateResource,
-        all_partitions_tags,
-    )
+    from offsetops.assets.partitions import all_partitions_tags
+    from offsetops.assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
 
     truth = json.loads((simulated_log_dir / "truth.json").read_text(encoding="utf-8"))
     output_dir = tmp_path_factory.mktemp("out")

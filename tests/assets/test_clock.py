@@ -79,7 +79,7 @@ def test_the_printed_ui_command_evaluates_like_the_demo(tmp_path: Path) -> None:
     # The code location `dagster dev` loads reads the same settings as its defaults.
     probe = (
         "from offsetops.assets.expiration import ExpirationConfig as C;"
-        "from offsetops.assets.resources import NUM_PARTITIONS as N;"
+        "from offsetops.assets.partitions import NUM_PARTITIONS as N;"
         "c = C(); print(c.retention_minutes, c.forecast_horizon_hours, N)"
     )
     out = subprocess.run(

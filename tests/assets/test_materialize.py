@@ -223,7 +223,7 @@ def test_a_second_run_on_the_same_data_gives_the_same_verdicts(materialized: Mat
     """Same data, same declared clock, same state dir: nothing changes, not even the stalled partition."""
     from offsetops.assets.cleaner_audit import cleaner_audit
     from offsetops.assets.expiration import expiration_plan
-    from offsetops.assets.resources import all_partitions_tags
+    from offsetops.assets.partitions import all_partitions_tags
 
     again = materialize(
         [cleaner_audit, expiration_plan],

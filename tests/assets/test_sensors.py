@@ -287,7 +287,7 @@ class Lifecycle:
         """The expiration plan of partition 3 holding ``groups`` (id -> last commit), as of ``now_ms``."""
         from dagster import AssetKey
         from offsetops.assets.expiration import _partition_plan_path, partition_plan_doc
-        from offsetops.assets.resources import write_json
+        from offsetops.assets.metadata import write_json
         from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
         from offsetops.coordinator_core.expiration import plan_expiration
 
@@ -517,7 +517,7 @@ def test_a_lost_group_is_paged_once_however_long_the_evidence_stays(lifecycle: L
 
 
 def test_topic_wide_findings_open_and_resolve_from_the_audit_state(lifecycle: Lifecycle) -> None:
-    from offsetops.assets.resources import write_json
+    from offsetops.assets.metadata import write_json
 
     topic = lifecycle.state.audit_history_dir / "latest" / "topic.json"
     finding = {

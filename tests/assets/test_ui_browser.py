@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.assets.cdp import BrowserPage, chromium
 from tests.assets.conftest import Materialized
+from tests.support.cdp import BrowserPage, chromium
 
 pytestmark = [
     pytest.mark.browser,

@@ -30,9 +30,9 @@ from offsetops.coordinator_core.failover import DEFAULT_BYTES_PER_SECOND, foreca
 from offsetops.coordinator_core.loader import load_partition_dir
 from offsetops.coordinator_core.sources.logdir import open_log_dir
 
-from tests.checks.cdp import Visit, visit
 from tests.checks.conftest import CORRUPTIONS
 from tests.checks.test_browser import _chromium
+from tests.support.cdp import Visit, visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark, pytest.mark.slow]
 

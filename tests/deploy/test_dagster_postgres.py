@@ -129,7 +129,7 @@ RUN = """query($id: ID!) { runOrError(runId: $id) { __typename ... on Run { stat
 @pytest.fixture(scope="module")
 def main_run(stack: Stack) -> dict[str, Any]:
     """The main job over every partition, launched as the UI's "Materialize all" does, run to the end."""
-    from offsetops.assets.resources import all_partitions_tags
+    from offsetops.assets.partitions import all_partitions_tags
 
     tags = [{"key": k, "value": v} for k, v in all_partitions_tags(PARTITIONS).items()]
     params = {

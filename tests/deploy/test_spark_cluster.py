@@ -21,6 +21,7 @@ from offsetops.coordinator_core.cleaner_audit import audit_log_dir
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS, KIP848, plan_expiration
 from offsetops.coordinator_core.loader import load_log_dir
 from offsetops.coordinator_core.simulator import SimulationConfig, SimulationResult, simulate
+from offsetops.pipelines.cli_args import JOB_SCRIPTS
 
 from tests.deploy.conftest import REPO, VENV_BIN, build_py_files, java_available
 from tests.deploy.spark_cluster import SparkCluster, run_cluster, spark_home
@@ -65,6 +66,7 @@ def py_files(cluster: SparkCluster) -> Path:
 
 def submit(cluster: SparkCluster, py_files: Path, job: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``spark-submit --master spark://... --py-files offsetops.zip pipelines/<job>.py ...``."""
+
     argv = [
         str(VENV_BIN / "spark-submit"),
         "--master",
@@ -87,7 +89,7 @@ def submit(cluster: SparkCluster, py_files: Path, job: str, *args: str) -> subpr
         "spark.sql.shuffle.partitions=4",
         "--conf",
         "spark.ui.enabled=false",
-        f"pipelines/{job}.py",
+        JOB_SCRIPTS[job],
         "--num-partitions",
         str(PARTITIONS),  # offsets.topic.num.partitions of the simulated cluster
         *args,

@@ -57,11 +57,11 @@ def test_partitions_without_rows_come_back_empty():
 
 
 def test_docs_tables_page_matches_the_schemas():
-    from offsetops.pipelines.schemas import render_tables_markdown
+    from offsetops.pipelines.table_docs import render_tables_markdown
 
     page = Path(__file__).resolve().parents[2] / "docs" / "tables.md"
     assert page.read_text(encoding="utf-8") == render_tables_markdown(), (
-        "docs/tables.md is stale: regenerate it with offsetops.pipelines.schemas.render_tables_markdown()"
+        "docs/tables.md is stale: regenerate it with offsetops.pipelines.table_docs.render_tables_markdown()"
     )
     for table in ("offsets", "groups", "tombstones", "expiration_forecast", "cleaner_audit"):
         assert f"## `{table}`" in page.read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from offsetops.pipelines.cli_args import script_main, validate_arguments
+from offsetops.pipelines.cli_args import submit_main
 from offsetops.pipelines.reload import (
     options_from_args,
     read_tables,
@@ -93,12 +93,5 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.success_error_level else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``spark-submit pipelines/validate.py --input PATH --output DIR``."""
-    return script_main("validate.py", __doc__, validate_arguments, run, argv)
-
-
 if __name__ == "__main__":
-    from offsetops.pipelines.validate import main as _main
-
-    sys.exit(_main())
+    submit_main("validate")
