@@ -262,7 +262,7 @@ def _live_to_staging(
             # Folds merge under the Java coordinator's rules only: Scala replay reads whole partitions.
             cut = source.live_range_offsets if source.semantics == "java" else 1 << 62
             ranges = plan_fetch_ranges(live, [p for p in partitions if p in present], max_offsets=cut)
-    master = spark.sparkContext.master
+    master = spark.sparkContext.master or "local[*]"  # always set on a running context
     if not ranges or not fetch_on_executors(
         source.live_reload, master, ranges, source.live_executors_min_offsets
     ):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -260,13 +260,18 @@ def loads_from_caches(caches: Iterable[Any]) -> list[PartitionLoad]:
     return out
 
 
+def _field_reader(p: Any) -> Callable[[str], Any]:
+    """``name -> value`` of a JSON object or of an object's attributes."""
+    return p.get if isinstance(p, Mapping) else lambda name: getattr(p, name)
+
+
 def loads_from_audit(partitions: Iterable[Any]) -> list[PartitionLoad]:
     """From the cleaner audit's partitions (``PartitionAudit`` s, or their JSON as in
     ``cleaner_audit.json``), which already scanned every batch (no second pass); live keys are the
     distinct keys the scan saw, tombstoned ones included (an upper bound)."""
     out = []
     for p in partitions:
-        get = p.get if isinstance(p, Mapping) else lambda name, p=p: getattr(p, name)
+        get = _field_reader(p)
         out.append(
             PartitionLoad(
                 int(get("partition")),

@@ -3,11 +3,13 @@ streams groups (17-24), as the Java group coordinator replays them (``GroupMetad
 
 from __future__ import annotations
 
+from typing import Any
+
 from offsetops.coordinator_core.cache import GroupMetadata, MemberMetadata
 from offsetops.coordinator_core.schema import GroupKey
 
 
-def _field(fields: dict, name: str, default=None):
+def _field(fields: dict, name: str, default: Any = None) -> Any:
     """Read a field whatever its spelling (Kafka's JSON uses PascalCase, the tools camelCase)."""
     if name in fields:
         return fields[name]

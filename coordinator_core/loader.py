@@ -155,7 +155,7 @@ class PartitionFold:
         for off, _ts, key, value in records:
             if _hot(key, value):
                 small[1] += 1
-                dest[key] = (off, base, pos, value)
+                dest[key] = (off, base, pos, value)  # pyright: ignore[reportArgumentType]  # _hot: a key
             else:
                 slow(off, key, value, base, pos, file)
 
@@ -402,12 +402,13 @@ class PartitionFold:
             native(self.latest, pending, self.semantics == "scala", self._created)
             return
         latest = self.latest
+        # Java: the later offset wins; Scala: the later batch (base offset) wins.
         idx = 0 if self.semantics == "java" else 1
         for key, entry in pending.items():
             if entry[3] is None:
                 continue
             cur = latest.get(key)
-            if cur is None or (cur[3] is None and self.semantics == "scala") or cur[idx] < entry[idx]:
+            if cur is None or (cur[3] is None and self.semantics == "scala") or cur[idx] < entry[idx]:  # type: ignore[operator]
                 latest[key] = entry
             elif self.semantics == "java":
                 self._created(key, entry)

@@ -68,7 +68,7 @@ class Materializer:
             return None  # reported by the validation pass
         try:
             # Kafka 3.x's OffsetCommitValue has no tagged field: every tag is unknown to it (KIP-915).
-            v = decode_offset_commit_value(entry[3], known_tags=self.java)
+            v = decode_offset_commit_value(entry[3] or b"", known_tags=self.java)  # tombstones never get here
         except SchemaError as exc:
             self._error(exc.kind, f"offset commit value: {exc}", entry)
             return None
@@ -195,14 +195,14 @@ class Materializer:
                 gid = decode_key(GROUP_PREFIX + group_part).group_id
             except SchemaError:
                 continue  # the key itself was reported when its value was decoded
-            if gid not in self.groups:
+            if gid is not None and gid not in self.groups:
                 self.groups[gid] = GroupMetadata(
                     group_id=gid, state="Empty", protocol_type=None, generation=0
                 )
 
     def _group(self, group_id: str, entry: Entry) -> None:
         try:
-            v = decode_group_metadata_value(entry[3])
+            v = decode_group_metadata_value(entry[3] or b"")  # tombstones never get here
         except SchemaError as exc:
             self._error(exc.kind, f"group metadata value: {exc}", entry)
             return

@@ -282,7 +282,8 @@ def fetch_cluster_config(
             broker_id = brokers[0] if brokers else None
         try:
             topic_raw = admin.describe_configs(
-                [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"
+                [ConfigResource(ConfigResourceType.TOPIC, topic)],
+                config_filter="all",  # pyright: ignore[reportCallIssue]  # kafka-python 3.0; stubs are 2.x
             )
             topic_configs = _values(topic_raw.get("topic", {}).get(topic, {}))
         except KafkaError as exc:
@@ -293,7 +294,8 @@ def fetch_cluster_config(
         if broker_id is not None:
             try:
                 broker_raw = admin.describe_configs(
-                    [ConfigResource(ConfigResourceType.BROKER, str(broker_id))], config_filter="all"
+                    [ConfigResource(ConfigResourceType.BROKER, str(broker_id))],
+                    config_filter="all",  # pyright: ignore[reportCallIssue]  # kafka-python 3.0; stubs are 2.x
                 )
                 broker_configs = _values(broker_raw.get("broker", {}).get(str(broker_id), {}))
             except KafkaError as exc:
@@ -306,7 +308,11 @@ def fetch_cluster_config(
             notes.append(f"the cluster returned no config entries for broker {broker_id}; defaults assumed")
         sizes: dict[int, int] | None = None
         try:
-            result = admin.describe_log_dirs(topic_partitions=[topic], brokers=[broker_id])
+            # kafka-python 3.0's signature; the type stubs pyright bundles describe 2.x
+            result = admin.describe_log_dirs(
+                topic_partitions=[topic],  # pyright: ignore[reportCallIssue]
+                brokers=[broker_id],  # pyright: ignore[reportCallIssue]
+            )
             sizes = _log_dir_sizes(result, topic)
         except KafkaError as exc:
             if is_connection_error(exc):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from offsetops.coordinator_core.cleaner.config import CleanerConfig
 
@@ -33,10 +33,19 @@ __all__ = [
 
 
 class SegmentLike(Protocol):
-    base_offset: int
-    size: int
-    largest_timestamp: int
-    first_batch_timestamp: int
+    """What the arithmetic reads of a segment (read-only, as ``SegmentInfo`` is frozen)."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def largest_timestamp(self) -> int: ...
+    @property
+    def first_batch_timestamp(self) -> int: ...
+
+
+S = TypeVar("S", bound=SegmentLike)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +75,7 @@ def _floor_index(segments: Sequence[SegmentLike], offset: int) -> int | None:
     return found
 
 
-def log_segments(segments: Sequence[SegmentLike], start: int, end: int) -> list[SegmentLike]:
+def log_segments(segments: Sequence[S], start: int, end: int) -> list[S]:
     """``LocalLog.segments(from, to)``: from the segment holding ``start`` (or the first) up to
     base offsets below ``end``."""
     if start == end:

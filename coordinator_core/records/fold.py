@@ -102,22 +102,25 @@ class FoldTarget(Protocol):
     open_txns: dict[int, dict[bytes, tuple[int, int, int, bytes | None]]]
     _small_types: list[int]
 
-    def fold_records(self, records: list[Record], base_offset: int, position: int, file: str | None) -> None:
+    # Positional-only: the walk and the C twin call these positionally, whatever the names at each site.
+    def fold_records(
+        self, records: list[Record], base_offset: int, position: int, file: str | None, /
+    ) -> None:
         """Fold the records of one plain magic-2 batch (counted by the walk's tally)."""
 
     def fold_record(
         self, offset: int, key: bytes | None, value: bytes | None, base_offset: int, position: int,
-        file: str | None,
+        file: str | None, /,
     ) -> None:  # fmt: skip
         """Fold one record of a plain batch that is not the hot case (see the module docstring)."""
 
     def fold_transactional_record(
         self, pending: dict, offset: int, key: bytes | None, value: bytes | None, base_offset: int,
-        position: int, file: str | None,
+        position: int, file: str | None, /,
     ) -> None:  # fmt: skip
         """Stage one record of a transactional batch that is not the hot case (C twin only)."""
 
-    def fold_control(self, pid: int, records: list[Record], position: int, file: str | None) -> None:
+    def fold_control(self, pid: int, records: list[Record], position: int, file: str | None, /) -> None:
         """The records of a control batch (C twin only; the walk hands control batches to fold_batch)."""
 
     def fold_batch(self, batch: RecordBatch) -> None:
@@ -161,7 +164,8 @@ def fold_buffer(
     """
     if scan is None:
         scan = Scan()
-    cfold = _cfold.fold_run if (NATIVE if native is None else native and _cfold is not None) else None
+    use_native = NATIVE if native is None else native
+    cfold = _cfold.fold_run if use_native and _cfold is not None else None
     end = len(data)
     pos = 0
     next_release = RELEASE_EVERY

@@ -441,7 +441,7 @@ def open_log_dirs(
     """
     items: list[tuple[int | None, str | os.PathLike[str]]]
     if isinstance(dirs, Mapping):
-        items = [(int(k), v) for k, v in dirs.items()]
+        items = [(int(k), v) for k, v in dirs.items()]  # pyright: ignore[reportArgumentType]  # broker ids
     else:
         items = [d if isinstance(d, tuple) else (None, d) for d in dirs]
     if not items:
