@@ -13,6 +13,10 @@ twin); this module holds the rules it folds with.
 
 A :class:`PartitionFold` can also be built per segment and the folds merged in log order, which gives
 the same cache as one sequential fold (the Spark job splits large partitions this way).
+
+Size: the fold's rules (hot case, transactions, markers, tombstones, merging) stay in one module on
+purpose: they are one state machine over :class:`PartitionFold`, and the C twin mirrors exactly this
+file. Materializing the cache and the KIP-848 records live beside it (``materialize.py``, ``kip848.py``).
 """
 
 from __future__ import annotations

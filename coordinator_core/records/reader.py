@@ -31,6 +31,8 @@ that was cut before its size field, and no real batch header starts with 12 zero
 Memory is bounded whatever the bytes say: a batch bigger than ``max_batch_bytes`` (``message.max.bytes``
 style, default :data:`~offsetops.coordinator_core.records.compression.DEFAULT_MAX_BATCH_BYTES`) is a
 ``bad_length`` error, and a compressed payload may not inflate beyond it either.
+
+Size: one walker, every framing rule and its error in one place, is the point of this module.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ Settings come from the project's one Kafka client configuration
 (:class:`offsetops.coordinator_core.kafka_client.KafkaClientConfig`). Every failure to reach or authenticate
 to the cluster raises a :class:`~offsetops.coordinator_core.kafka_client.KafkaClientError` within
 ``connect_timeout_ms``, naming the bootstrap servers and never a secret.
+
+Size: one reader of the Kafka protocol (Metadata, ListOffsets, Fetch, the range plan for the executors)
+and its failure handling belong together; the range arithmetic itself is in ``ranges.py``.
 """
 
 from __future__ import annotations
