@@ -542,7 +542,7 @@ def test_topic_wide_findings_open_and_resolve_from_the_audit_state(lifecycle: Li
 
 
 def test_failover_forecast_warns_worst_first_and_resolves(lifecycle: Lifecycle) -> None:
-    from offsetops.assets.resources import write_json
+    from offsetops.assets.metadata import write_json
     from offsetops.coordinator_core.failover import PartitionLoad, forecast_failover
 
     def report(sizes: dict[int, int]) -> None:
