@@ -24,15 +24,34 @@ def parse_pairs(items: Iterable[str] | None, *, option: str) -> dict[str, str]:
     return out
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1."""
+def _integer(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    value = _integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0 (a duration in ms, an epoch-ms time, a partition number)."""
+    value = _integer(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def add_partition_filter(p: argparse.ArgumentParser) -> None:
+    """``--partition N`` (repeat): only these ``__consumer_offsets`` partitions."""
+    p.add_argument(
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
 
 
 def add_max_batch_bytes(p: argparse.ArgumentParser) -> None:

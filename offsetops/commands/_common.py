@@ -65,14 +65,6 @@ def kafka_client_config(args: Any, bootstrap: str | None = None) -> Any:
     )
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer >= 0 (a duration in ms, an epoch-ms time, a partition number)."""
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
-
-
 def non_negative_float(text: str) -> float:
     """An argparse type: a finite number >= 0."""
     try:
@@ -92,10 +84,3 @@ def epoch_time(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is before 1970 (epoch ms must not be negative)")
     return value
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None

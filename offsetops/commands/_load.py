@@ -11,7 +11,6 @@ from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
     escape,
     kafka_client_config,
-    non_negative_int,
     parse_partitions,
 )
 from offsetops.coordinator_core.asof import Cut, load_as_of
@@ -19,7 +18,7 @@ from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.loader import load_partition_dir
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from offsetops.coordinator_core.settings import positive_int
+from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, PartitionDir, open_log_dir
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice, open_log_dirs, split_broker_prefix
 from offsetops.coordinator_core.timefmt import parse_time
@@ -47,9 +46,7 @@ def add_source_args(
             "(highest leader epoch, then log end offset), and the choice and any divergent copy are "
             "reported; the broker id comes from meta.properties unless given as BROKER_ID=PATH",
         )
-    p.add_argument(
-        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
-    )
+    add_partition_filter(p)
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read from a live cluster instead of files")
     p.add_argument("--client-config", metavar="FILE", help=f"read from a live cluster: {CLIENT_CONFIG_HELP}")
     p.add_argument(topic_flag, dest="offsets_topic", default="__consumer_offsets", help=argparse.SUPPRESS)

@@ -13,7 +13,6 @@ from offsetops.commands._common import (
     epoch_time,
     escape,
     kafka_client_config,
-    non_negative_int,
     parse_partitions,
     print_json,
 )
@@ -38,7 +37,7 @@ from offsetops.coordinator_core.cleaner.model import (
 )
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
-from offsetops.coordinator_core.settings import positive_int
+from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDir, LogDirError, open_log_dir
 from offsetops.coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
 from offsetops.coordinator_core.timefmt import format_duration
@@ -72,9 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="audit every broker from the broker-<id>.json scans that `offsetops broker-scan` wrote "
         "beside each broker into this shared directory, instead of reading log dirs",
     )
-    p.add_argument(
-        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
-    )
+    add_partition_filter(p)
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read topic and broker config from this cluster")
     p.add_argument("--client-config", metavar="FILE", help=f"live config: {CLIENT_CONFIG_HELP}")
     p.add_argument(

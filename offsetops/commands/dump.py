@@ -13,7 +13,6 @@ from typing import Any
 from offsetops.commands._common import (
     die,
     escape,
-    non_negative_int,
     report_errors,
     strict_exit,
 )
@@ -30,7 +29,7 @@ from offsetops.coordinator_core.schema import (
     key_json,
     value_json,
 )
-from offsetops.coordinator_core.settings import add_max_batch_bytes
+from offsetops.coordinator_core.settings import add_max_batch_bytes, add_partition_filter
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.progress import Progress, is_terminal
 
@@ -45,9 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Dump segment files batch by batch. PATH is a .log file, a partition dir or a log dir.",
     )
     p.add_argument("path")
-    p.add_argument(
-        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
-    )
+    add_partition_filter(p)
     p.add_argument("--json", action="store_true", help="JSON lines: one object per batch and per record")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
     add_max_batch_bytes(p)

@@ -17,7 +17,6 @@ from offsetops.commands._common import (
     escape,
     kafka_client_config,
     non_negative_float,
-    non_negative_int,
     parse_partitions,
     print_json,
     quote,
@@ -32,7 +31,7 @@ from offsetops.coordinator_core.expiration import (
     plan_expiration,
 )
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from offsetops.coordinator_core.settings import positive_int
+from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.progress import Progress
@@ -49,9 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "within --forecast-hours. Nothing is written unless --execute is given.",
     )
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
-    p.add_argument(
-        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
-    )
+    add_partition_filter(p)
     p.add_argument(
         "--now",
         type=epoch_time,
