@@ -10,7 +10,8 @@ tails are checked and reported exactly as
 When the native twin (``_cfold``, a C extension) is built, runs of well-formed magic-2 batches are
 walked, CRC-checked, decompressed (through :func:`decompress`) and parsed in C: records of plain batches
 are folded, last writer wins, and those of transactional batches staged per producer, with the same
-rules; control batches (a marker or two per transaction) go to ``fold_control`` as one list. It stops,
+rules; control batches (a marker or two per transaction) resolve transactions in C too (``first_marker``,
+``open_txns``, ``created``), and go to ``fold_control`` as one list when a key does not parse. It stops,
 without touching anything, at the first entry it does not take whole (legacy magic, anything
 malformed, a record it cannot represent exactly), and that one entry goes through the Python path
 above, which reports it. Records outside the hot case (any key but an offset commit's, a tombstone, a
@@ -36,7 +37,7 @@ from offsetops.coordinator_core.records.reader import Scan, read_entry
 
 __all__ = ["NATIVE", "FoldTarget", "fold_buffer", "native_available", "native_commit"]
 
-_INTERFACE = 3  # the calling convention of _cfold.fold_run this module speaks
+_INTERFACE = 4  # the calling convention of _cfold.fold_run this module speaks
 
 
 def _installed_cfold():
@@ -91,7 +92,8 @@ NATIVE = _native_wanted()
 
 
 def native_commit():
-    """``commit_pending(latest, pending, scala, created)`` of the C twin when it is in use, else None."""
+    """``commit_pending(latest, pending, scala, created)`` of the C twin when it is in use, else None
+    (``created`` is the fold's dict of groups created by values that did not survive)."""
     return _cfold.commit_pending if NATIVE and _cfold is not None else None
 
 
@@ -100,6 +102,9 @@ class FoldTarget(Protocol):
 
     latest: dict[bytes, tuple[int, int, int, bytes | None]]
     open_txns: dict[int, dict[bytes, tuple[int, int, int, bytes | None]]]
+    first_marker: dict[int, tuple[int, bool]]
+    created: dict[bytes, int]
+    semantics: str
     _small_types: list[int]
 
     # Positional-only: the walk and the C twin call these positionally, whatever the names at each site.
@@ -127,9 +132,10 @@ class FoldTarget(Protocol):
         """Fold any other batch (control, transactional, legacy, or a plain one whose records are corrupt)."""
 
     def fold_tally(
-        self, batches: int, nbytes: int, records: int, first: int, last: int, transactional: int
+        self, batches: int, nbytes: int, records: int, first: int, last: int, transactional: int, control: int
     ) -> None:
-        """Count a run of batches the walk folded itself, before anything else is folded."""
+        """Count a run of batches the walk folded itself, before anything else is folded (``records``
+        includes the ``control`` records of the markers the C twin resolved)."""
 
     def offset_order(self, file: str | None, position: int, base_offset: int, prev_last: int) -> None:
         """Report a batch whose base offset is not after the previous batch's last offset."""
@@ -170,7 +176,7 @@ def fold_buffer(
     pos = 0
     next_release = RELEASE_EVERY
     # The run of batches folded through fold_records, counted in one go before anything else is folded.
-    n_batches = n_bytes = n_records = n_txn = 0
+    n_batches = n_bytes = n_records = n_txn = n_ctrl = 0
     first = last = -1
     prev_last = -1
     legacy = False
@@ -179,7 +185,7 @@ def fold_buffer(
             scan.done_with(pos)
             next_release = pos + RELEASE_EVERY
         if cfold is not None:
-            pos, prev_last, nb, nby, nrec, cfirst, clast, ntxn = cfold(
+            pos, prev_last, nb, nby, nrec, cfirst, clast, ntxn, nctrl = cfold(
                 data, pos, min(end, next_release), base, file, verify_crc, max_batch_bytes, prev_last, target,
                 _decompress_or_none,
             )  # fmt: skip
@@ -190,6 +196,7 @@ def fold_buffer(
                 n_bytes += nby
                 n_records += nrec
                 n_txn += ntxn
+                n_ctrl += nctrl
                 last = clast
             if pos >= end or pos >= next_release:
                 continue
@@ -225,12 +232,12 @@ def fold_buffer(
             last = batch.last_offset
             continue
         if n_batches:
-            target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn)
-            n_batches = n_bytes = n_records = n_txn = 0
+            target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn, n_ctrl)
+            n_batches = n_bytes = n_records = n_txn = n_ctrl = 0
         if batch.base_offset <= prev_last:
             target.offset_order(file, batch.position, batch.base_offset, prev_last)
         prev_last = max(prev_last, batch.last_offset)
         legacy = legacy or batch.magic < 2
         target.fold_batch(batch)
     if n_batches:
-        target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn)
+        target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn, n_ctrl)

@@ -128,9 +128,29 @@ def _key(group: str, topic: str, partition: int, rtype: int = 1) -> bytes:
     )
 
 
-def _value(offset: int, metadata: str = "") -> bytes:
+def _value(offset: int, metadata: str = "", version: int = 3) -> bytes:
+    """An OffsetCommitValue: v3 (leader epoch), v1 (expire timestamp), v0 and v2 (neither)."""
     m = metadata.encode()
-    return struct.pack(">hqih", 3, offset, 5, len(m)) + m + struct.pack(">q", 1_700_000_000_000)
+    if version == 3:
+        return struct.pack(">hqih", 3, offset, 5, len(m)) + m + struct.pack(">q", 1_700_000_000_000)
+    tail = (
+        struct.pack(">qq", 1_700_000_000_000, 1_700_086_400_000)
+        if version == 1
+        else struct.pack(">q", 1_700_000_000_000)
+    )
+    return struct.pack(">hqh", version, offset, len(m)) + m + tail
+
+
+def _markers(rng: random.Random, base: int) -> bytes:
+    """A control batch of one to three records of mixed types (ABORT, COMMIT, LEADER_CHANGE, unknown):
+    the Scala loader stops at the first marker, the Java one reads them all."""
+    records = [
+        (struct.pack(">hh", 0, rng.choice([0, 1, 1, 2, 7])), struct.pack(">hi", 0, 0), 0)
+        for _ in range(rng.randint(1, 3))
+    ]
+    return build_record_batch(
+        records, base_offset=base, is_transactional=True, is_control=True, producer_id=7, producer_epoch=0
+    )
 
 
 def _segment(rng: random.Random) -> bytes:
@@ -140,7 +160,11 @@ def _segment(rng: random.Random) -> bytes:
         records = []
         for _ in range(rng.randint(1, 5)):
             key = _key(f"g{rng.randrange(3)}", "t", rng.randrange(3), rtype=rng.choice([1, 1, 1, 0, 2]))
-            value = None if rng.random() < 0.15 else _value(rng.randrange(1 << 40), "m" * rng.randrange(3))
+            value = (
+                None
+                if rng.random() < 0.15
+                else _value(rng.randrange(1 << 40), "m" * rng.randrange(3), rng.choice([3, 3, 3, 0, 1, 2]))
+            )
             records.append((key, value, 1_700_000_000_000 + base))
         txn = rng.random() < 0.3
         out += build_record_batch(
@@ -151,6 +175,8 @@ def _segment(rng: random.Random) -> bytes:
     if rng.random() < 0.4:
         out += build_control_batch(rng.random() < 0.7, base_offset=base, producer_id=7, producer_epoch=0,
                                    coordinator_epoch=0, timestamp=0)  # fmt: skip
+    elif rng.random() < 0.3:
+        out += _markers(rng, base)
     return bytes(out)
 
 
@@ -194,9 +220,9 @@ def _odd_batch(rng: random.Random, base: int) -> bytes:
     return bytes(batch)
 
 
-def _fold_state(data: bytes, native: bool, monkeypatch) -> tuple:
+def _fold_state(data: bytes, native: bool, monkeypatch, semantics: str = "java") -> tuple:
     monkeypatch.setattr(fold, "NATIVE", native)
-    f = PartitionFold(partition=0)
+    f = PartitionFold(partition=0, semantics=semantics)
     f.add_buffer(data, file="seg.log")
     f._flush_types()
     s = f.stats.to_json()
@@ -206,6 +232,7 @@ def _fold_state(data: bytes, native: bool, monkeypatch) -> tuple:
         dict(sorted(f.type_counts.items())),
         s,
         f.open_txns,
+        f.first_marker,
         f.tomb_max,
         f.created,
         f.invalid_values,
@@ -234,9 +261,10 @@ def test_resigned_record_damage_folds_identically(monkeypatch) -> None:
             if rng.random() < 0.2:
                 struct.pack_into(">i", data, at + 57, rng.choice([0, 2, 1000, 2**31 - 1]))  # record count
             fix_crc(data, at)
-        native = _fold_state(bytes(data), True, monkeypatch)
-        python = _fold_state(bytes(data), False, monkeypatch)
-        assert native == python
+        semantics = rng.choice(["java", "java", "scala"])
+        native = _fold_state(bytes(data), True, monkeypatch, semantics)
+        python = _fold_state(bytes(data), False, monkeypatch, semantics)
+        assert native == python, semantics
         folded += bool(native[0])
         corrupt += bool(native[2]["errors"])
     assert folded > 1000 and corrupt > 200  # both the fold and the error paths were exercised
@@ -267,3 +295,23 @@ def test_sources_from_a_py_files_zip_still_use_the_installed_build(tmp_path: Pat
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False
     )
     assert out.stdout.split() == ["True", "True", "True"], out.stderr
+
+
+@needs_native
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_offset_commit_values_at_every_length_fold_identically(monkeypatch, version: int) -> None:
+    """The hot case's structural check (version, metadata length, size) against the Python rules, at the
+    boundary: each value cut short or padded byte by byte, and with a negative metadata length."""
+    full = _value(42, "meta", version)
+    at = 14 if version == 3 else 10  # the metadata length field
+    negative = bytearray(full)
+    negative[at] = 0xFF
+    values = [full[:n] for n in range(len(full) + 1)] + [full + b"\x00", bytes(negative)]
+    records = [(_key("g", "t", i), v, 0) for i, v in enumerate(values)]
+    data = build_record_batch(records, base_offset=0)
+    native = _fold_state(data, True, monkeypatch)
+    python = _fold_state(data, False, monkeypatch)
+    assert native == python
+    kept = {k for k, e in native[0].items() if e[3] is not None}
+    assert len(kept) == len(values)  # every value is kept, and the bad ones reported
+    assert len(native[2]["errors"]) == len(values) - 2  # only the full value and the padded one decode
