@@ -109,6 +109,7 @@ static inline int varint(const uint8_t *b, Py_ssize_t n, Py_ssize_t *q, int64_t 
 
 typedef struct {
     int64_t offset;
+    int64_t ts_delta;
     Py_ssize_t kpos, klen; /* klen < 0: null key */
     Py_ssize_t vpos, vlen; /* vlen < 0: tombstone */
 } staged_t;
@@ -129,6 +130,7 @@ static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t 
         if (__builtin_add_overflow(base_offset, offset_delta, &off)) return STOP;
         if (varint(b, n, &q, &klen) != OK) return STOP;
         out[r].offset = off;
+        out[r].ts_delta = ts_delta;
         out[r].kpos = q;
         if (klen < 0) {
             out[r].klen = -1;
@@ -320,16 +322,24 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
     return 0;
 }
 
-/* The records of a control batch as the list fold_control takes: (offset, 0, key, value). */
-static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count) {
+/* Parsed records as the list of (offset, timestamp, key, value) tuples the Python side takes: the
+ * timestamp is base_ts + delta (checked by the caller not to overflow), or 0 when base_ts is NULL (the
+ * control records fold_control takes, which it does not read). */
+static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count, const int64_t *base_ts) {
     PyObject *list = PyList_New(count);
     if (list == NULL) return NULL;
     for (int32_t r = 0; r < count; r++) {
         PyObject *off = PyLong_FromLongLong(st[r].offset);
-        PyObject *key = off ? bytes_or_none(b, st[r].kpos, st[r].klen) : NULL;
+        PyObject *ts = NULL;
+        if (off != NULL) {
+            ts = base_ts ? PyLong_FromLongLong((long long)(*base_ts + st[r].ts_delta)) : ZERO;
+            if (!base_ts) Py_INCREF(ts);
+        }
+        PyObject *key = ts ? bytes_or_none(b, st[r].kpos, st[r].klen) : NULL;
         PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
-        PyObject *rec = value ? PyTuple_Pack(4, off, ZERO, key, value) : NULL;
+        PyObject *rec = value ? PyTuple_Pack(4, off, ts, key, value) : NULL;
         Py_XDECREF(off);
+        Py_XDECREF(ts);
         Py_XDECREF(key);
         Py_XDECREF(value);
         if (rec == NULL) {
@@ -647,7 +657,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
             } else if (simple_markers(rec, st, count)) {
                 rc = fold_markers(&t, rec, st, count, pid_obj, &n_ctrl);
             } else {
-                PyObject *records = record_list(rec, st, count);
+                PyObject *records = record_list(rec, st, count, NULL);
                 PyObject *res = records ? PyObject_CallFunctionObjArgs(t.fold_control, pid_obj, records, pos_obj,
                                                                        file, NULL)
                                         : NULL;
@@ -698,6 +708,45 @@ static PyObject *commit_pending(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* decode_records(data, pos, end, count, base_offset, base_timestamp): the records of a magic-2 batch's
+ * records section data[pos:end] as batch.decode_v2_records returns them, [(offset, timestamp, key,
+ * value), ...], or None where that parser could answer otherwise (anything malformed, a 10-byte varint,
+ * an offset or timestamp past int64): it then decodes the section itself and says why. */
+static PyObject *decode_records(PyObject *self, PyObject *args) {
+    PyObject *data;
+    Py_ssize_t pos, end;
+    long long count_ll, base_offset, base_ts;
+    if (!PyArg_ParseTuple(args, "OnnLLL", &data, &pos, &end, &count_ll, &base_offset, &base_ts)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *out = NULL;
+    staged_t *st = NULL;
+    if (pos < 0 || end > view.len || pos > end || count_ll < 0 || count_ll > (end - pos) / MIN_PARSED_RECORD)
+        goto fallback; /* what the Python parser makes of it, it says */
+    const int32_t count = (int32_t)count_ll;
+    const uint8_t *b = (const uint8_t *)view.buf + pos;
+    const Py_ssize_t n = end - pos;
+    st = (staged_t *)malloc((count ? (size_t)count : 1) * sizeof(staged_t));
+    if (st == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (parse_records(b, n, count, (int64_t)base_offset, st) != OK) goto fallback;
+    for (int32_t r = 0; r < count; r++) {
+        int64_t ts;
+        if (__builtin_add_overflow((int64_t)base_ts, st[r].ts_delta, &ts)) goto fallback;
+    }
+    const int64_t ts0 = (int64_t)base_ts;
+    out = record_list(b, st, count, &ts0);
+    goto done;
+fallback:
+    out = Py_NewRef(Py_None);
+done:
+    free(st);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
@@ -713,6 +762,9 @@ static PyMethodDef methods[] = {
     {"commit_pending", commit_pending, METH_VARARGS,
      "commit_pending(latest, pending, scala, created): apply a committed transaction's offsets; losers go to "
      "the created dict"},
+    {"decode_records", decode_records, METH_VARARGS,
+     "decode_records(data, pos, end, count, base_offset, base_timestamp) -> [(offset, timestamp, key, value)] "
+     "or None (then the Python parser decides)"},
     {"crc32c", crc32c_py, METH_O, "CRC-32C of a bytes-like object (the checksum the fold verifies)."},
     {NULL, NULL, 0, NULL},
 };
@@ -731,7 +783,7 @@ PyMODINIT_FUNC PyInit__cfold(void) {
 #endif
     PyObject *m = PyModule_Create(&module);
     /* The calling convention of fold_run; records/fold.py refuses a build with another one. */
-    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 4) < 0) {
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 5) < 0) {
         Py_DECREF(m);
         return NULL;
     }

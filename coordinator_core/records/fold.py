@@ -17,15 +17,16 @@ malformed, a record it cannot represent exactly), and that one entry goes throug
 above, which reports it. Records outside the hot case (any key but an offset commit's, a tombstone, a
 value that is not a well-formed ``OffsetCommitValue`` v3) are handed to ``fold_record`` /
 ``fold_transactional_record`` one at a time and in log order, so every rule has one definition.
-``OFFSETOPS_NATIVE=0`` turns the twin off.
+``OFFSETOPS_NATIVE=0`` turns the twin off (:mod:`~offsetops.coordinator_core.records.native` loads it and
+holds the switch).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Protocol
 
+import offsetops.coordinator_core.records.native as _twin
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.batch import Record, RecordBatch
 from offsetops.coordinator_core.records.compression import (
@@ -33,68 +34,19 @@ from offsetops.coordinator_core.records.compression import (
     CompressionError,
     decompress,
 )
+from offsetops.coordinator_core.records.native import native_available
 from offsetops.coordinator_core.records.reader import Scan, read_entry
 
-__all__ = ["NATIVE", "FoldTarget", "fold_buffer", "native_available", "native_commit"]
-
-_INTERFACE = 4  # the calling convention of _cfold.fold_run this module speaks
-
-
-def _installed_cfold():
-    """The compiled twin from an installed offsetops, when this package was imported from a zip.
-
-    Spark ships our sources to executors as a ``--py-files`` zip, from which no extension can load; an
-    executor whose image or venv has offsetops installed still has the compiled twin on ``sys.path``.
-    """
-    import importlib.util
-    import sys
-
-    for entry in sys.path:
-        folder = os.path.join(entry or ".", "offsetops", "coordinator_core", "records")
-        if not os.path.isdir(folder):
-            continue
-        for name in sorted(os.listdir(folder)):
-            if name.startswith("_cfold.") and name.endswith(".so"):
-                spec = importlib.util.spec_from_file_location(__name__.rpartition(".")[0] + "._cfold",
-                                                              os.path.join(folder, name))  # fmt: skip
-                if spec is None or spec.loader is None:
-                    continue
-                try:
-                    module = importlib.util.module_from_spec(spec)
-                    spec.loader.exec_module(module)
-                except ImportError:
-                    continue
-                return module
-    return None
-
-
-try:
-    from offsetops.coordinator_core.records import _cfold  # type: ignore[attr-defined]
-except ImportError:  # not built here (no compiler at install time, or imported from a zip)
-    _cfold = _installed_cfold()
-if _cfold is not None and getattr(_cfold, "INTERFACE", None) != _INTERFACE:
-    _cfold = None  # a build of another version of offsetops: the pure-Python path is always right
+__all__ = ["FoldTarget", "fold_buffer", "native_available", "native_commit"]
 
 RELEASE_EVERY = 64 << 20  # drop already-folded pages of a mapped segment from RSS this often
-
-
-def native_available() -> bool:
-    """Whether the C twin was built and imports."""
-    return _cfold is not None
-
-
-def _native_wanted() -> bool:
-    return _cfold is not None and os.environ.get("OFFSETOPS_NATIVE", "1").strip() not in ("0", "false", "no")
-
-
-NATIVE = _native_wanted()
-"""Whether reloads use the C twin (read once at import; :func:`fold_buffer` takes ``native=`` too)."""
 
 
 def native_commit():
     """``commit_pending(latest, pending, scala, created)`` of the C twin when it is in use, else None
     (``created`` is the fold's dict of groups created by values that did not survive)."""
-    return _cfold.commit_pending if NATIVE and _cfold is not None else None
+    cfold = _twin.cfold
+    return cfold.commit_pending if _twin.NATIVE and cfold is not None else None
 
 
 class FoldTarget(Protocol):
@@ -170,8 +122,8 @@ def fold_buffer(
     """
     if scan is None:
         scan = Scan()
-    use_native = NATIVE if native is None else native
-    cfold = _cfold.fold_run if use_native and _cfold is not None else None
+    use_native = _twin.NATIVE if native is None else native
+    cfold = _twin.cfold.fold_run if use_native and _twin.cfold is not None else None
     end = len(data)
     pos = 0
     next_release = RELEASE_EVERY

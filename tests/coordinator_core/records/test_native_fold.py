@@ -1,6 +1,6 @@
 """The native fold (``records/_cfold.c``) against the pure-Python fold, which is the reference.
 
-Both paths run on the same bytes in one process (``records.fold.NATIVE`` switched, as
+Both paths run on the same bytes in one process (``records.native.NATIVE`` switched, as
 ``OFFSETOPS_NATIVE=0`` does at import) and must give identical caches, stats and errors: on every real
 fixture, on simulated log dirs whose transactions span segments (every codec), on a seeded sweep of
 mutated real segments, and on magic-2 batches whose records were damaged and re-signed (valid CRC), which
@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 from offsetops.coordinator_core.loader import PartitionFold, load_log_dir
+from offsetops.coordinator_core.records import batch as batch_mod
 from offsetops.coordinator_core.records import build_control_batch, build_record_batch, fold
+from offsetops.coordinator_core.records import native as twin
 from offsetops.coordinator_core.records.batch import V2_HEADER_SIZE
 from offsetops.coordinator_core.records.builder import encode_varint
 from offsetops.coordinator_core.simulator import SimulationConfig, simulate
@@ -34,7 +36,7 @@ def test_native_fold_is_built_in_ci() -> None:
     if os.environ.get("CI", "").lower() != "true":
         pytest.skip("only enforced in CI (CI=true)")
     assert fold.native_available(), "offsetops.coordinator_core.records._cfold did not build"
-    assert fold.NATIVE, "the native fold is built but not selected"
+    assert twin.NATIVE, "the native fold is built but not selected"
 
 
 def _doc(caches) -> list:
@@ -48,9 +50,9 @@ def _doc(caches) -> list:
 
 
 def _both(monkeypatch, path: Path, semantics: str) -> tuple[list, list]:
-    monkeypatch.setattr(fold, "NATIVE", True)
+    monkeypatch.setattr(twin, "NATIVE", True)
     native = _doc(load_log_dir(path, semantics=semantics))
-    monkeypatch.setattr(fold, "NATIVE", False)
+    monkeypatch.setattr(twin, "NATIVE", False)
     python = _doc(load_log_dir(path, semantics=semantics))
     return native, python
 
@@ -221,7 +223,7 @@ def _odd_batch(rng: random.Random, base: int) -> bytes:
 
 
 def _fold_state(data: bytes, native: bool, monkeypatch, semantics: str = "java") -> tuple:
-    monkeypatch.setattr(fold, "NATIVE", native)
+    monkeypatch.setattr(twin, "NATIVE", native)
     f = PartitionFold(partition=0, semantics=semantics)
     f.add_buffer(data, file="seg.log")
     f._flush_types()
@@ -283,13 +285,14 @@ def test_sources_from_a_py_files_zip_still_use_the_installed_build(tmp_path: Pat
     zipped = package_zip(tmp_path / "offsetops.zip")
     site = tmp_path / "site" / "offsetops" / "coordinator_core" / "records"
     site.mkdir(parents=True)
-    built = Path(fold._cfold.__file__)
+    assert twin.cfold is not None
+    built = Path(twin.cfold.__file__)
     shutil.copy(built, site / built.name)
     code = (
         f"import sys; sys.path[:0] = [{str(zipped)!r}]; sys.path.append({str(tmp_path / 'site')!r})\n"
-        "from offsetops.coordinator_core.records import fold\n"
-        "print(fold.__file__.startswith(sys.path[0]), fold.NATIVE,"
-        " fold._cfold.__file__.startswith(sys.path[-1]))\n"
+        "from offsetops.coordinator_core.records import native\n"
+        "print(native.__file__.startswith(sys.path[0]), native.NATIVE,"
+        " native.cfold.__file__.startswith(sys.path[-1]))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False
@@ -315,3 +318,33 @@ def test_offset_commit_values_at_every_length_fold_identically(monkeypatch, vers
     kept = {k for k, e in native[0].items() if e[3] is not None}
     assert len(kept) == len(values)  # every value is kept, and the bad ones reported
     assert len(native[2]["errors"]) == len(values) - 2  # only the full value and the padded one decode
+
+
+@needs_native
+def test_record_sections_parse_identically_or_fall_back() -> None:
+    """``decode_records`` (C) against ``decode_v2_records_py`` on damaged records sections: the same list,
+    or None where Python raises (or where C cannot be sure, and Python then decides)."""
+    rng = random.Random(11)
+    same = fell_back = 0
+    for _ in range(3000):
+        raw = bytearray(_odd_batch(rng, 5) if rng.random() < 0.3 else _segment(rng))
+        size = 12 + struct.unpack_from(">i", raw, 8)[0]
+        count = struct.unpack_from(">i", raw, 57)[0]
+        if raw[21 + 1] & 0x07:  # compressed: its section is not the raw bytes
+            continue
+        for _ in range(rng.randint(0, 3)):
+            raw[V2_HEADER_SIZE + rng.randrange(max(size - V2_HEADER_SIZE, 1))] = rng.randrange(256)
+        count = rng.choice([count, count, count, count - 1, count + 1, 0])
+        data = bytes(raw)
+        args = (data, V2_HEADER_SIZE, size, count, 1_000, 1_700_000_000_000)
+        native_out = twin.cfold.decode_records(*args)  # type: ignore[union-attr]
+        try:
+            python_out = batch_mod.decode_v2_records_py(*args, None)
+        except (batch_mod.CorruptRecord, IndexError, ValueError):
+            python_out = None
+        if native_out is None:
+            fell_back += 1
+        else:
+            assert native_out == python_out
+            same += 1
+    assert same > 400 and fell_back > 200, (same, fell_back)
