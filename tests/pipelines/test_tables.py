@@ -70,10 +70,9 @@ def test_docs_tables_page_matches_the_schemas():
 def test_table_writes_run_together_and_a_failed_one_is_raised(spark, tmp_path) -> None:
     """The tables are written by concurrent Spark jobs: a failing table raises, after the others have
     been written in full."""
+    from offsetops.pipelines.reload import write_tables
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType
-
-    from offsetops.pipelines.reload import write_tables
 
     def explode(x: int) -> int:
         raise ValueError(f"cannot write row {x}")
