@@ -19,7 +19,8 @@ a fresh subprocess so that peak RSS figures do not contaminate each other:
   framing alone, in C;
 * ``kafka-py``: kafka-python's ``MemoryRecords``, every key and value decoded, last value per key kept.
 
-Every mode runs ``--repeat`` times (modes interleaved, a fresh process each time) and the median is kept.
+Every mode runs ``--repeat`` times (``--repeat-large`` from 1 GB up; modes interleaved, a fresh process
+each time) and the median is kept; the spread is printed beside it.
 
 aiokafka is benchmark-only (``pip install offsetops[bench]``); without it those rows are left out.
 It prints records/s and MB/s per CPU second (``time.process_time``: the per-core cost, which stays honest
@@ -362,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-baseline", action="store_true", help="leave out kafka-py (the slowest)")
     p.add_argument("--skip-python", action="store_true", help="leave out the pure-Python reload")
     p.add_argument("--repeat", type=int, default=3, help="runs per mode (interleaved); the median is kept")
+    p.add_argument("--repeat-large", type=int, default=1, help="runs per mode from 1 GB up (default 1)")
     p.add_argument("--measure", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.measure:
@@ -391,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
             size = parse_size(size_text)
             path, gen_s = ensure_data(size, compression, args)
             runs: dict[str, list[dict]] = {mode: [] for mode in modes}
-            for _ in range(max(args.repeat, 1)):
+            repeat = args.repeat_large if size >= 10**9 else args.repeat
+            for _ in range(max(repeat, 1)):
                 for mode in modes:  # interleaved, so a burst of other work does not land on one mode
                     r = _child(mode, path)
                     if r.get("errors"):
