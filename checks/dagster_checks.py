@@ -40,17 +40,16 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 from offsetops.checks.report import ValidationReport
-from offsetops.coordinator_core.cleaner_audit import (
+from offsetops.coordinator_core.cleaner.model import (
     CRITICAL,
     DEGRADED,
     HEALTHY,
     PartitionAudit,
     Reason,
     format_bytes,
-    format_duration,
 )
 from offsetops.coordinator_core.expiration import ForecastEntry
-from offsetops.coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.timefmt import format_duration, iso_utc
 
 # The names of the assets the checks and the alerts watch, defined once (assets/ imports them).
 VALIDATION_ASSET = "cache_validation"

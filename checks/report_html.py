@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from offsetops.coordinator_core.cleaner_audit import format_bytes
+from offsetops.coordinator_core.cleaner.model import format_bytes
 
 MAX_ROWS = 200
 """Rows shown per detail table; the page says how many more there are."""

@@ -19,8 +19,9 @@ from offsetops.checks.report_verdicts import (
     sorted_partitions,
     validation_verdict,
 )
-from offsetops.coordinator_core.cleaner_audit import HEALTHY, format_bytes, format_duration
+from offsetops.coordinator_core.cleaner.model import HEALTHY, format_bytes
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.timefmt import format_duration
 
 
 def audit_section(audit: Mapping[str, Any] | None) -> str:

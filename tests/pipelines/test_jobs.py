@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir
 from offsetops.coordinator_core.expiration import plan_expiration
 from offsetops.coordinator_core.loader import load_log_dir
 from offsetops.pipelines.audit import CLEANER_AUDIT_SCHEMA, audit_table
