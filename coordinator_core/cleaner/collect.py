@@ -274,7 +274,10 @@ def audit_broker_scans(
     max_scan_age_ms: int = DEFAULT_MAX_SCAN_AGE_MS,
 ) -> CleanerAudit:
     """The audit of several brokers from their scans: what :func:`audit_log_dirs` gives with the files at
-    hand. A scan older than ``max_scan_age_ms`` is a DEGRADED finding (its numbers are that old)."""
+    hand. A scan older than ``max_scan_age_ms`` is a DEGRADED finding (its numbers are that old).
+
+    The options are :func:`audit_log_dirs`' own, with the same names and meaning, so an operator moves
+    from log dirs to scans without relearning them; only the input differs."""
     cfg, th = config or CleanerConfig(), thresholds or Thresholds()
     now = int(time.time() * 1000) if now_ms is None else now_ms
     wanted = None if partitions is None else set(partitions)

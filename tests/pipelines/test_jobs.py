@@ -114,6 +114,14 @@ def test_cli_names_a_missing_input(spark, tmp_path, capsys) -> None:
     assert f"{missing}: no such file or directory" in capsys.readouterr().err
 
 
+def test_a_partition_asked_for_but_absent_is_named(spark, sim_txn) -> None:
+    from offsetops.pipelines.source import InputPathError
+
+    assert {s.partition for s in list_log_dir(spark, str(sim_txn.out_dir), partitions=[1]).segments} == {1}
+    with pytest.raises(InputPathError, match=r"partition\(s\) \[999\] of __consumer_offsets not found"):
+        list_log_dir(spark, str(sim_txn.out_dir), partitions=[0, 999])
+
+
 def test_local_masters_get_a_heap_that_holds_whole_segments() -> None:
     from offsetops.pipelines.session import default_conf
 
