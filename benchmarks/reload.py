@@ -9,12 +9,17 @@ a fresh subprocess so that peak RSS figures do not contaminate each other:
 * ``native``: ``offsetops.coordinator_core.loader.load_log_dir`` with the C fold (decode, cache rebuild, CRCs
   checked, every error path of the reload);
 * ``python``: the same with ``OFFSETOPS_NATIVE=0``, the pure-Python reference path;
-* ``aiokafka``: what a speed-conscious user would write: aiokafka's Cython reader
-  (``aiokafka.record._crecords.MemoryRecords``, CRCs not checked) over each segment, last value per key
-  in a dict, and only the survivors' values decoded with a straightforward ``struct`` decoder;
+* ``aiokafka``: aiokafka's Cython reader (``aiokafka.record._crecords.MemoryRecords``, CRCs not checked)
+  over each segment with the same dict fold as ``kafka-py``: every key decoded with ``struct`` (what the
+  record is: group, topic, partition), the last value per decoded key kept, and only the survivors'
+  values decoded;
+* ``aiokafka-raw``: the same reader folding on the raw key bytes, no key decoded until the end: the
+  fastest fold a user can write on top of it;
 * ``floor``: aiokafka's Cython reader touching every record's key and value and nothing else: the cost of
   framing alone, in C;
 * ``kafka-py``: kafka-python's ``MemoryRecords``, every key and value decoded, last value per key kept.
+
+Every mode runs ``--repeat`` times (modes interleaved, a fresh process each time) and the median is kept.
 
 aiokafka is benchmark-only (``pip install offsetops[bench]``); without it those rows are left out.
 It prints records/s and MB/s per CPU second (``time.process_time``: the per-core cost, which stays honest
@@ -207,12 +212,13 @@ def _segment_files(path: Path):
         yield [seg.path for seg in pdir.segments]
 
 
-def run_aiokafka(path: Path, fold: bool) -> dict:
+def run_aiokafka(path: Path, fold: str | None) -> dict:
+    """``fold``: ``"decoded"`` (keys decoded per record), ``"raw"`` (keys as bytes) or None (the floor)."""
     from aiokafka.record._crecords import MemoryRecords
 
     records = size = 0
     for segments in _segment_files(path):
-        latest: dict[bytes, bytes | None] = {}
+        latest: dict[object, tuple[int, bytes | None]] = {}
         for seg in segments:
             data = seg.read_bytes()
             size += len(data)
@@ -225,12 +231,16 @@ def run_aiokafka(path: Path, fold: bool) -> dict:
                 for rec in batch:
                     records += 1
                     key, value = rec.key, rec.value
-                    if fold and not control:
-                        latest[key] = value
-        if fold:
-            for key, value in latest.items():
-                if value is not None:
-                    baseline_decode_value(baseline_decode_key(key)[0], value)
+                    if control or fold is None:
+                        continue
+                    if fold == "decoded":
+                        k = baseline_decode_key(key)
+                        latest[k] = (k[0], value)
+                    else:
+                        latest[key] = (-1, value)
+        for key, (rtype, value) in latest.items():
+            if value is not None:
+                baseline_decode_value(rtype if rtype >= 0 else baseline_decode_key(key)[0], value)  # type: ignore[arg-type]
     return {"records": records, "bytes": size}
 
 
@@ -248,34 +258,47 @@ def run_ours(path: Path) -> dict:
     }
 
 
-MODES = ("native", "python", "aiokafka", "floor", "kafka-py")
+MODES = ("native", "python", "aiokafka", "aiokafka-raw", "floor", "kafka-py")
+_AIOKAFKA = ("aiokafka", "aiokafka-raw", "floor")
 
 
 def measure(mode: str, path: Path) -> dict:
-    """Runs in the child process: import, reset the peak RSS, do the work, report."""
-    import kafka.record  # noqa: F401
-    import offsetops.coordinator_core.loader  # noqa: F401 - imports count as the interpreter baseline
-    from offsetops.coordinator_core.records import fold
+    """Runs in the child process: import what the mode needs, reset the peak RSS, do the work, report."""
+    import resource
 
-    if mode in ("aiokafka", "floor"):
+    from offsetops.coordinator_core.sources import logdir  # noqa: F401 - every mode lists segments with it
+
+    if mode in ("native", "python"):
+        import offsetops.coordinator_core.loader  # noqa: F401 - imports count as the interpreter baseline
+        from offsetops.coordinator_core.records import native
+
+        if mode == "native" and not native.NATIVE:
+            raise SystemExit("the native fold is not built (or OFFSETOPS_NATIVE=0)")
+    elif mode in _AIOKAFKA:
         import aiokafka.record._crecords  # noqa: F401
-    if mode == "native" and not fold.NATIVE:
-        raise SystemExit("the native fold is not built (or OFFSETOPS_NATIVE=0)")
+    else:
+        import kafka.record  # noqa: F401
     before = _reset_hwm()
     start, cpu = time.perf_counter(), time.process_time()
     if mode in ("native", "python"):
         result = run_ours(path)
     elif mode == "aiokafka":
-        result = run_aiokafka(path, fold=True)
+        result = run_aiokafka(path, fold="decoded")
+    elif mode == "aiokafka-raw":
+        result = run_aiokafka(path, fold="raw")
     elif mode == "floor":
-        result = run_aiokafka(path, fold=False)
+        result = run_aiokafka(path, fold=None)
     else:
         result = run_baseline(path)
     # CPU seconds are the per-core cost; wall seconds suffer when other work shares the cores.
+    seconds = time.process_time() - cpu
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     result.update(
         mode=mode,
-        seconds=time.process_time() - cpu,
+        seconds=seconds,
         wall=time.perf_counter() - start,
+        # The whole process: interpreter start-up and the mode's own imports included.
+        process_seconds=usage.ru_utime + usage.ru_stime,
         rss_base_mb=before / 1024,
         rss_peak_mb=_hwm_kb() / 1024,
     )
@@ -293,6 +316,14 @@ def _child(mode: str, path: Path) -> dict:
         env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """The run with the median CPU seconds (the lower middle one for an even count)."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    pick = dict(ordered[(len(ordered) - 1) // 2])
+    pick["spread"] = (ordered[0]["seconds"], ordered[-1]["seconds"])
+    return pick
 
 
 def ensure_data(size: int, compression: str, args: argparse.Namespace) -> tuple[Path, float | None]:
@@ -330,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", default=str(DATA))
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {','.join(MODES)}")
     p.add_argument("--skip-baseline", action="store_true", help="leave out kafka-py (the slowest)")
+    p.add_argument("--skip-python", action="store_true", help="leave out the pure-Python reload")
+    p.add_argument("--repeat", type=int, default=3, help="runs per mode (interleaved); the median is kept")
     p.add_argument("--measure", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.measure:
@@ -343,23 +376,29 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         peers = False
         print("aiokafka not installed (pip install offsetops[bench]): its rows are left out")
-    modes = [m for m in args.modes.split(",") if peers or m not in ("aiokafka", "floor")]
+    modes = [m for m in args.modes.split(",") if peers or m not in _AIOKAFKA]
     if args.skip_baseline:
         modes = [m for m in modes if m != "kafka-py"]
+    if args.skip_python:
+        modes = [m for m in modes if m != "python"]
     rows = []
     print(
-        f"{'size':>7} {'codec':>5} {'mode':>9} {'records':>10} {'rec/s/cpu':>10} {'MB/s/cpu':>8} "
-        f"{'ns/rec':>7} {'peakRSS+':>9} {'vs native':>9} {'cpu s':>6} {'wall s':>7}  (generation)"
+        f"{'size':>7} {'codec':>5} {'mode':>12} {'records':>10} {'rec/s/cpu':>10} {'MB/s/cpu':>8} "
+        f"{'ns/rec':>7} {'peakRSS+':>9} {'vs native':>9} {'cpu s':>6} {'(min-max)':>11} {'proc s':>6} "
+        f"{'wall s':>7}  (generation)"
     )
     for compression in args.compression.split(","):
         for size_text in args.sizes.split(","):
             size = parse_size(size_text)
             path, gen_s = ensure_data(size, compression, args)
-            results = {}
-            for mode in modes:
-                r = results[mode] = _child(mode, path)
-                if r.get("errors"):
-                    raise SystemExit(f"{path}: the {mode} reload reported {r['errors']} errors")
+            runs: dict[str, list[dict]] = {mode: [] for mode in modes}
+            for _ in range(max(args.repeat, 1)):
+                for mode in modes:  # interleaved, so a burst of other work does not land on one mode
+                    r = _child(mode, path)
+                    if r.get("errors"):
+                        raise SystemExit(f"{path}: the {mode} reload reported {r['errors']} errors")
+                    runs[mode].append(r)
+            results = {mode: _median_run(rs) for mode, rs in runs.items()}
             if "native" in results and "python" in results:
                 for key in ("records", "bytes", "groups", "offsets"):
                     if results["native"][key] != results["python"][key]:
@@ -369,11 +408,12 @@ def main(argv: list[str] | None = None) -> int:
             for mode, r in results.items():
                 rps = r["records"] / r["seconds"]
                 ratio = f"{r['seconds'] / native['seconds']:.2f}x" if native else ""
+                lo, hi = r["spread"]
                 print(
-                    f"{size_text:>7} {compression:>5} {mode:>9} {r['records']:>10} {rps:>10.0f} "
+                    f"{size_text:>7} {compression:>5} {mode:>12} {r['records']:>10} {rps:>10.0f} "
                     f"{r['bytes'] / 1e6 / r['seconds']:>8.1f} {1e9 * r['seconds'] / r['records']:>7.0f} "
                     f"{r['rss_peak_mb'] - r['rss_base_mb']:>7.0f}MB {ratio:>9} {r['seconds']:>6.2f} "
-                    f"{r['wall']:>7.2f}{gen}",
+                    f"{f'{lo:.2f}-{hi:.2f}':>11} {r['process_seconds']:>6.2f} {r['wall']:>7.2f}{gen}",
                     flush=True,
                 )
                 gen = ""

@@ -194,7 +194,14 @@ class PartitionFold:
         self.stats.segments = saved
 
     def fold_tally(
-        self, batches: int, nbytes: int, records: int, first: int, last: int, transactional: int = 0
+        self,
+        batches: int,
+        nbytes: int,
+        records: int,
+        first: int,
+        last: int,
+        transactional: int = 0,
+        control: int = 0,
     ) -> None:
         stats = self.stats
         file = self._walk_file
@@ -206,6 +213,7 @@ class PartitionFold:
         stats.bytes += nbytes
         stats.records += records
         stats.transactional_batches += transactional
+        stats.control_records += control
         stats.last_offset = last
 
     def offset_order(self, file: str | None, position: int, base_offset: int, prev_last: int) -> None:
@@ -403,7 +411,7 @@ class PartitionFold:
     def _commit(self, pending: dict[bytes, Entry]) -> None:
         native = native_commit()
         if native is not None:
-            native(self.latest, pending, self.semantics == "scala", self._created)
+            native(self.latest, pending, self.semantics == "scala", self.created)
             return
         latest = self.latest
         # Java: the later offset wins; Scala: the later batch (base offset) wins.
@@ -511,21 +519,19 @@ def _close_map(mm: mmap.mmap) -> None:
 
 
 def _hot(key: bytes | None, value: bytes | None) -> bool:
-    """The hot case of a record, inlined in the C twin as well: an offset-commit key (type 1) with a
-    well-formed ``OffsetCommitValue`` v3 (nearly every record since Kafka 2.1): version, then a
-    non-negative metadata length that fits. Anything else takes the full rules and checks."""
-    return (
-        key is not None
-        and value is not None
-        and len(key) > 1
-        and key[1] == 1
-        and not key[0]
-        and len(value) >= 24
-        and value[1] == 3
-        and not value[0]
-        and value[14] <= 0x7F
-        and len(value) >= 24 + ((value[14] << 8) | value[15])
-    )
+    """The hot case of a record, inlined in the C twin as well: an offset-commit key (type 1) with an
+    ``OffsetCommitValue`` v0-v3 that :func:`offset_commit_value_ok` accepts (a known version and a
+    non-negative metadata length that fits; v3 is nearly every record since Kafka 2.1, v1 the commits
+    that carry an expire timestamp). Anything else takes the full rules and checks."""
+    if key is None or value is None or len(key) < 2 or key[1] != 1 or key[0] or len(value) < 2 or value[0]:
+        return False
+    version = value[1]
+    if version == 3:
+        return len(value) >= 16 and value[14] <= 0x7F and len(value) >= 24 + ((value[14] << 8) | value[15])
+    if version <= 2:
+        base = 28 if version == 1 else 20
+        return len(value) >= 12 and value[10] <= 0x7F and len(value) >= base + ((value[10] << 8) | value[11])
+    return False
 
 
 def _group_part(key: bytes) -> bytes:

@@ -5,7 +5,9 @@
  * decompresses them through the Python codecs and parses their records (DefaultRecord). Records of plain
  * batches are folded into the target's `latest` dict, last writer wins, and those of transactional batches
  * staged in the producer's pending dict, exactly as PartitionFold.fold_records/fold_transactional do;
- * control batches (markers, a few per transaction) go to PartitionFold.fold_control as one list. It stops, without touching anything, at the first entry it does not
+ * control batches (COMMIT/ABORT markers) resolve the producer's transaction as PartitionFold.fold_control
+ * does, and go to fold_control itself when a key does not parse. It stops, without touching anything, at
+ * the first entry it does not
  * take whole: any other batch, anything malformed, and any value the Python path would represent
  * differently (a 10-byte varint, an offset past int64). The Python walk then reads that entry with the
  * general reader, which reports it. The bytes are untrusted: every read is checked against the end of
@@ -107,6 +109,7 @@ static inline int varint(const uint8_t *b, Py_ssize_t n, Py_ssize_t *q, int64_t 
 
 typedef struct {
     int64_t offset;
+    int64_t ts_delta;
     Py_ssize_t kpos, klen; /* klen < 0: null key */
     Py_ssize_t vpos, vlen; /* vlen < 0: tombstone */
 } staged_t;
@@ -127,6 +130,7 @@ static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t 
         if (__builtin_add_overflow(base_offset, offset_delta, &off)) return STOP;
         if (varint(b, n, &q, &klen) != OK) return STOP;
         out[r].offset = off;
+        out[r].ts_delta = ts_delta;
         out[r].kpos = q;
         if (klen < 0) {
             out[r].klen = -1;
@@ -150,11 +154,15 @@ static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t 
     return q == n ? OK : STOP;
 }
 
-/* The hot case of PartitionFold.fold_records: an offset-commit key (type 1) and a well-formed
- * OffsetCommitValue v3 (version, then a metadata string whose length fits). */
+/* The hot case of PartitionFold.fold_records (loader._hot): an offset-commit key (type 1) and an
+ * OffsetCommitValue v0-v3 that value_check.offset_commit_value_ok accepts (a known version and a
+ * non-negative metadata length that fits: at byte 14 for v3, at byte 10 before). */
 static inline int hot(const uint8_t *k, Py_ssize_t klen, const uint8_t *v, Py_ssize_t vlen) {
-    return k != NULL && v != NULL && klen > 1 && k[0] == 0 && k[1] == 1 && vlen >= 24 && v[0] == 0 && v[1] == 3 &&
-           v[14] <= 0x7F && vlen >= 24 + (((Py_ssize_t)v[14] << 8) | v[15]);
+    if (k == NULL || v == NULL || klen <= 1 || k[0] != 0 || k[1] != 1 || vlen < 2 || v[0] != 0) return 0;
+    if (v[1] == 3) return vlen >= 16 && v[14] <= 0x7F && vlen >= 24 + (((Py_ssize_t)v[14] << 8) | v[15]);
+    if (v[1] <= 2)
+        return vlen >= 12 && v[10] <= 0x7F && vlen >= (v[1] == 1 ? 28 : 20) + (((Py_ssize_t)v[10] << 8) | v[11]);
+    return 0;
 }
 
 static PyObject *bytes_or_none(const uint8_t *b, Py_ssize_t pos, Py_ssize_t len) {
@@ -314,16 +322,24 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
     return 0;
 }
 
-/* The records of a control batch as the list fold_control takes: (offset, 0, key, value). */
-static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count) {
+/* Parsed records as the list of (offset, timestamp, key, value) tuples the Python side takes: the
+ * timestamp is base_ts + delta (checked by the caller not to overflow), or 0 when base_ts is NULL (the
+ * control records fold_control takes, which it does not read). */
+static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count, const int64_t *base_ts) {
     PyObject *list = PyList_New(count);
     if (list == NULL) return NULL;
     for (int32_t r = 0; r < count; r++) {
         PyObject *off = PyLong_FromLongLong(st[r].offset);
-        PyObject *key = off ? bytes_or_none(b, st[r].kpos, st[r].klen) : NULL;
+        PyObject *ts = NULL;
+        if (off != NULL) {
+            ts = base_ts ? PyLong_FromLongLong((long long)(*base_ts + st[r].ts_delta)) : ZERO;
+            if (!base_ts) Py_INCREF(ts);
+        }
+        PyObject *key = ts ? bytes_or_none(b, st[r].kpos, st[r].klen) : NULL;
         PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
-        PyObject *rec = value ? PyTuple_Pack(4, off, ZERO, key, value) : NULL;
+        PyObject *rec = value ? PyTuple_Pack(4, off, ts, key, value) : NULL;
         Py_XDECREF(off);
+        Py_XDECREF(ts);
         Py_XDECREF(key);
         Py_XDECREF(value);
         if (rec == NULL) {
@@ -341,6 +357,8 @@ static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count
 
 typedef struct {
     PyObject *latest, *open_txns, *small, *fold_record, *fold_txn_record, *fold_control, *order;
+    PyObject *first_marker, *created; /* PartitionFold.first_marker and .created (dicts) */
+    int scala;                        /* semantics == "scala" */
 } target_t;
 
 static void target_clear(target_t *t) {
@@ -351,20 +369,171 @@ static void target_clear(target_t *t) {
     Py_CLEAR(t->fold_txn_record);
     Py_CLEAR(t->fold_control);
     Py_CLEAR(t->order);
+    Py_CLEAR(t->first_marker);
+    Py_CLEAR(t->created);
 }
 
 static int target_get(PyObject *obj, target_t *t) {
     memset(t, 0, sizeof(*t));
+    PyObject *semantics = NULL;
     if (!(t->latest = PyObject_GetAttrString(obj, "latest")) || !PyDict_Check(t->latest) ||
         !(t->open_txns = PyObject_GetAttrString(obj, "open_txns")) || !PyDict_Check(t->open_txns) ||
         !(t->small = PyObject_GetAttrString(obj, "_small_types")) || !PyList_Check(t->small) ||
         PyList_GET_SIZE(t->small) < 2 || !(t->fold_record = PyObject_GetAttrString(obj, "fold_record")) ||
         !(t->fold_txn_record = PyObject_GetAttrString(obj, "fold_transactional_record")) ||
         !(t->fold_control = PyObject_GetAttrString(obj, "fold_control")) ||
-        !(t->order = PyObject_GetAttrString(obj, "offset_order"))) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "fold target lacks latest/open_txns/_small_types");
+        !(t->order = PyObject_GetAttrString(obj, "offset_order")) ||
+        !(t->first_marker = PyObject_GetAttrString(obj, "first_marker")) || !PyDict_Check(t->first_marker) ||
+        !(t->created = PyObject_GetAttrString(obj, "created")) || !PyDict_Check(t->created) ||
+        !(semantics = PyObject_GetAttrString(obj, "semantics")) || !PyUnicode_Check(semantics)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "fold target lacks latest/open_txns/_small_types/first_marker/created");
+        Py_XDECREF(semantics);
         target_clear(t);
         return -1;
+    }
+    t->scala = PyUnicode_CompareWithASCIIString(semantics, "scala") == 0;
+    Py_DECREF(semantics);
+    return 0;
+}
+
+/* ---- transaction markers (PartitionFold.fold_control, _commit and _created) ---- */
+
+static PyObject *MINUS_ONE; /* created.get(group, -1) */
+
+/* PartitionFold._created: an offset-commit value that will not survive still created its group (Java
+ * semantics). created[group] = max(created.get(group, -1), entry offset), where group is the key's
+ * int16-length-prefixed group name, sliced as Python slices (clamped to the key). */
+static int note_created(PyObject *created, PyObject *key, PyObject *entry) {
+    if (!PyBytes_Check(key) || !PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+        PyErr_SetString(PyExc_TypeError, "entries are (offset, base, position, value) tuples under bytes keys");
+        return -1;
+    }
+    if (PyTuple_GET_ITEM(entry, 3) == Py_None) return 0;
+    const uint8_t *k = (const uint8_t *)PyBytes_AS_STRING(key);
+    Py_ssize_t n = PyBytes_GET_SIZE(key);
+    long len = 0;
+    if (n >= 4)
+        len = (int16_t)((uint16_t)k[2] << 8 | k[3]);
+    else if (n == 3)
+        len = (int8_t)k[2];
+    Py_ssize_t start = n < 2 ? n : 2;
+    Py_ssize_t stop = 4 + (len > 0 ? len : 0);
+    if (stop > n) stop = n;
+    if (stop < start) stop = start;
+    PyObject *group = PyBytes_FromStringAndSize((const char *)k + start, stop - start);
+    if (group == NULL) return -1;
+    PyObject *off = PyTuple_GET_ITEM(entry, 0);
+    PyObject *cur = PyDict_GetItemWithError(created, group); /* borrowed */
+    int rc = 0;
+    if (cur == NULL && PyErr_Occurred()) {
+        rc = -1;
+    } else {
+        int less = PyObject_RichCompareBool(cur != NULL ? cur : MINUS_ONE, off, Py_LT);
+        if (less < 0)
+            rc = -1;
+        else if (less)
+            rc = PyDict_SetItem(created, group, off);
+    }
+    Py_DECREF(group);
+    return rc;
+}
+
+/* PartitionFold._commit: a COMMIT marker applies the producer's pending offsets to `latest`. Java
+ * (OffsetMetadataManager.replayEndTransactionMarker): an entry replaces the current one only if its record
+ * offset is greater, and a losing one still created its group (`created`). Scala (GroupMetadataManager):
+ * the batch base offset decides, and a tombstone is always replaced. Pending tombstones are skipped. */
+static int commit_core(PyObject *latest, PyObject *pending, int scala, PyObject *created) {
+    const Py_ssize_t idx = scala ? 1 : 0;
+    Py_ssize_t it = 0;
+    PyObject *key, *entry;
+    int rc = -1;
+    Py_INCREF(pending); /* not changed while it is walked: note_created only writes `created` */
+    while (PyDict_Next(pending, &it, &key, &entry)) {
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
+            PyErr_SetString(PyExc_TypeError, "pending entries are (offset, base, position, value) tuples");
+            goto done;
+        }
+        if (PyTuple_GET_ITEM(entry, 3) == Py_None) continue;
+        PyObject *cur = PyDict_GetItemWithError(latest, key); /* borrowed */
+        int take;
+        if (cur == NULL) {
+            if (PyErr_Occurred()) goto done;
+            take = 1;
+        } else if (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 4) {
+            PyErr_SetString(PyExc_TypeError, "latest entries are (offset, base, position, value) tuples");
+            goto done;
+        } else if (scala && PyTuple_GET_ITEM(cur, 3) == Py_None) {
+            take = 1;
+        } else {
+            take = PyObject_RichCompareBool(PyTuple_GET_ITEM(cur, idx), PyTuple_GET_ITEM(entry, idx), Py_LT);
+            if (take < 0) goto done;
+        }
+        if (take) {
+            if (PyDict_SetItem(latest, key, entry) < 0) goto done;
+        } else if (!scala && created != NULL) {
+            if (note_created(created, key, entry) < 0) goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(pending);
+    return rc;
+}
+
+/* Whether every record of a control batch has a key ControlRecordType.parse accepts (4 bytes or more, a
+ * non-negative version): then fold_markers takes the batch; otherwise fold_control reports it. */
+static int simple_markers(const uint8_t *b, const staged_t *st, int32_t count) {
+    for (int32_t r = 0; r < count; r++) {
+        if (st[r].klen < 4) return 0;
+        if (b[st[r].kpos] & 0x80) return 0; /* negative version */
+    }
+    return 1;
+}
+
+/* PartitionFold.fold_control over a control batch whose keys all parse: COMMIT and ABORT markers resolve
+ * the producer's open transaction; other control types (LEADER_CHANGE, KRaft markers) are counted only.
+ * The Scala loader reads only up to the first marker of a batch. Adds the records it read to *n_ctrl. */
+static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32_t count, PyObject *pid_obj,
+                        long long *n_ctrl) {
+    for (int32_t r = 0; r < count; r++) {
+        (*n_ctrl)++;
+        const uint8_t *k = b + st[r].kpos;
+        int ctype = (int16_t)((uint16_t)k[2] << 8 | k[3]);
+        if (ctype != 0 && ctype != 1) continue;
+        int commit = ctype == 1;
+        if (!PyDict_Contains(t->first_marker, pid_obj)) {
+            PyObject *marker = Py_BuildValue("(LO)", (long long)st[r].offset, commit ? Py_True : Py_False);
+            int rc = marker ? PyDict_SetItem(t->first_marker, pid_obj, marker) : -1;
+            Py_XDECREF(marker);
+            if (rc < 0) return -1;
+        }
+        PyObject *pending = PyDict_GetItemWithError(t->open_txns, pid_obj); /* borrowed */
+        if (pending == NULL && PyErr_Occurred()) return -1;
+        if (pending != NULL) {
+            Py_INCREF(pending);
+            if (PyDict_DelItem(t->open_txns, pid_obj) < 0) {
+                Py_DECREF(pending);
+                return -1;
+            }
+            int rc = 0;
+            if (!PyDict_Check(pending)) {
+                PyErr_SetString(PyExc_TypeError, "open transactions are dicts");
+                rc = -1;
+            } else if (PyDict_GET_SIZE(pending) > 0) {
+                if (commit) {
+                    rc = commit_core(t->latest, pending, t->scala, t->scala ? NULL : t->created);
+                } else if (!t->scala) {
+                    Py_ssize_t it = 0;
+                    PyObject *key, *entry;
+                    while (rc == 0 && PyDict_Next(pending, &it, &key, &entry))
+                        rc = note_created(t->created, key, entry);
+                }
+            }
+            Py_DECREF(pending);
+            if (rc < 0) return -1;
+        }
+        if (t->scala) break;
     }
     return 0;
 }
@@ -404,6 +573,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     if (overflow) limit = pos; /* a previous last offset past int64: the Python walk goes on alone */
 
     long long n_batches = 0, n_bytes = 0, n_records = 0, n_txn = 0, first = -1, last = -1, hot_count = 0;
+    long long n_ctrl = 0; /* control records read by fold_markers (counted in n_records too) */
     staged_t *st = NULL;
     size_t st_cap = 0;
     kcache_t kc = {NULL, 0, 0};
@@ -484,8 +654,10 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
                 Py_XDECREF(fresh);
                 n_records += count;
                 n_txn++;
+            } else if (simple_markers(rec, st, count)) {
+                rc = fold_markers(&t, rec, st, count, pid_obj, &n_ctrl);
             } else {
-                PyObject *records = record_list(rec, st, count);
+                PyObject *records = record_list(rec, st, count, NULL);
                 PyObject *res = records ? PyObject_CallFunctionObjArgs(t.fold_control, pid_obj, records, pos_obj,
                                                                        file, NULL)
                                         : NULL;
@@ -518,59 +690,61 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     }
     target_clear(&t);
     if (failed) return NULL;
+    n_records += n_ctrl;
     if (overflow)
-        return Py_BuildValue("nOLLLLLL", pos, prev_obj, n_batches, n_bytes, n_records, first, last, n_txn);
-    return Py_BuildValue("nLLLLLLL", pos, prev_last, n_batches, n_bytes, n_records, first, last, n_txn);
+        return Py_BuildValue("nOLLLLLLL", pos, prev_obj, n_batches, n_bytes, n_records, first, last, n_txn, n_ctrl);
+    return Py_BuildValue("nLLLLLLLL", pos, prev_last, n_batches, n_bytes, n_records, first, last, n_txn, n_ctrl);
 }
 
-/* PartitionFold._commit: a COMMIT marker applies the producer's pending offsets to `latest`. Java
- * (OffsetMetadataManager.replayEndTransactionMarker): an entry replaces the current one only if its record
- * offset is greater, and a losing one is handed to `created` (it still created its group). Scala
- * (GroupMetadataManager): the batch base offset decides, and a tombstone is always replaced. Pending
- * tombstones are skipped. */
+/* commit_pending(latest, pending, scala, created): commit_core for PartitionFold._commit (a merge's
+ * deferred commits, and the Python walk's markers when the twin is in use). */
 static PyObject *commit_pending(PyObject *self, PyObject *args) {
     PyObject *latest, *pending, *created;
     int scala;
-    if (!PyArg_ParseTuple(args, "O!O!pO", &PyDict_Type, &latest, &PyDict_Type, &pending, &scala, &created))
+    if (!PyArg_ParseTuple(args, "O!O!pO!", &PyDict_Type, &latest, &PyDict_Type, &pending, &scala, &PyDict_Type,
+                          &created))
         return NULL;
-    const Py_ssize_t idx = scala ? 1 : 0;
-    Py_ssize_t it = 0;
-    PyObject *key, *entry;
-    /* pending is not touched while it is walked: `created` only records the group. */
-    Py_INCREF(pending);
-    while (PyDict_Next(pending, &it, &key, &entry)) {
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4) {
-            PyErr_SetString(PyExc_TypeError, "pending entries are (offset, base, position, value) tuples");
-            goto fail;
-        }
-        if (PyTuple_GET_ITEM(entry, 3) == Py_None) continue;
-        PyObject *cur = PyDict_GetItemWithError(latest, key); /* borrowed */
-        int take;
-        if (cur == NULL) {
-            if (PyErr_Occurred()) goto fail;
-            take = 1;
-        } else if (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 4) {
-            PyErr_SetString(PyExc_TypeError, "latest entries are (offset, base, position, value) tuples");
-            goto fail;
-        } else if (scala && PyTuple_GET_ITEM(cur, 3) == Py_None) {
-            take = 1;
-        } else {
-            take = PyObject_RichCompareBool(PyTuple_GET_ITEM(cur, idx), PyTuple_GET_ITEM(entry, idx), Py_LT);
-            if (take < 0) goto fail;
-        }
-        if (take) {
-            if (PyDict_SetItem(latest, key, entry) < 0) goto fail;
-        } else if (!scala) {
-            PyObject *res = PyObject_CallFunctionObjArgs(created, key, entry, NULL);
-            if (res == NULL) goto fail;
-            Py_DECREF(res);
-        }
-    }
-    Py_DECREF(pending);
+    if (commit_core(latest, pending, scala, created) < 0) return NULL;
     Py_RETURN_NONE;
-fail:
-    Py_DECREF(pending);
-    return NULL;
+}
+
+/* decode_records(data, pos, end, count, base_offset, base_timestamp): the records of a magic-2 batch's
+ * records section data[pos:end] as batch.decode_v2_records returns them, [(offset, timestamp, key,
+ * value), ...], or None where that parser could answer otherwise (anything malformed, a 10-byte varint,
+ * an offset or timestamp past int64): it then decodes the section itself and says why. */
+static PyObject *decode_records(PyObject *self, PyObject *args) {
+    PyObject *data;
+    Py_ssize_t pos, end;
+    long long count_ll, base_offset, base_ts;
+    if (!PyArg_ParseTuple(args, "OnnLLL", &data, &pos, &end, &count_ll, &base_offset, &base_ts)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *out = NULL;
+    staged_t *st = NULL;
+    if (pos < 0 || end > view.len || pos > end || count_ll < 0 || count_ll > (end - pos) / MIN_PARSED_RECORD)
+        goto fallback; /* what the Python parser makes of it, it says */
+    const int32_t count = (int32_t)count_ll;
+    const uint8_t *b = (const uint8_t *)view.buf + pos;
+    const Py_ssize_t n = end - pos;
+    st = (staged_t *)malloc((count ? (size_t)count : 1) * sizeof(staged_t));
+    if (st == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (parse_records(b, n, count, (int64_t)base_offset, st) != OK) goto fallback;
+    for (int32_t r = 0; r < count; r++) {
+        int64_t ts;
+        if (__builtin_add_overflow((int64_t)base_ts, st[r].ts_delta, &ts)) goto fallback;
+    }
+    const int64_t ts0 = (int64_t)base_ts;
+    out = record_list(b, st, count, &ts0);
+    goto done;
+fallback:
+    out = Py_NewRef(Py_None);
+done:
+    free(st);
+    PyBuffer_Release(&view);
+    return out;
 }
 
 static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
@@ -584,9 +758,13 @@ static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"fold_run", fold_run, METH_VARARGS,
      "fold_run(data, pos, limit, base, file, verify_crc, max_batch_bytes, prev_last, target, decompress) -> "
-     "(pos, prev_last, batches, bytes, records, first_offset, last_offset, transactional_batches)"},
+     "(pos, prev_last, batches, bytes, records, first_offset, last_offset, transactional_batches, control_records)"},
     {"commit_pending", commit_pending, METH_VARARGS,
-     "commit_pending(latest, pending, scala, created): apply a committed transaction's offsets"},
+     "commit_pending(latest, pending, scala, created): apply a committed transaction's offsets; losers go to "
+     "the created dict"},
+    {"decode_records", decode_records, METH_VARARGS,
+     "decode_records(data, pos, end, count, base_offset, base_timestamp) -> [(offset, timestamp, key, value)] "
+     "or None (then the Python parser decides)"},
     {"crc32c", crc32c_py, METH_O, "CRC-32C of a bytes-like object (the checksum the fold verifies)."},
     {NULL, NULL, 0, NULL},
 };
@@ -597,14 +775,15 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cfold", "Native fol
 PyMODINIT_FUNC PyInit__cfold(void) {
     crc_init();
     ZERO = PyLong_FromLong(0);
-    if (ZERO == NULL) return NULL;
+    MINUS_ONE = PyLong_FromLong(-1);
+    if (ZERO == NULL || MINUS_ONE == NULL) return NULL;
 #ifdef HAVE_HW_CRC
     __builtin_cpu_init();
     if (__builtin_cpu_supports("sse4.2")) crc32c_fn = crc32c_hw;
 #endif
     PyObject *m = PyModule_Create(&module);
     /* The calling convention of fold_run; records/fold.py refuses a build with another one. */
-    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 3) < 0) {
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 5) < 0) {
         Py_DECREF(m);
         return NULL;
     }

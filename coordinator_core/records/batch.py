@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import offsetops.coordinator_core.records.native as _twin
 from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
 from offsetops.coordinator_core.records.compression import (
     DEFAULT_MAX_BATCH_BYTES,
@@ -242,9 +243,24 @@ def decode_v2_records(
 ) -> list[Record]:
     """The ``DefaultRecord``s of a batch's records section ``data[pos:end]`` (the one record parser).
 
-    The hot loop of a reload: each varint's 1-byte case (and 2-byte case for the lengths, which often
-    exceed 63) is inlined; anything longer goes through :func:`_varint`.
+    With the C twin (:mod:`~offsetops.coordinator_core.records.native`), well-formed sections are parsed
+    in C; anything it does not take whole comes here, to :func:`decode_v2_records_py`, which says why.
     """
+    cfold = _twin.cfold
+    if _twin.NATIVE and cfold is not None:
+        out = cfold.decode_records(data, pos, end, count, base_offset, base_ts)
+        if out is not None:
+            if log_append_ts is not None:
+                return [(o, log_append_ts, k, v) for o, _t, k, v in out]
+            return out
+    return decode_v2_records_py(data, pos, end, count, base_offset, base_ts, log_append_ts)
+
+
+def decode_v2_records_py(
+    data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int, log_append_ts: int | None
+) -> list[Record]:
+    """The pure-Python record parser, the reference: each varint's 1-byte case (and 2-byte case for the
+    lengths, which often exceed 63) is inlined; anything longer goes through :func:`_varint`."""
     out: list[Record] = []
     append = out.append
     zz = _ZIGZAG1

@@ -10,21 +10,23 @@ tails are checked and reported exactly as
 When the native twin (``_cfold``, a C extension) is built, runs of well-formed magic-2 batches are
 walked, CRC-checked, decompressed (through :func:`decompress`) and parsed in C: records of plain batches
 are folded, last writer wins, and those of transactional batches staged per producer, with the same
-rules; control batches (a marker or two per transaction) go to ``fold_control`` as one list. It stops,
+rules; control batches (a marker or two per transaction) resolve transactions in C too (``first_marker``,
+``open_txns``, ``created``), and go to ``fold_control`` as one list when a key does not parse. It stops,
 without touching anything, at the first entry it does not take whole (legacy magic, anything
 malformed, a record it cannot represent exactly), and that one entry goes through the Python path
 above, which reports it. Records outside the hot case (any key but an offset commit's, a tombstone, a
 value that is not a well-formed ``OffsetCommitValue`` v3) are handed to ``fold_record`` /
 ``fold_transactional_record`` one at a time and in log order, so every rule has one definition.
-``OFFSETOPS_NATIVE=0`` turns the twin off.
+``OFFSETOPS_NATIVE=0`` turns the twin off (:mod:`~offsetops.coordinator_core.records.native` loads it and
+holds the switch).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Protocol
 
+import offsetops.coordinator_core.records.native as _twin
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.batch import Record, RecordBatch
 from offsetops.coordinator_core.records.compression import (
@@ -32,67 +34,19 @@ from offsetops.coordinator_core.records.compression import (
     CompressionError,
     decompress,
 )
+from offsetops.coordinator_core.records.native import native_available
 from offsetops.coordinator_core.records.reader import Scan, read_entry
 
-__all__ = ["NATIVE", "FoldTarget", "fold_buffer", "native_available", "native_commit"]
-
-_INTERFACE = 3  # the calling convention of _cfold.fold_run this module speaks
-
-
-def _installed_cfold():
-    """The compiled twin from an installed offsetops, when this package was imported from a zip.
-
-    Spark ships our sources to executors as a ``--py-files`` zip, from which no extension can load; an
-    executor whose image or venv has offsetops installed still has the compiled twin on ``sys.path``.
-    """
-    import importlib.util
-    import sys
-
-    for entry in sys.path:
-        folder = os.path.join(entry or ".", "offsetops", "coordinator_core", "records")
-        if not os.path.isdir(folder):
-            continue
-        for name in sorted(os.listdir(folder)):
-            if name.startswith("_cfold.") and name.endswith(".so"):
-                spec = importlib.util.spec_from_file_location(__name__.rpartition(".")[0] + "._cfold",
-                                                              os.path.join(folder, name))  # fmt: skip
-                if spec is None or spec.loader is None:
-                    continue
-                try:
-                    module = importlib.util.module_from_spec(spec)
-                    spec.loader.exec_module(module)
-                except ImportError:
-                    continue
-                return module
-    return None
-
-
-try:
-    from offsetops.coordinator_core.records import _cfold  # type: ignore[attr-defined]
-except ImportError:  # not built here (no compiler at install time, or imported from a zip)
-    _cfold = _installed_cfold()
-if _cfold is not None and getattr(_cfold, "INTERFACE", None) != _INTERFACE:
-    _cfold = None  # a build of another version of offsetops: the pure-Python path is always right
+__all__ = ["FoldTarget", "fold_buffer", "native_available", "native_commit"]
 
 RELEASE_EVERY = 64 << 20  # drop already-folded pages of a mapped segment from RSS this often
 
 
-def native_available() -> bool:
-    """Whether the C twin was built and imports."""
-    return _cfold is not None
-
-
-def _native_wanted() -> bool:
-    return _cfold is not None and os.environ.get("OFFSETOPS_NATIVE", "1").strip() not in ("0", "false", "no")
-
-
-NATIVE = _native_wanted()
-"""Whether reloads use the C twin (read once at import; :func:`fold_buffer` takes ``native=`` too)."""
-
-
 def native_commit():
-    """``commit_pending(latest, pending, scala, created)`` of the C twin when it is in use, else None."""
-    return _cfold.commit_pending if NATIVE and _cfold is not None else None
+    """``commit_pending(latest, pending, scala, created)`` of the C twin when it is in use, else None
+    (``created`` is the fold's dict of groups created by values that did not survive)."""
+    cfold = _twin.cfold
+    return cfold.commit_pending if _twin.NATIVE and cfold is not None else None
 
 
 class FoldTarget(Protocol):
@@ -100,6 +54,9 @@ class FoldTarget(Protocol):
 
     latest: dict[bytes, tuple[int, int, int, bytes | None]]
     open_txns: dict[int, dict[bytes, tuple[int, int, int, bytes | None]]]
+    first_marker: dict[int, tuple[int, bool]]
+    created: dict[bytes, int]
+    semantics: str
     _small_types: list[int]
 
     # Positional-only: the walk and the C twin call these positionally, whatever the names at each site.
@@ -127,9 +84,10 @@ class FoldTarget(Protocol):
         """Fold any other batch (control, transactional, legacy, or a plain one whose records are corrupt)."""
 
     def fold_tally(
-        self, batches: int, nbytes: int, records: int, first: int, last: int, transactional: int
+        self, batches: int, nbytes: int, records: int, first: int, last: int, transactional: int, control: int
     ) -> None:
-        """Count a run of batches the walk folded itself, before anything else is folded."""
+        """Count a run of batches the walk folded itself, before anything else is folded (``records``
+        includes the ``control`` records of the markers the C twin resolved)."""
 
     def offset_order(self, file: str | None, position: int, base_offset: int, prev_last: int) -> None:
         """Report a batch whose base offset is not after the previous batch's last offset."""
@@ -164,13 +122,13 @@ def fold_buffer(
     """
     if scan is None:
         scan = Scan()
-    use_native = NATIVE if native is None else native
-    cfold = _cfold.fold_run if use_native and _cfold is not None else None
+    use_native = _twin.NATIVE if native is None else native
+    cfold = _twin.cfold.fold_run if use_native and _twin.cfold is not None else None
     end = len(data)
     pos = 0
     next_release = RELEASE_EVERY
     # The run of batches folded through fold_records, counted in one go before anything else is folded.
-    n_batches = n_bytes = n_records = n_txn = 0
+    n_batches = n_bytes = n_records = n_txn = n_ctrl = 0
     first = last = -1
     prev_last = -1
     legacy = False
@@ -179,7 +137,7 @@ def fold_buffer(
             scan.done_with(pos)
             next_release = pos + RELEASE_EVERY
         if cfold is not None:
-            pos, prev_last, nb, nby, nrec, cfirst, clast, ntxn = cfold(
+            pos, prev_last, nb, nby, nrec, cfirst, clast, ntxn, nctrl = cfold(
                 data, pos, min(end, next_release), base, file, verify_crc, max_batch_bytes, prev_last, target,
                 _decompress_or_none,
             )  # fmt: skip
@@ -190,6 +148,7 @@ def fold_buffer(
                 n_bytes += nby
                 n_records += nrec
                 n_txn += ntxn
+                n_ctrl += nctrl
                 last = clast
             if pos >= end or pos >= next_release:
                 continue
@@ -225,12 +184,12 @@ def fold_buffer(
             last = batch.last_offset
             continue
         if n_batches:
-            target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn)
-            n_batches = n_bytes = n_records = n_txn = 0
+            target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn, n_ctrl)
+            n_batches = n_bytes = n_records = n_txn = n_ctrl = 0
         if batch.base_offset <= prev_last:
             target.offset_order(file, batch.position, batch.base_offset, prev_last)
         prev_last = max(prev_last, batch.last_offset)
         legacy = legacy or batch.magic < 2
         target.fold_batch(batch)
     if n_batches:
-        target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn)
+        target.fold_tally(n_batches, n_bytes, n_records, first, last, n_txn, n_ctrl)

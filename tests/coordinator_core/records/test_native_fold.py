@@ -1,6 +1,6 @@
 """The native fold (``records/_cfold.c``) against the pure-Python fold, which is the reference.
 
-Both paths run on the same bytes in one process (``records.fold.NATIVE`` switched, as
+Both paths run on the same bytes in one process (``records.native.NATIVE`` switched, as
 ``OFFSETOPS_NATIVE=0`` does at import) and must give identical caches, stats and errors: on every real
 fixture, on simulated log dirs whose transactions span segments (every codec), on a seeded sweep of
 mutated real segments, and on magic-2 batches whose records were damaged and re-signed (valid CRC), which
@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 from offsetops.coordinator_core.loader import PartitionFold, load_log_dir
+from offsetops.coordinator_core.records import batch as batch_mod
 from offsetops.coordinator_core.records import build_control_batch, build_record_batch, fold
+from offsetops.coordinator_core.records import native as twin
 from offsetops.coordinator_core.records.batch import V2_HEADER_SIZE
 from offsetops.coordinator_core.records.builder import encode_varint
 from offsetops.coordinator_core.simulator import SimulationConfig, simulate
@@ -34,7 +36,7 @@ def test_native_fold_is_built_in_ci() -> None:
     if os.environ.get("CI", "").lower() != "true":
         pytest.skip("only enforced in CI (CI=true)")
     assert fold.native_available(), "offsetops.coordinator_core.records._cfold did not build"
-    assert fold.NATIVE, "the native fold is built but not selected"
+    assert twin.NATIVE, "the native fold is built but not selected"
 
 
 def _doc(caches) -> list:
@@ -48,9 +50,9 @@ def _doc(caches) -> list:
 
 
 def _both(monkeypatch, path: Path, semantics: str) -> tuple[list, list]:
-    monkeypatch.setattr(fold, "NATIVE", True)
+    monkeypatch.setattr(twin, "NATIVE", True)
     native = _doc(load_log_dir(path, semantics=semantics))
-    monkeypatch.setattr(fold, "NATIVE", False)
+    monkeypatch.setattr(twin, "NATIVE", False)
     python = _doc(load_log_dir(path, semantics=semantics))
     return native, python
 
@@ -128,9 +130,29 @@ def _key(group: str, topic: str, partition: int, rtype: int = 1) -> bytes:
     )
 
 
-def _value(offset: int, metadata: str = "") -> bytes:
+def _value(offset: int, metadata: str = "", version: int = 3) -> bytes:
+    """An OffsetCommitValue: v3 (leader epoch), v1 (expire timestamp), v0 and v2 (neither)."""
     m = metadata.encode()
-    return struct.pack(">hqih", 3, offset, 5, len(m)) + m + struct.pack(">q", 1_700_000_000_000)
+    if version == 3:
+        return struct.pack(">hqih", 3, offset, 5, len(m)) + m + struct.pack(">q", 1_700_000_000_000)
+    tail = (
+        struct.pack(">qq", 1_700_000_000_000, 1_700_086_400_000)
+        if version == 1
+        else struct.pack(">q", 1_700_000_000_000)
+    )
+    return struct.pack(">hqh", version, offset, len(m)) + m + tail
+
+
+def _markers(rng: random.Random, base: int) -> bytes:
+    """A control batch of one to three records of mixed types (ABORT, COMMIT, LEADER_CHANGE, unknown):
+    the Scala loader stops at the first marker, the Java one reads them all."""
+    records = [
+        (struct.pack(">hh", 0, rng.choice([0, 1, 1, 2, 7])), struct.pack(">hi", 0, 0), 0)
+        for _ in range(rng.randint(1, 3))
+    ]
+    return build_record_batch(
+        records, base_offset=base, is_transactional=True, is_control=True, producer_id=7, producer_epoch=0
+    )
 
 
 def _segment(rng: random.Random) -> bytes:
@@ -140,7 +162,11 @@ def _segment(rng: random.Random) -> bytes:
         records = []
         for _ in range(rng.randint(1, 5)):
             key = _key(f"g{rng.randrange(3)}", "t", rng.randrange(3), rtype=rng.choice([1, 1, 1, 0, 2]))
-            value = None if rng.random() < 0.15 else _value(rng.randrange(1 << 40), "m" * rng.randrange(3))
+            value = (
+                None
+                if rng.random() < 0.15
+                else _value(rng.randrange(1 << 40), "m" * rng.randrange(3), rng.choice([3, 3, 3, 0, 1, 2]))
+            )
             records.append((key, value, 1_700_000_000_000 + base))
         txn = rng.random() < 0.3
         out += build_record_batch(
@@ -151,6 +177,8 @@ def _segment(rng: random.Random) -> bytes:
     if rng.random() < 0.4:
         out += build_control_batch(rng.random() < 0.7, base_offset=base, producer_id=7, producer_epoch=0,
                                    coordinator_epoch=0, timestamp=0)  # fmt: skip
+    elif rng.random() < 0.3:
+        out += _markers(rng, base)
     return bytes(out)
 
 
@@ -194,9 +222,9 @@ def _odd_batch(rng: random.Random, base: int) -> bytes:
     return bytes(batch)
 
 
-def _fold_state(data: bytes, native: bool, monkeypatch) -> tuple:
-    monkeypatch.setattr(fold, "NATIVE", native)
-    f = PartitionFold(partition=0)
+def _fold_state(data: bytes, native: bool, monkeypatch, semantics: str = "java") -> tuple:
+    monkeypatch.setattr(twin, "NATIVE", native)
+    f = PartitionFold(partition=0, semantics=semantics)
     f.add_buffer(data, file="seg.log")
     f._flush_types()
     s = f.stats.to_json()
@@ -206,6 +234,7 @@ def _fold_state(data: bytes, native: bool, monkeypatch) -> tuple:
         dict(sorted(f.type_counts.items())),
         s,
         f.open_txns,
+        f.first_marker,
         f.tomb_max,
         f.created,
         f.invalid_values,
@@ -234,9 +263,10 @@ def test_resigned_record_damage_folds_identically(monkeypatch) -> None:
             if rng.random() < 0.2:
                 struct.pack_into(">i", data, at + 57, rng.choice([0, 2, 1000, 2**31 - 1]))  # record count
             fix_crc(data, at)
-        native = _fold_state(bytes(data), True, monkeypatch)
-        python = _fold_state(bytes(data), False, monkeypatch)
-        assert native == python
+        semantics = rng.choice(["java", "java", "scala"])
+        native = _fold_state(bytes(data), True, monkeypatch, semantics)
+        python = _fold_state(bytes(data), False, monkeypatch, semantics)
+        assert native == python, semantics
         folded += bool(native[0])
         corrupt += bool(native[2]["errors"])
     assert folded > 1000 and corrupt > 200  # both the fold and the error paths were exercised
@@ -255,15 +285,66 @@ def test_sources_from_a_py_files_zip_still_use_the_installed_build(tmp_path: Pat
     zipped = package_zip(tmp_path / "offsetops.zip")
     site = tmp_path / "site" / "offsetops" / "coordinator_core" / "records"
     site.mkdir(parents=True)
-    built = Path(fold._cfold.__file__)
+    assert twin.cfold is not None
+    built = Path(twin.cfold.__file__)
     shutil.copy(built, site / built.name)
     code = (
         f"import sys; sys.path[:0] = [{str(zipped)!r}]; sys.path.append({str(tmp_path / 'site')!r})\n"
-        "from offsetops.coordinator_core.records import fold\n"
-        "print(fold.__file__.startswith(sys.path[0]), fold.NATIVE,"
-        " fold._cfold.__file__.startswith(sys.path[-1]))\n"
+        "from offsetops.coordinator_core.records import native\n"
+        "print(native.__file__.startswith(sys.path[0]), native.NATIVE,"
+        " native.cfold.__file__.startswith(sys.path[-1]))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=False
     )
     assert out.stdout.split() == ["True", "True", "True"], out.stderr
+
+
+@needs_native
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_offset_commit_values_at_every_length_fold_identically(monkeypatch, version: int) -> None:
+    """The hot case's structural check (version, metadata length, size) against the Python rules, at the
+    boundary: each value cut short or padded byte by byte, and with a negative metadata length."""
+    full = _value(42, "meta", version)
+    at = 14 if version == 3 else 10  # the metadata length field
+    negative = bytearray(full)
+    negative[at] = 0xFF
+    values = [full[:n] for n in range(len(full) + 1)] + [full + b"\x00", bytes(negative)]
+    records = [(_key("g", "t", i), v, 0) for i, v in enumerate(values)]
+    data = build_record_batch(records, base_offset=0)
+    native = _fold_state(data, True, monkeypatch)
+    python = _fold_state(data, False, monkeypatch)
+    assert native == python
+    kept = {k for k, e in native[0].items() if e[3] is not None}
+    assert len(kept) == len(values)  # every value is kept, and the bad ones reported
+    assert len(native[2]["errors"]) == len(values) - 2  # only the full value and the padded one decode
+
+
+@needs_native
+def test_record_sections_parse_identically_or_fall_back() -> None:
+    """``decode_records`` (C) against ``decode_v2_records_py`` on damaged records sections: the same list,
+    or None where Python raises (or where C cannot be sure, and Python then decides)."""
+    rng = random.Random(11)
+    same = fell_back = 0
+    for _ in range(3000):
+        raw = bytearray(_odd_batch(rng, 5) if rng.random() < 0.3 else _segment(rng))
+        size = 12 + struct.unpack_from(">i", raw, 8)[0]
+        count = struct.unpack_from(">i", raw, 57)[0]
+        if raw[21 + 1] & 0x07:  # compressed: its section is not the raw bytes
+            continue
+        for _ in range(rng.randint(0, 3)):
+            raw[V2_HEADER_SIZE + rng.randrange(max(size - V2_HEADER_SIZE, 1))] = rng.randrange(256)
+        count = rng.choice([count, count, count, count - 1, count + 1, 0])
+        data = bytes(raw)
+        args = (data, V2_HEADER_SIZE, size, count, 1_000, 1_700_000_000_000)
+        native_out = twin.cfold.decode_records(*args)  # type: ignore[union-attr]
+        try:
+            python_out = batch_mod.decode_v2_records_py(*args, None)
+        except (batch_mod.CorruptRecord, IndexError, ValueError):
+            python_out = None
+        if native_out is None:
+            fell_back += 1
+        else:
+            assert native_out == python_out
+            same += 1
+    assert same > 400 and fell_back > 200, (same, fell_back)
