@@ -35,7 +35,7 @@ from dagster import (
 # Ties each partition's evaluation to that partition's materialization. Dagster (1.13) has no public way to
 # do so for a run over a range of partitions: AssetCheckResult cannot name a partition, and an evaluation
 # without this target is not "current" to the check-state store (AssetCheckPartitionInfo.is_current), so a
-# failed partition would read as not evaluated.
+# failed partition would read as not evaluated (tests/assets/test_ui_browser.py reads those statuses).
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )

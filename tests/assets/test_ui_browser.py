@@ -199,3 +199,36 @@ def test_the_critical_partition_fails_its_check_with_error_severity(
     statuses = next(c["partitionStatuses"] for c in checks if c["name"] == "partition_verdict")
     assert str(critical) in statuses["failedPartitions"]
     assert str(healthy) in statuses["succeededPartitions"]
+
+
+def test_the_validation_checks_show_as_results_of_the_latest_validation(
+    webserver: str, materialized: Materialized, tmp_path: Path
+) -> None:
+    """cache_validation emits its GX checks: the UI shows both, as results of its latest materialization."""
+    with BrowserPage(tmp_path / "profile") as page:
+        page.goto(f"{webserver}/assets/cache_validation?view=checks")
+        page.wait_for_text("gx_error_expectations", "gx_warning_expectations")
+        page.screenshot(ARTIFACTS / "dagster-ui-validation-checks.png")
+    query = (
+        '{ assetNodeOrError(assetKey: {path: ["cache_validation"]}) { ... on AssetNode { assetChecksOrError {'
+        " ... on AssetChecks { checks { name executionForLatestMaterialization { status"
+        " evaluation { severity } } } } } } } }"
+    )
+    request = urllib.request.Request(
+        f"{webserver}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        checks = json.load(resp)["data"]["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    latest = {c["name"]: c["executionForLatestMaterialization"] for c in checks}
+    expected = {
+        e.check_name: "SUCCEEDED" if e.passed else "FAILED"
+        for e in materialized.result.get_asset_check_evaluations()
+        if e.check_name.startswith("gx_")
+    }
+    assert {name: x["status"] for name, x in latest.items()} == expected
+    assert {name: x["evaluation"]["severity"] for name, x in latest.items()} == {
+        "gx_error_expectations": "ERROR",
+        "gx_warning_expectations": "WARN",
+    }
