@@ -167,9 +167,23 @@ class PartitionFold:
         self, off: int, key: bytes | None, value: bytes | None, base: int, pos: int, file: str | None
     ) -> None:
         """Fold one record of a plain batch (``OffsetMetadataManager.replay``, ``GroupMetadataManager``)."""
+        admitted = self._admit(off, key, value, pos, file)
+        if admitted is None:
+            return
+        rtype, key = admitted
+        if value is None and self.semantics == "java":
+            self._tombstone(key, off, rtype)
+        self.latest[key] = (off, base, pos, value)
+
+    def _admit(
+        self, off: int, key: bytes | None, value: bytes | None, pos: int, file: str | None
+    ) -> tuple[int, bytes] | None:
+        """What every record outside the hot case goes through, plain or transactional: it needs a key,
+        its type is tallied, a type 0 key is named as the type 1 key of the same GroupTopicPartition,
+        tombstones are counted and other values validated. ``(type, key)``, or None without a key."""
         if key is None:
             self._missing_key(file, pos, off)
-            return
+            return None
         if len(key) > 1 and not key[0]:
             rtype = key[1]
             self._small_types[rtype] += 1
@@ -177,15 +191,12 @@ class PartitionFold:
             rtype = _record_type(key)
             self.type_counts[rtype] = self.type_counts.get(rtype, 0) + 1
         if rtype == 0:
-            # Type 0 and type 1 keys name the same GroupTopicPartition in the cache.
             key = _OFFSET_PREFIX + key[2:]
         if value is None:
             self.stats.tombstones += 1
-            if self.semantics == "java":
-                self._tombstone(key, off, rtype)
         elif rtype != 1 or not offset_commit_value_ok(value):
             self._check_value(rtype, value, off, file, pos)
-        self.latest[key] = (off, base, pos, value)
+        return rtype, key
 
     def fold_batch(self, batch: RecordBatch) -> None:
         """Fold a batch the walk read whole (its segment already counted by the walk's caller)."""
@@ -355,17 +366,10 @@ class PartitionFold:
         file: str | None,
     ) -> None:
         """One record of a transactional batch that is not the hot case."""
-        if key is None:
-            self._missing_key(file, pos, off)
+        admitted = self._admit(off, key, value, pos, file)
+        if admitted is None:
             return
-        rtype = _record_type(key)
-        self.type_counts[rtype] = self.type_counts.get(rtype, 0) + 1
-        if rtype == 0:
-            key = _OFFSET_PREFIX + key[2:]
-        if value is None:
-            self.stats.tombstones += 1
-        elif rtype != 1 or not offset_commit_value_ok(value):
-            self._check_value(rtype, value, off, file, pos)
+        rtype, key = admitted
         if rtype <= 1:
             if value is None and self.semantics == "scala":
                 pending.pop(key, None)

@@ -27,6 +27,7 @@ import pickle
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -442,12 +443,27 @@ def write_tables(
 
     The big tables are partitioned by ``offsets_partition``, unless empty: a partitioned write of no
     rows leaves no Parquet file and so no schema to read back.
+
+    Each write is a Spark job of its own; they are submitted together, from one thread each (Spark
+    schedules jobs from several threads of one driver side by side), so the small tables do not wait
+    behind the partitioned ones and the job's fixed costs overlap. Every write is waited for; the
+    first failure is raised after the others have finished.
     """
-    for name, df in tables.items():
+
+    def write(name: str, df: DataFrame) -> None:
         writer = df.write.mode("overwrite")
         if name in partitioned and counts.get(name, 0) > 0:
             writer = writer.partitionBy("offsets_partition")
         writer.parquet(output.rstrip("/") + "/" + name)
+
+    if len(tables) <= 1:
+        for name, df in tables.items():
+            write(name, df)
+        return
+    with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="offsetops-write") as pool:
+        futures = [pool.submit(write, name, df) for name, df in tables.items()]
+    for future in futures:  # all have finished (the pool's exit waits): raise the first failure
+        future.result()
 
 
 def read_tables(

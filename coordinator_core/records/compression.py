@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+import threading
 import zlib
 
 import cramjam
@@ -229,18 +230,43 @@ def _over(name: str, limit: int) -> DecompressionLimitError:
     return DecompressionLimitError(f"{name}: payload inflates beyond {limit} bytes (the batch size limit)")
 
 
+_ZSTD = threading.local()
+
+
+def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's ``ZstdDecompressor``. Building one allocates and clears a decompression context,
+    which cost more than decompressing a typical batch; each ``decompressobj()`` resets it, and an
+    instance must not be shared between threads."""
+    dctx = getattr(_ZSTD, "dctx", None)
+    if dctx is None:
+        dctx = _ZSTD.dctx = zstandard.ZstdDecompressor()
+    return dctx
+
+
 def _zstd_decompress(data: bytes | memoryview, limit: int) -> bytes:
     # A stream decompressor, because zstd-jni does not write the frame content size; fed in small pieces
     # so that the output can be stopped at the limit. Concatenated frames are read as ZstdInputStream does.
+    # A zstd block inflates at most 32768-fold (a 4-byte RLE block to 128 KiB), so a piece of limit/32768
+    # bytes cannot return much more than the limit in one call: a small batch takes a single call.
+    feed = max(_FEED, limit >> 15)
+    if len(data) <= feed:
+        # Nearly every batch: one frame, in one call.
+        dobj = _zstd_decompressor().decompressobj()
+        whole = dobj.decompress(data)
+        if len(whole) > limit:
+            raise _over("zstd", limit)
+        if dobj.eof and not dobj.unused_data:
+            return whole
+        # Concatenated frames, or a truncated one: read again below, which says which.
     mv = memoryview(data)
     out: list[bytes] = []
     size = pos = 0
     end = len(mv)
     while pos < end:
-        dobj = zstandard.ZstdDecompressor().decompressobj()
+        dobj = _zstd_decompressor().decompressobj()
         while pos < end and not dobj.eof:
-            piece = dobj.decompress(mv[pos : pos + _FEED])
-            pos += _FEED
+            piece = dobj.decompress(mv[pos : pos + feed])
+            pos += feed
             size += len(piece)
             if size > limit:
                 raise _over("zstd", limit)

@@ -65,3 +65,26 @@ def test_docs_tables_page_matches_the_schemas():
     )
     for table in ("offsets", "groups", "tombstones", "expiration_forecast", "cleaner_audit"):
         assert f"## `{table}`" in page.read_text(encoding="utf-8")
+
+
+def test_table_writes_run_together_and_a_failed_one_is_raised(spark, tmp_path) -> None:
+    """The tables are written by concurrent Spark jobs: a failing table raises, after the others have
+    been written in full."""
+    from offsetops.pipelines.reload import write_tables
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType
+
+    def explode(x: int) -> int:
+        raise ValueError(f"cannot write row {x}")
+
+    good = spark.createDataFrame([(p, p * 10) for p in range(4)], "offsets_partition int, n int")
+    bad = good.select("offsets_partition", F.udf(explode, IntegerType())("n").alias("n"))
+    tables = {"first": good, "broken": bad, "last": good}
+    with pytest.raises(Exception, match="cannot write row"):
+        write_tables(tables, str(tmp_path), {"first": 4, "last": 4}, partitioned=frozenset({"last"}))
+    assert sorted(r.n for r in spark.read.parquet(str(tmp_path / "first")).collect()) == [0, 10, 20, 30]
+    last = spark.read.parquet(str(tmp_path / "last"))
+    assert sorted((r.offsets_partition, r.n) for r in last.collect()) == [(p, p * 10) for p in range(4)]
+    assert sorted(p.name for p in (tmp_path / "last").glob("offsets_partition=*")) == [
+        f"offsets_partition={p}" for p in range(4)
+    ]
