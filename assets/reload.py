@@ -24,7 +24,7 @@ from dagster import (
 from offsetops.assets.metadata import write_json
 from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
-from offsetops.coordinator_core.cleaner_audit import format_bytes
+from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.timefmt import iso_utc
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from offsetops.checks.dagster_checks import (
     groups_at_risk,
     table,
 )
-from offsetops.coordinator_core.cleaner_audit import CRITICAL, DEGRADED, Reason, format_bytes
+from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, Reason, format_bytes
 from offsetops.coordinator_core.expiration import ForecastEntry
 from offsetops.coordinator_core.timefmt import iso_utc
 

@@ -1,8 +1,8 @@
 """Validation domain: the Great Expectations suite over the reload tables, with Data Docs.
 
 The suite itself is :func:`offsetops.checks.suite.validate_cache`; this asset runs it on the canonical Parquet
-tables of the run's partitions and records what a person reads in the UI. The ``gx_*`` asset checks
-(``checks/dagster_checks.py``) make a failing expectation show on this asset.
+tables of the run's partitions, records what a person reads in the UI and emits the ``gx_*`` asset
+checks (``checks/dagster_checks.py``) from the suite's report, so a failing expectation shows on this asset.
 """
 
 from dagster import (
@@ -28,7 +28,7 @@ from offsetops.assets.partitions import (
 )
 from offsetops.assets.reload import coordinator_cache, raw_segments, read_cache_tables
 from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
-from offsetops.checks.dagster_checks import VALIDATION_CHECKS, table
+from offsetops.checks.dagster_checks import gx_results, table, validation_check_specs
 from pydantic import Field
 
 GROUP = "validation"
@@ -51,6 +51,7 @@ class ValidationConfig(Config):
     backfill_policy=BackfillPolicy.single_run(),
     deps=[coordinator_cache],
     kinds={"spark", "great_expectations"},
+    check_specs=validation_check_specs(),
     description="Great Expectations validation of the reload tables (error and warning level), with "
     "Data Docs and a one-page summary.",
 )
@@ -96,11 +97,13 @@ def cache_validation(
         f"validation {'passed' if report.success else 'FAILED'}: error level "
         f"{'ok' if report.success_error_level else 'FAILED'}, {len(failed)} of {len(report.outcomes)} failed"
     )
-    # The suite validates the run's partitions together, so these are the run's figures.
+    label = partitions_label(partitions)
+    # The suite validates the run's partitions together, so these are the run's figures and results.
     return MaterializeResult(
+        check_results=gx_results(context, report, label),
         metadata={
             **clock_metadata(offsets_source.clock()),
-            "validated_partitions": partitions_label(partitions),
+            "validated_partitions": label,
             "success": report.success,
             "success_error_level": report.success_error_level,
             "expectations": MetadataValue.int(len(report.outcomes)),
@@ -134,7 +137,7 @@ def cache_validation(
             "summary_page": MetadataValue.path(str(report.summary_path)),
             "report": MetadataValue.path(str(path)),
             "elapsed_s": MetadataValue.float(round(report.elapsed_ms / 1000, 2)),
-        }
+        },
     )
 
 
@@ -163,7 +166,6 @@ def daily_reload_and_validation(context: ScheduleEvaluationContext) -> RunReques
 
 defs = Definitions(
     assets=[cache_validation],
-    asset_checks=VALIDATION_CHECKS,
     jobs=[reload_validation_job],
     schedules=[daily_reload_and_validation],
 )

@@ -111,6 +111,7 @@ def baseline_decode_key(key: bytes) -> tuple:
 
 
 def baseline_decode_value(rtype: int, value: bytes) -> dict | None:
+    # The peers' own hand-written decoder, on purpose: offsetops' schema tables are measured against it.
     (version,) = _H.unpack_from(value, 0)
     pos = 2
     if rtype <= 1:

@@ -3,8 +3,9 @@
 The cleaner audit and the expiration plan emit their own check results (``check_specs`` on the asset):
 one evaluation per ``__consumer_offsets`` partition, so a CRITICAL partition fails its own check with
 ERROR severity while a HEALTHY one passes, and ``cleaner_verdict`` judges the run's partitions together,
-worst first. The GX checks read the latest ``cache_validation`` materialization, so they can also be
-re-run alone from the UI.
+worst first. ``cache_validation`` emits the two GX checks from the suite's own report (one result per
+run, the run's partitions validated together). A check whose asset fails before emitting it is shown
+by Dagster as not executed (never as passed), and ``slack_on_run_failure`` pages the failed run.
 
 Everything that lists findings or partitions here orders them by severity, worst first.
 """
@@ -15,7 +16,6 @@ from typing import Any
 
 from dagster import (
     AssetCheckEvaluation,
-    AssetCheckExecutionContext,
     AssetCheckKey,
     AssetCheckResult,
     AssetCheckSeverity,
@@ -30,24 +30,26 @@ from dagster import (
     TableMetadataValue,
     TableRecord,
     TableSchema,
-    asset_check,
 )
 
-# Ties each partition's evaluation to that partition's materialization; Dagster exports it nowhere else.
+# Ties each partition's evaluation to that partition's materialization. Dagster (1.13) has no public way to
+# do so for a run over a range of partitions: AssetCheckResult cannot name a partition, and an evaluation
+# without this target is not "current" to the check-state store (AssetCheckPartitionInfo.is_current), so a
+# failed partition would read as not evaluated (tests/assets/test_ui_browser.py reads those statuses).
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
-from offsetops.coordinator_core.cleaner_audit import (
+from offsetops.checks.report import ValidationReport
+from offsetops.coordinator_core.cleaner.model import (
     CRITICAL,
     DEGRADED,
     HEALTHY,
     PartitionAudit,
     Reason,
     format_bytes,
-    format_duration,
 )
 from offsetops.coordinator_core.expiration import ForecastEntry
-from offsetops.coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.timefmt import format_duration, iso_utc
 
 # The names of the assets the checks and the alerts watch, defined once (assets/ imports them).
 VALIDATION_ASSET = "cache_validation"
@@ -82,14 +84,6 @@ def plain_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[key] = getattr(value, "value", value)
     return out
-
-
-def latest_metadata(context: AssetCheckExecutionContext, asset: str) -> Mapping[str, Any] | None:
-    """The metadata values (plain Python) of ``asset``'s latest materialization, or None."""
-    event = context.instance.get_latest_materialization_event(AssetKey(asset))
-    if event is None or event.asset_materialization is None:
-        return None
-    return plain_metadata(event.asset_materialization.metadata)
 
 
 # -- per-partition evaluations emitted by the assets -----------------------------------------------
@@ -402,70 +396,76 @@ def expiration_check_specs(partitions_def: PartitionsDefinition) -> list[AssetCh
 
 # -- Great Expectations ----------------------------------------------------------------------------
 
+GX_ERROR_CHECK = "gx_error_expectations"
+GX_WARNING_CHECK = "gx_warning_expectations"
+GX_CHECKS = {"error": GX_ERROR_CHECK, "warning": GX_WARNING_CHECK}
+"""The check that reports each severity level of the suite."""
 
-def _not_materialized(asset: str) -> AssetCheckResult:
+GX_FAILED_COLUMNS = (("check_id", "string"), ("severity", "string"), ("unexpected_count", "int"))
+
+
+def validation_check_specs() -> list[AssetCheckSpec]:
+    """The suite's two levels as checks of ``cache_validation``, which emits their results itself.
+
+    Not partitioned: the suite validates the run's partitions together, so one result covers them all.
+    """
+    return [
+        AssetCheckSpec(
+            GX_ERROR_CHECK,
+            asset=VALIDATION_ASSET,
+            description="Every error-level expectation of the GX suite passed (the cache is not wrong).",
+        ),
+        AssetCheckSpec(
+            GX_WARNING_CHECK,
+            asset=VALIDATION_ASSET,
+            description="Every warning-level expectation passed (nothing suspicious in the cache).",
+        ),
+    ]
+
+
+def gx_result(report: ValidationReport, severity: str, partitions: str) -> AssetCheckResult:
+    """The result for the ``severity`` level (``error`` / ``warning``) of a validation run.
+
+    An expectation that raised counts as failed (its outcome is not a success), so it never reads as passed.
+    """
+    failed = [o for o in report.outcomes if not o.success and o.severity == severity]
+    failed.sort(key=lambda o: (-(o.unexpected_count or 0), o.check_id))
+    passed_count = sum(1 for o in report.outcomes if o.success)
     return AssetCheckResult(
-        passed=False,
-        severity=AssetCheckSeverity.WARN,
-        description=f"{asset} has not been materialized yet; nothing to check",
-    )
-
-
-def _docs(meta: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if meta.get("data_docs"):
-        out["data_docs"] = MetadataValue.path(str(meta["data_docs"]))
-    if meta.get("summary_page"):
-        out["summary_page"] = MetadataValue.path(str(meta["summary_page"]))
-    return out
-
-
-def gx_result(meta: Mapping[str, Any] | None, severity: str) -> AssetCheckResult:
-    """The check result for the ``severity`` level (``error`` / ``warning``) of a validation run."""
-    if meta is None:
-        return _not_materialized(VALIDATION_ASSET)
-    all_failed = list(meta.get("failed_checks") or [])
-    failed = [f for f in all_failed if f.get("severity") == severity]
-    failed.sort(key=lambda f: -int(f.get("unexpected_count") or 0))
-    passed_count = int(meta.get("expectations", 0)) - len(all_failed)
-    return AssetCheckResult(
+        check_name=GX_CHECKS[severity],
         passed=not failed,
         severity=AssetCheckSeverity.ERROR if severity == "error" else AssetCheckSeverity.WARN,
         description=(
             f"{len(failed)} {severity}-level expectation(s) failed: "
-            + ", ".join(f"{f['check_id']} ({f.get('unexpected_count', '-')} unexpected)" for f in failed)
+            + ", ".join(
+                f"{o.check_id} ({'-' if o.unexpected_count is None else o.unexpected_count} unexpected)"
+                for o in failed
+            )
             if failed
             else f"every {severity}-level expectation passed"
-        ),
+        )[:4000],
         metadata={
-            "partitions": str(meta.get("partitions", "")),
+            "partitions": partitions,
             "failed": table(
-                (("check_id", "string"), ("severity", "string"), ("unexpected_count", "int")), failed
+                GX_FAILED_COLUMNS,
+                (
+                    {"check_id": o.check_id, "severity": o.severity, "unexpected_count": o.unexpected_count}
+                    for o in failed
+                ),
             ),
             "expectations_passed": MetadataValue.int(passed_count),
-            **_docs(meta),
+            "data_docs": MetadataValue.path(str(report.data_docs_index)),
+            "summary_page": MetadataValue.path(str(report.summary_path)),
         },
     )
 
 
-@asset_check(
-    asset=VALIDATION_ASSET,
-    name="gx_error_expectations",
-    description="Every error-level expectation of the GX suite passed (the cache is not wrong).",
-)
-def gx_error_expectations(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return gx_result(latest_metadata(context, VALIDATION_ASSET), "error")
-
-
-@asset_check(
-    asset=VALIDATION_ASSET,
-    name="gx_warning_expectations",
-    description="Every warning-level expectation passed (nothing suspicious in the cache).",
-)
-def gx_warning_expectations(context: AssetCheckExecutionContext) -> AssetCheckResult:
-    return gx_result(latest_metadata(context, VALIDATION_ASSET), "warning")
-
-
-VALIDATION_CHECKS = [gx_error_expectations, gx_warning_expectations]
-ALL_CHECKS = [*VALIDATION_CHECKS]
-"""The standalone asset checks; the audit and expiration checks are emitted by their assets."""
+def gx_results(
+    context: AssetExecutionContext, report: ValidationReport, partitions: str
+) -> list[AssetCheckResult]:
+    """The results of the GX checks this run selected, error level first."""
+    return [
+        gx_result(report, severity, partitions)
+        for severity, name in GX_CHECKS.items()
+        if is_selected(context, VALIDATION_ASSET, name)
+    ]

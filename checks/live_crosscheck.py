@@ -254,30 +254,7 @@ def compare_groups(
     for group, c in sorted(cached_groups.items()):
         d = live.get(group)
         cache_value = f"{c.get('state')}/{c.get('protocol_type') or '-'}"
-        if d is None:
-            rows.append(
-                CrossCheckRow(
-                    "group",
-                    c.get("offsets_partition"),
-                    group,
-                    None,
-                    None,
-                    cache_value,
-                    None,
-                    MISSING_LIVE,
-                    "DescribeGroups does not know the group",
-                )
-            )
-            continue
-        live_state = d.get("state")
-        live_value = f"{live_state}/{d.get('protocol_type') or '-'}"
-        known = live_state not in (None, "", "Unknown")
-        same_type = (c.get("protocol_type") or "") == (d.get("protocol_type") or "")
-        same_state = (
-            not known or live_state == c.get("state") or (live_state == "Dead" and c.get("state") == "Empty")
-        )
-        status = MATCH if same_type and same_state else MISMATCH
-        detail = "" if known else "the coordinator does not report a state; protocol type compared only"
+        live_value, status, detail = _compare_group(c, d)
         rows.append(
             CrossCheckRow(
                 "group",
@@ -292,6 +269,22 @@ def compare_groups(
             )
         )
     return rows
+
+
+def _compare_group(c: Mapping[str, Any], d: Mapping[str, Any] | None) -> tuple[str | None, str, str]:
+    """The live value, status and detail of one cached group against DescribeGroups' answer."""
+    if d is None:
+        return None, MISSING_LIVE, "DescribeGroups does not know the group"
+    live_state = d.get("state")
+    live_value = f"{live_state}/{d.get('protocol_type') or '-'}"
+    known = live_state not in (None, "", "Unknown")
+    same_type = (c.get("protocol_type") or "") == (d.get("protocol_type") or "")
+    # DescribeGroups answers Dead for a group the coordinator no longer holds (Empty in the cache).
+    same_state = (
+        not known or live_state == c.get("state") or (live_state == "Dead" and c.get("state") == "Empty")
+    )
+    detail = "" if known else "the coordinator does not report a state; protocol type compared only"
+    return live_value, MATCH if same_type and same_state else MISMATCH, detail
 
 
 def cross_check(

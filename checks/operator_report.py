@@ -39,7 +39,8 @@ from offsetops.checks.report_verdicts import (
     sorted_partitions,
     worst_verdict,
 )
-from offsetops.coordinator_core.cleaner_audit import DEGRADED, HEALTHY
+from offsetops.coordinator_core.atomic import write_text_atomic
+from offsetops.coordinator_core.cleaner.model import DEGRADED, HEALTHY
 from offsetops.coordinator_core.failover import format_load_time
 
 __all__ = [
@@ -211,13 +212,6 @@ def render_operator_report(
 """
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_operator_report(
     reports_dir: str | Path,
     *,
@@ -241,7 +235,7 @@ def write_operator_report(
     )
     for target in targets:
         root = os.path.relpath(reports, target.parent)
-        _atomic_write(target, page.replace(_ROOT, "" if root == "." else f"{root}/"))
+        write_text_atomic(target, page.replace(_ROOT, "" if root == "." else f"{root}/"))
     sections = section_verdicts(inputs)
     verdict = worst_verdict(*sections.values())
     parts = sorted_partitions(inputs.audit) if inputs.audit else []

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offsetops.checks.report_html import decode_errors_table
+
 SEVERITIES = ("error", "warning")
 
 
@@ -164,21 +166,8 @@ def render_summary_html(report: ValidationReport) -> str:
             f"<td>{o.severity}</td><td class='status'>{status}</td><td>{unexpected}</td>"
             f"<td class='sample'>{html.escape(detail)}</td></tr>"
         )
-    decode_rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{html.escape(str(e.get(k)))}</td>"
-            for k in ("offsets_partition", "file", "position", "offset", "kind", "reason")
-        )
-        + "</tr>"
-        for e in report.decode_errors_sample
-    )
-    decode_section = (
-        "<h2>Decode errors (first rows)</h2><table><tr><th>partition</th><th>file</th><th>position</th>"
-        f"<th>offset</th><th>kind</th><th>reason</th></tr>{decode_rows}</table>"
-        if decode_rows
-        else ""
-    )
+    decode_table = decode_errors_table(report.decode_errors_sample)
+    decode_section = f"<h2>Decode errors (first rows)</h2>{decode_table}" if decode_table else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from offsetops.coordinator_core.cleaner_audit import format_bytes
+from offsetops.coordinator_core.cleaner.model import format_bytes
 
 MAX_ROWS = 200
 """Rows shown per detail table; the page says how many more there are."""
@@ -45,6 +45,29 @@ th{background:#eef0f4}td.num{text-align:right;font-variant-numeric:tabular-nums;
 
 def esc(value: object) -> str:
     return html.escape("" if value is None else str(value), quote=True)
+
+
+DECODE_ERROR_COLUMNS = (
+    ("offsets_partition", "partition"),
+    ("file", "file"),
+    ("position", "position"),
+    ("offset", "offset"),
+    ("kind", "kind"),
+    ("reason", "reason"),
+)
+
+
+def decode_errors_table(sample: Sequence[Mapping[str, Any]], element_id: str | None = None) -> str:
+    """The decode errors a validation sampled, one row each (every cell escaped); "" when there are none."""
+    if not sample:
+        return ""
+    attr = f' id="{element_id}"' if element_id else ""
+    head = "".join(f"<th>{label}</th>" for _, label in DECODE_ERROR_COLUMNS)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{esc(e.get(key))}</td>" for key, _ in DECODE_ERROR_COLUMNS) + "</tr>"
+        for e in sample
+    )
+    return f"<table{attr}><tr>{head}</tr>{rows}</table>"
 
 
 def badge(verdict: str, element_id: str | None = None) -> str:

@@ -8,7 +8,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from offsetops.checks.charts import dirty_ratio_chart, expiration_timeline_chart
-from offsetops.checks.report_html import MAX_ROWS, badge, bytes_cell, card, esc, iso, more_rows, sample
+from offsetops.checks.report_html import (
+    MAX_ROWS,
+    badge,
+    bytes_cell,
+    card,
+    decode_errors_table,
+    esc,
+    iso,
+    more_rows,
+    sample,
+)
 from offsetops.checks.report_verdicts import (
     NOT_RUN,
     audit_verdict,
@@ -19,8 +29,9 @@ from offsetops.checks.report_verdicts import (
     sorted_partitions,
     validation_verdict,
 )
-from offsetops.coordinator_core.cleaner_audit import HEALTHY, format_bytes, format_duration
+from offsetops.coordinator_core.cleaner.model import HEALTHY, format_bytes
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.timefmt import format_duration
 
 
 def audit_section(audit: Mapping[str, Any] | None) -> str:
@@ -347,15 +358,7 @@ def reload_section(reload: Mapping[str, Any] | None, validation: Mapping[str, An
     states = ", ".join(f"{esc(k)} {int(v)}" for k, v in sorted((reload.get("group_states") or {}).items()))
     kinds = ", ".join(f"{esc(k)} {int(v)}" for k, v in sorted((reload.get("error_kinds") or {}).items()))
     sample = (validation or {}).get("decode_errors_sample") or []
-    sample_rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{esc(e.get(k))}</td>"
-            for k in ("offsets_partition", "file", "position", "offset", "kind", "reason")
-        )
-        + "</tr>"
-        for e in sample
-    )
+    sample_table = decode_errors_table(sample, "decode-errors")
     return (
         f'<section id="reload"><h2>Reload {badge(reload_verdict(reload), "reload-verdict")}</h2>'
         f'<p class="muted">Source {esc(reload.get("source"))}; '
@@ -363,12 +366,7 @@ def reload_section(reload: Mapping[str, Any] | None, validation: Mapping[str, An
         f"{esc(reload.get('elapsed_s'))} s.</p><div class=cards>{cards}</div>"
         f"<p>Group states: {states or '-'}</p>"
         + (f"<p>Decode errors by kind: {kinds}</p>" if kinds else "")
-        + (
-            '<h3>Decode errors (first rows)</h3><table id="decode-errors"><tr><th>partition</th><th>file</th>'
-            f"<th>position</th><th>offset</th><th>kind</th><th>reason</th></tr>{sample_rows}</table>"
-            if sample_rows
-            else ""
-        )
+        + (f"<h3>Decode errors (first rows)</h3>{sample_table}" if sample_table else "")
         + "</section>"
     )
 

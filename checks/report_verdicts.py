@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offsetops.coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY
+from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY
 
 VERDICTS = (HEALTHY, DEGRADED, CRITICAL)
 NOT_RUN = "NOT RUN"

@@ -2,16 +2,18 @@
 
 A temporary file in the same directory (unique, so concurrent writers never share it), fsync, then
 ``os.replace`` over the target and an fsync of the directory, so the rename survives a crash too (as
-the broker's ``Utils.atomicMoveWithFallback`` does for its checkpoint files).
+the broker's ``Utils.atomicMoveWithFallback`` does for its checkpoint files). Beside it, the one
+inter-process lock (``file_lock``) for files that several processes read, change and write back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +59,24 @@ def write_json_atomic(
     return write_text_atomic(
         path, json.dumps(doc, indent=indent, sort_keys=sort_keys, default=default) + "\n"
     )
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike[str], *, wait: bool = True) -> Iterator[bool]:
+    """Hold an exclusive ``flock`` on ``path`` (created when needed) for the block; yields True.
+
+    With ``wait=False`` it yields False at once when another process holds the lock. The lock is
+    advisory and per host: every writer of the guarded file must take it.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "a+b") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)

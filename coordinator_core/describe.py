@@ -108,6 +108,7 @@ class GroupView:
         return max((r.commit_timestamp for r in self.rows if r.commit_timestamp is not None), default=None)
 
     def to_json(self) -> dict[str, Any]:
+        # The --describe document (lag, owners, status per row); GroupMetadata.to_json is the cache dump.
         return {
             "group_id": self.group_id,
             "group_type": self.group_type,

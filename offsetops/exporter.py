@@ -20,7 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
+from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
 from offsetops.coordinator_core.describe import (
     OUT_OF_RANGE,
     GroupFilter,
@@ -90,7 +90,7 @@ def compute_snapshot(
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
     cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note)."""
-    from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+    from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.expiration import plan_expiration
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 

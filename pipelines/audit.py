@@ -3,7 +3,7 @@
 The checkpoint files (``cleaner-offset-checkpoint``, ``log-start-offset-checkpoint``,
 ``replication-offset-checkpoint``) are read with Spark's text reader on the driver. The segments are
 read with ``binaryFile``, routed to one task per group of partitions and sorted by base offset; a task
-spools one partition's segments to its local scratch dir, runs ``offsetops.coordinator_core.cleaner_audit``'s
+spools one partition's segments to its local scratch dir, runs ``offsetops.coordinator_core.cleaner``'s
 ``audit_partition`` + ``judge_partition`` on them, deletes them and moves on, so an executor holds at
 most one partition on disk and one segment in memory. Output: ``cleaner_audit`` (one row per
 partition, the full ``offsetops audit --json`` partition document in ``audit_json``) and

@@ -12,7 +12,12 @@ from typing import NoReturn
 
 from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from offsetops.coordinator_core.settings import add_max_batch_bytes, positive_int
+from offsetops.coordinator_core.settings import (
+    add_max_batch_bytes,
+    add_partition_filter,
+    non_negative_int,
+    positive_int,
+)
 from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
 from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
 
@@ -49,10 +54,10 @@ def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
     p.add_argument("--app-name", default=None, help="Spark application name")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark setting (repeat)")
-    p.add_argument("--partition", type=int, action="append", metavar="N", help="only partition N (repeat)")
+    add_partition_filter(p)
     p.add_argument(
         "--partitions-per-task",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="K",
         help="__consumer_offsets partitions merged per Spark task (default: about 4 tasks per core)",
@@ -102,7 +107,7 @@ def expire_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument(
         "--now-ms",
-        type=int,
+        type=non_negative_int,
         help="evaluate expiry at this time, epoch ms (default: the input's declared clock, else now)",
     )
     p.add_argument(
@@ -121,7 +126,7 @@ def audit_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument(
         "--now-ms",
-        type=int,
+        type=non_negative_int,
         help="audit as of this time, epoch ms (default: the input's declared clock, else now)",
     )
 

@@ -53,6 +53,22 @@ def _group_id(source: str = "Record key `group` (OffsetCommitKey / GroupMetadata
     return _field("group_id", StringType(), False, "Consumer group id.", source)
 
 
+def _committed_topic_partition() -> tuple[StructField, StructField]:
+    """The topic and partition an offset was committed for (committed and pending offsets alike)."""
+    return (
+        _field(
+            "topic", StringType(), False, "Topic the offset was committed for.", "OffsetCommitKey `topic`."
+        ),
+        _field(
+            "partition",
+            IntegerType(),
+            False,
+            "Partition of `topic` the offset was committed for.",
+            "OffsetCommitKey `partition`.",
+        ),
+    )
+
+
 ASSIGNMENT_ENTRY = StructType(
     [
         StructField("topic", StringType(), nullable=False),
@@ -65,16 +81,7 @@ OFFSETS_SCHEMA = StructType(
     [
         _offsets_partition(),
         _group_id("OffsetCommitKey `group` (record key type 0 or 1)."),
-        _field(
-            "topic", StringType(), False, "Topic the offset was committed for.", "OffsetCommitKey `topic`."
-        ),
-        _field(
-            "partition",
-            IntegerType(),
-            False,
-            "Partition of `topic` the offset was committed for.",
-            "OffsetCommitKey `partition`.",
-        ),
+        *_committed_topic_partition(),
         _field(
             "offset",
             LongType(),
@@ -132,16 +139,7 @@ PENDING_OFFSETS_SCHEMA = StructType(
             "Transactional producer that wrote the offset; it is pending until its COMMIT/ABORT marker.",
             "RecordBatch `producerId` of a transactional batch (KIP-98 TxnOffsetCommit).",
         ),
-        _field(
-            "topic", StringType(), False, "Topic the offset was committed for.", "OffsetCommitKey `topic`."
-        ),
-        _field(
-            "partition",
-            IntegerType(),
-            False,
-            "Partition of `topic` the offset was committed for.",
-            "OffsetCommitKey `partition`.",
-        ),
+        *_committed_topic_partition(),
         _field("offset", LongType(), False, "The pending committed offset.", "OffsetCommitValue `offset`."),
         _field(
             "record_offset",

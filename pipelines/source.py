@@ -29,6 +29,7 @@ from offsetops.coordinator_core.sources.logdir import (
     LogDirError,
     classify_segment_name,
     dedupe_segments,
+    only_partitions,
     open_log_dir,
 )
 from pyspark.sql import DataFrame, SparkSession
@@ -185,11 +186,8 @@ def list_log_dir(spark: SparkSession, path: str, *, partitions: list[int] | None
         found.extend(kept)
         anomalies.extend((part, e) for e in dupes)
     if partitions is not None:
+        found = only_partitions(found, partitions, where=path, topic=OFFSETS_TOPIC, error=InputPathError)
         wanted = set(partitions)
-        missing = wanted - {s.partition for s in found}
-        if missing:
-            raise InputPathError(f"{path}: partition(s) {sorted(missing)} of {OFFSETS_TOPIC} not found")
-        found = [s for s in found if s.partition in wanted]
         anomalies = [(p, e) for p, e in anomalies if p in wanted]
     if not found and not anomalies:
         raise InputPathError(f"{path}: no {OFFSETS_TOPIC}-N/*.log segment files found")

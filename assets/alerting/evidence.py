@@ -19,7 +19,7 @@ from offsetops.assets.alerting.model import Observation
 from offsetops.assets.alerting.state import ConditionEntry
 from offsetops.assets.resources import StateResource
 from offsetops.checks.dagster_checks import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
-from offsetops.coordinator_core.cleaner_audit import format_bytes
+from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.failover import format_load_time
 
 log = logging.getLogger(__name__)

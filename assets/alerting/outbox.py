@@ -18,7 +18,6 @@ pages on-call with the conditions that hold, not with the whole history.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -27,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from offsetops.coordinator_core.atomic import write_text_atomic
+from offsetops.coordinator_core.atomic import file_lock, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -46,28 +45,14 @@ class Outbox:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_path, "a+b") as lock_file:
-            fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
+        with file_lock(self._lock_path):
+            yield
 
     @contextlib.contextmanager
     def delivering(self) -> Iterator[bool]:
         """Yield True when this process may deliver (nobody else is), False when another one is."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self._flush_lock_path, "a+b") as lock_file:
-            try:
-                fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
+        with file_lock(self._flush_lock_path, wait=False) as mine:
+            yield mine
 
     def append(self, entry: dict[str, Any]) -> None:
         """Queue ``entry`` durably (it must carry an ``id``)."""

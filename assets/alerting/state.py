@@ -12,7 +12,6 @@ ticking at once cannot lose each other's updates.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -21,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offsetops.coordinator_core.atomic import write_text_atomic
+from offsetops.coordinator_core.atomic import file_lock, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -105,15 +104,10 @@ class AlertStateStore:
     @contextlib.contextmanager
     def locked(self) -> Iterator[AlertState]:
         """Hold the lock, yield the current state, and save it back when the block succeeds."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self._lock_path, "a+b") as lock_file:
-            fcntl.flock(lock_file.fileno(), fcntl.LOCK_EX)
-            try:
-                state = self.load()
-                yield state
-                self.save(state)
-            finally:
-                fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
+        with file_lock(self._lock_path):
+            state = self.load()
+            yield state
+            self.save(state)
 
     def load(self) -> AlertState:
         """The saved state; an absent file is empty, and an unreadable one is logged and treated as empty."""

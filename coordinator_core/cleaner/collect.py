@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offsetops.coordinator_core.atomic import write_text_atomic
 from offsetops.coordinator_core.cleaner.audit import audit_log_dir, merge_broker_audits, scan_log_dir
 from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport
 from offsetops.coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
@@ -230,18 +231,9 @@ def scan_broker(
 
 
 def write_broker_scan(scan: BrokerScan, out_dir: str | os.PathLike[str]) -> Path:
-    """Write ``broker-<id>.json`` into ``out_dir`` atomically (temp file, fsync, rename), so the central
-    run never reads half a scan."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"broker-{scan.broker_id}.json"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(scan.to_json(), fh, separators=(",", ":"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    return path
+    """Write ``broker-<id>.json`` into ``out_dir`` atomically, so the central run never reads half a scan."""
+    path = Path(out_dir) / f"broker-{scan.broker_id}.json"
+    return write_text_atomic(path, json.dumps(scan.to_json(), separators=(",", ":")))
 
 
 def read_broker_scans(path: str | os.PathLike[str]) -> list[BrokerScan]:
@@ -282,7 +274,10 @@ def audit_broker_scans(
     max_scan_age_ms: int = DEFAULT_MAX_SCAN_AGE_MS,
 ) -> CleanerAudit:
     """The audit of several brokers from their scans: what :func:`audit_log_dirs` gives with the files at
-    hand. A scan older than ``max_scan_age_ms`` is a DEGRADED finding (its numbers are that old)."""
+    hand. A scan older than ``max_scan_age_ms`` is a DEGRADED finding (its numbers are that old).
+
+    The options are :func:`audit_log_dirs`' own, with the same names and meaning, so an operator moves
+    from log dirs to scans without relearning them; only the input differs."""
     cfg, th = config or CleanerConfig(), thresholds or Thresholds()
     now = int(time.time() * 1000) if now_ms is None else now_ms
     wanted = None if partitions is None else set(partitions)

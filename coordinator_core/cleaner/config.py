@@ -20,6 +20,7 @@ from offsetops.coordinator_core.kafka_client import (
     check_connection,
     is_connection_error,
 )
+from offsetops.coordinator_core.settings import parse_pairs
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.sources.logdir import read_broker_id as read_log_dir_broker_id
 
@@ -187,16 +188,11 @@ def known_config_keys() -> list[str]:
 
 def parse_config_overrides(items: Iterable[str]) -> dict[str, str]:
     """``["k=v", ...]`` from the command line into a dict; unknown keys are an error (typos)."""
-    out: dict[str, str] = {}
+    out = {key: value.strip() for key, value in parse_pairs(items, option="--config").items()}
     known = set(known_config_keys())
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f"--config expects KEY=VALUE, got {item!r}")
-        if key not in known:
-            raise ValueError(f"unknown config {key!r}; known: {', '.join(sorted(known))}")
-        out[key] = value.strip()
+    unknown = [key for key in out if key not in known]
+    if unknown:
+        raise ValueError(f"unknown config {unknown[0]!r}; known: {', '.join(sorted(known))}")
     return out
 
 

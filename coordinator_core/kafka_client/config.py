@@ -148,6 +148,13 @@ class KafkaClientConfig:
     #: Where the settings came from (for error messages).
     source: str = dataclasses.field(default="arguments", compare=False)
 
+    def _one_of(self, key: str, value: str, allowed: tuple[str, ...]) -> str:
+        """``value`` in Kafka's upper-case spelling, or a ClientConfigError naming ``key`` and the choices."""
+        normal = value.strip().upper()
+        if normal not in allowed:
+            raise ClientConfigError(f"{self.source}: unknown {key} {value!r} (one of {', '.join(allowed)})")
+        return normal
+
     def __post_init__(self) -> None:
         if not self.bootstrap_servers or not self.bootstrap_servers.strip():
             raise ClientConfigError(f"{self.source}: bootstrap servers are empty")
@@ -155,21 +162,15 @@ class KafkaClientConfig:
             host, _, port = server.rpartition(":")
             if not host or not port.isdigit() or not 0 < int(port) < 65536:
                 raise ClientConfigError(f"{self.source}: bootstrap server {server!r} is not host:port")
-        protocol = self.security_protocol.strip().upper()
-        if protocol not in SECURITY_PROTOCOLS:
-            raise ClientConfigError(
-                f"{self.source}: unknown security.protocol {self.security_protocol!r} "
-                f"(one of {', '.join(SECURITY_PROTOCOLS)})"
-            )
-        object.__setattr__(self, "security_protocol", protocol)
+        object.__setattr__(
+            self,
+            "security_protocol",
+            self._one_of("security.protocol", self.security_protocol, SECURITY_PROTOCOLS),
+        )
         if self.sasl_mechanism is not None:
-            mechanism = self.sasl_mechanism.strip().upper()
-            if mechanism not in SASL_MECHANISMS:
-                raise ClientConfigError(
-                    f"{self.source}: unknown sasl.mechanism {self.sasl_mechanism!r} "
-                    f"(one of {', '.join(SASL_MECHANISMS)})"
-                )
-            object.__setattr__(self, "sasl_mechanism", mechanism)
+            object.__setattr__(
+                self, "sasl_mechanism", self._one_of("sasl.mechanism", self.sasl_mechanism, SASL_MECHANISMS)
+            )
         if self.uses_sasl and self.sasl_mechanism is None:
             object.__setattr__(self, "sasl_mechanism", "PLAIN")  # Kafka's default sasl.mechanism
         if (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import codec
-from .messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
+from .messages import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, MessageSchema
 from .types import Buf, CorruptData, read_int16, write_int16
 
 HIGHEST_SUBSCRIPTION_VERSION = CONSUMER_PROTOCOL_SUBSCRIPTION.valid_versions[1]
@@ -57,15 +57,25 @@ def _read_version(data: Buf) -> int | None:
     return version if version >= 0 else None
 
 
-def decode_subscription(data: Buf) -> Subscription | None:
-    """Lenient decode; ``None`` when the version is negative or the topics cannot be read."""
+def _lenient_body(schema: MessageSchema, highest: int, data: Buf) -> tuple[int, int, dict, int] | None:
+    """``(version, layout, fields, fields read)`` of a consumer-protocol body; None when unreadable.
+
+    A version above the highest known is read with the highest layout (as Kafka's ConsumerProtocol does:
+    newer versions only append fields)."""
     version = _read_version(data)
     if version is None:
         return None
-    layout = min(version, HIGHEST_SUBSCRIPTION_VERSION)
-    d, _, read = codec.decode_body_lenient(CONSUMER_PROTOCOL_SUBSCRIPTION, layout, data, 2)
-    if read == 0:
+    layout = min(version, highest)
+    d, _, read = codec.decode_body_lenient(schema, layout, data, 2)
+    return None if read == 0 else (version, layout, d, read)
+
+
+def decode_subscription(data: Buf) -> Subscription | None:
+    """Lenient decode; ``None`` when the version is negative or the topics cannot be read."""
+    body = _lenient_body(CONSUMER_PROTOCOL_SUBSCRIPTION, HIGHEST_SUBSCRIPTION_VERSION, data)
+    if body is None:
         return None
+    version, layout, d, read = body
     expected = sum(1 for f in CONSUMER_PROTOCOL_SUBSCRIPTION.fields if f.present(layout))
     return Subscription(
         version=version,
@@ -80,13 +90,10 @@ def decode_subscription(data: Buf) -> Subscription | None:
 
 def decode_assignment(data: Buf) -> Assignment | None:
     """Lenient decode; ``None`` when the version is negative or the partitions cannot be read."""
-    version = _read_version(data)
-    if version is None:
+    body = _lenient_body(CONSUMER_PROTOCOL_ASSIGNMENT, HIGHEST_ASSIGNMENT_VERSION, data)
+    if body is None:
         return None
-    layout = min(version, HIGHEST_ASSIGNMENT_VERSION)
-    d, _, read = codec.decode_body_lenient(CONSUMER_PROTOCOL_ASSIGNMENT, layout, data, 2)
-    if read == 0:
-        return None
+    version, _, d, read = body
     return Assignment(
         version=version,
         partitions=_by_topic(d["assignedPartitions"]),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from offsetops.coordinator_core.atomic import write_text_atomic
 from offsetops.coordinator_core.errors import DecodeError
@@ -366,6 +366,32 @@ def _partition_dir(path: Path) -> PartitionDir | None:
     return PartitionDir(path, m.group("topic"), number, tuple(segments), tuple(anomalies))
 
 
+class _OfPartition(Protocol):
+    @property
+    def partition(self) -> int: ...
+
+
+_P = TypeVar("_P", bound=_OfPartition)
+
+
+def only_partitions(
+    found: Iterable[_P],
+    partitions: Iterable[int],
+    *,
+    where: object,
+    topic: str,
+    error: type[Exception] = LogDirError,
+) -> list[_P]:
+    """The entries of ``found`` that belong to ``partitions``; ``error`` names the path and any partition
+    asked for that is not there (a typo in ``--partition`` is an error, never an empty result)."""
+    items = list(found)
+    wanted = set(partitions)
+    missing = sorted(wanted - {f.partition for f in items})
+    if missing:
+        raise error(f"{where}: partition(s) {missing} of {topic} not found")
+    return [f for f in items if f.partition in wanted]
+
+
 def open_log_dir(
     path: str | os.PathLike[str],
     *,
@@ -403,11 +429,7 @@ def open_log_dir(
         if not found:
             raise LogDirError(f"{root}: no {topic}-N partition folders found")
     if partitions is not None:
-        wanted = set(partitions)
-        missing = wanted - {p.partition for p in found}
-        if missing:
-            raise LogDirError(f"{root}: partition(s) {sorted(missing)} of {topic} not found")
-        found = [p for p in found if p.partition in wanted]
+        found = only_partitions(found, partitions, where=root, topic=topic)
     found.sort(key=lambda p: p.partition)
 
     checkpoint_errors: list[str] = []

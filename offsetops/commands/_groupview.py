@@ -45,6 +45,11 @@ def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
         metavar="STATE",
         help="only groups in this state, e.g. Stable, Empty, Dead (repeat; case-insensitive)",
     )
+    add_output_args(p)
+
+
+def add_output_args(p: argparse.ArgumentParser) -> None:
+    """``--format``/``--json`` and ``--now``: how every group view prints, and from when ages count."""
     p.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or csv")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
     p.add_argument(

@@ -9,7 +9,7 @@ from typing import Any
 from offsetops.commands._common import die, print_json
 from offsetops.commands._load import add_source_args, check_source, load_caches
 from offsetops.commands._table import print_table
-from offsetops.coordinator_core.cleaner_audit import format_bytes
+from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.failover import (
     DEFAULT_SLOW_MS,
     FailoverForecast,

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from offsetops.commands._common import die, epoch_time, kafka_client_config, print_json, report_errors
-from offsetops.commands._groupview import FORMATS, check_log_dirs, logdir_root, now_of
+from offsetops.commands._groupview import add_output_args, check_log_dirs, logdir_root, now_of
 from offsetops.commands._load import add_source_args, check_source, is_live
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
@@ -75,14 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="keep at most the newest N selected commits in memory (default 1000000)",
     )
     p.add_argument("--log-dir", action="append", default=[], metavar="DIR", help="more log dirs for log ends")
-    p.add_argument("--format", choices=FORMATS, default="text", help="text (default), json or csv")
-    p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
-    p.add_argument(
-        "--now",
-        type=epoch_time,
-        metavar="TIME",
-        help="the time ages are measured from (default: the clock the log dir declares, else now)",
-    )
+    add_output_args(p)
     p.set_defaults(func=run)
 
 

@@ -60,7 +60,7 @@ def record_stalled_cleaner(log_dir: Path, history_dir: Path, as_of_ms: int) -> i
     The first dirty offset has not moved since, so the next audit finds the cleaner stalled for two days:
     CRITICAL ``no_progress``, what an operator sees when a cleaner thread died. Returns the partition.
     """
-    from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+    from offsetops.coordinator_core.cleaner.audit import audit_log_dir
 
     earlier = as_of_ms - 2 * DAYS_MS
     probe = audit_log_dir(log_dir, now_ms=earlier, record_history=False)

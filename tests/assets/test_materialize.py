@@ -172,6 +172,22 @@ def test_the_failing_check_names_the_worst_partition_first(materialized: Materia
     )
 
 
+def test_validation_emits_both_gx_checks_for_the_runs_partitions(materialized: Materialized) -> None:
+    """One result per level for the run (the suite validates its partitions together), ERROR vs WARN."""
+    validation = by_partition(materialized.result, "cache_validation")[0]
+    error = evaluations(materialized.result, "gx_error_expectations")
+    warning = evaluations(materialized.result, "gx_warning_expectations")
+    assert set(error) == set(warning) == {None}
+    assert error[None].severity == AssetCheckSeverity.ERROR
+    assert warning[None].severity == AssetCheckSeverity.WARN
+    assert error[None].passed is validation["success_error_level"] is True
+    assert warning[None].passed == (validation["warning_failed"] == 0)
+    meta = plain_metadata(error[None].metadata)
+    assert meta["partitions"] == validation["validated_partitions"] == f"0-{NUM_PARTITIONS - 1}"
+    assert meta["data_docs"] == validation["data_docs"]
+    assert meta["expectations_passed"] == validation["expectations_passed"]
+
+
 def test_topic_figures_live_in_the_summary_asset(materialized: Materialized) -> None:
     topic = summary(materialized.result)
     audit = by_partition(materialized.result, "cleaner_audit")

@@ -107,7 +107,7 @@ def test_audit_report_carries_a_calibrated_failover_forecast(sim_with_data, tmp_
     topic summary's metadata names the slow partitions."""
     from offsetops.assets.cleaner_audit import _record_latest, rebuild_audit_report
     from offsetops.assets.summary import audit_summary_metadata
-    from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+    from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.clock import resolve_clock
     from offsetops.coordinator_core.failover import read_load_logs
 

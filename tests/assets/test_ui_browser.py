@@ -161,6 +161,17 @@ def test_a_partition_page_shows_that_partitions_own_verdict(
         assert "HEALTHY" not in text.split("worst_finding", 1)[1]
 
 
+def _asset_checks(webserver: str, query: str) -> list[dict]:
+    """The asset's checks as the UI's own GraphQL API gives them."""
+    request = urllib.request.Request(
+        f"{webserver}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        return json.load(resp)["data"]["assetNodeOrError"]["assetChecksOrError"]["checks"]
+
+
 def test_the_critical_partition_fails_its_check_with_error_severity(
     webserver: str, materialized: Materialized, tmp_path: Path
 ) -> None:
@@ -189,13 +200,34 @@ def test_the_critical_partition_fails_its_check_with_error_severity(
         " ... on AssetChecks { checks { name partitionStatuses { ... on AssetCheckDefaultPartitionStatuses {"
         " succeededPartitions failedPartitions } } } } } } } }"
     )
-    request = urllib.request.Request(
-        f"{webserver}/graphql",
-        data=json.dumps({"query": query}).encode(),
-        headers={"content-type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as resp:
-        checks = json.load(resp)["data"]["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    checks = _asset_checks(webserver, query)
     statuses = next(c["partitionStatuses"] for c in checks if c["name"] == "partition_verdict")
     assert str(critical) in statuses["failedPartitions"]
     assert str(healthy) in statuses["succeededPartitions"]
+
+
+def test_the_validation_checks_show_as_results_of_the_latest_validation(
+    webserver: str, materialized: Materialized, tmp_path: Path
+) -> None:
+    """cache_validation emits its GX checks: the UI shows both, as results of its latest materialization."""
+    with BrowserPage(tmp_path / "profile") as page:
+        page.goto(f"{webserver}/assets/cache_validation?view=checks")
+        page.wait_for_text("gx_error_expectations", "gx_warning_expectations")
+        page.screenshot(ARTIFACTS / "dagster-ui-validation-checks.png")
+    query = (
+        '{ assetNodeOrError(assetKey: {path: ["cache_validation"]}) { ... on AssetNode { assetChecksOrError {'
+        " ... on AssetChecks { checks { name executionForLatestMaterialization { status"
+        " evaluation { severity } } } } } } } }"
+    )
+    checks = _asset_checks(webserver, query)
+    latest = {c["name"]: c["executionForLatestMaterialization"] for c in checks}
+    expected = {
+        e.check_name: "SUCCEEDED" if e.passed else "FAILED"
+        for e in materialized.result.get_asset_check_evaluations()
+        if e.check_name.startswith("gx_")
+    }
+    assert {name: x["status"] for name, x in latest.items()} == expected
+    assert {name: x["evaluation"]["severity"] for name, x in latest.items()} == {
+        "gx_error_expectations": "ERROR",
+        "gx_warning_expectations": "WARN",
+    }

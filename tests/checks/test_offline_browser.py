@@ -24,7 +24,8 @@ import pytest
 from offsetops.checks.operator_report import write_operator_report
 from offsetops.checks.report import ValidationReport
 from offsetops.checks.suite import suite_name
-from offsetops.coordinator_core.cleaner_audit import CRITICAL, DEGRADED, HEALTHY, audit_log_dir
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir
+from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY
 from offsetops.coordinator_core.expiration import plan_expiration
 from offsetops.coordinator_core.failover import DEFAULT_BYTES_PER_SECOND, forecast_failover, loads_from_audit
 from offsetops.coordinator_core.loader import load_partition_dir

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS, KIP848, plan_expiration
 from offsetops.coordinator_core.loader import load_log_dir
 from offsetops.coordinator_core.simulator import SimulationConfig, SimulationResult, simulate

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from offsetops.coordinator_core.cleaner_audit import audit_log_dir
+from offsetops.coordinator_core.cleaner.audit import audit_log_dir
 from offsetops.coordinator_core.expiration import plan_expiration
 from offsetops.coordinator_core.loader import load_log_dir
 from offsetops.pipelines.audit import CLEANER_AUDIT_SCHEMA, audit_table
@@ -112,6 +112,14 @@ def test_cli_names_a_missing_input(spark, tmp_path, capsys) -> None:
         offsetops_main(["pipeline", "reload", "--input", str(missing), "--output", str(tmp_path / "o")]) == 2
     )
     assert f"{missing}: no such file or directory" in capsys.readouterr().err
+
+
+def test_a_partition_asked_for_but_absent_is_named(spark, sim_txn) -> None:
+    from offsetops.pipelines.source import InputPathError
+
+    assert {s.partition for s in list_log_dir(spark, str(sim_txn.out_dir), partitions=[1]).segments} == {1}
+    with pytest.raises(InputPathError, match=r"partition\(s\) \[999\] of __consumer_offsets not found"):
+        list_log_dir(spark, str(sim_txn.out_dir), partitions=[0, 999])
 
 
 def test_local_masters_get_a_heap_that_holds_whole_segments() -> None:

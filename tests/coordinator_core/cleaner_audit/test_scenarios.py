@@ -251,5 +251,7 @@ def test_usage_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[st
     healthy_partition(tmp_path, 0)
     assert main(["audit", str(tmp_path), "--config", "min.cleanable.ratio=0.1"]) == 2
     assert "unknown config 'min.cleanable.ratio'" in capsys.readouterr().err
+    assert main(["audit", str(tmp_path), "--config", "min.cleanable.dirty.ratio"]) == 2
+    assert "--config expects KEY=VALUE, got 'min.cleanable.dirty.ratio'" in capsys.readouterr().err
     assert main(["audit", str(tmp_path), "--threshold", "hanging_transaction_ms=abc"]) == 2
     assert "hanging_transaction_ms" in capsys.readouterr().err

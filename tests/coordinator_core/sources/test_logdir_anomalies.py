@@ -119,3 +119,12 @@ def test_unreadable_partition_dir_is_reported(pdir: Path) -> None:
         pdir.chmod(0o755)
     assert out.returncode == 0, out.stderr
     assert "('unreadable', 'cannot list the partition dir: Permission denied')" in out.stdout
+
+
+def test_a_partition_asked_for_but_absent_is_an_error_naming_it(pdir: Path) -> None:
+    from offsetops.coordinator_core.sources.logdir import LogDirError
+
+    root = pdir.parent
+    assert [p.partition for p in open_log_dir(root, partitions=[39]).partitions] == [39]
+    with pytest.raises(LogDirError, match=r"partition\(s\) \[7, 40\] of __consumer_offsets not found"):
+        open_log_dir(root, partitions=[40, 39, 7])
