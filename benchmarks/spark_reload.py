@@ -40,6 +40,38 @@ def _child(args: argparse.Namespace) -> None:
     print(json.dumps({"best_s": min(times), "times_s": times, "counts": result.counts if result else {}}))
 
 
+def _stages(args: argparse.Namespace) -> None:
+    """The Arrow job's stages, timed one after the other: listing and planning, fold and merge (the
+    table counts, over the persisted blobs), then each table's Parquet write on its own."""
+    from offsetops.pipelines.reload import ReloadOptions, blob_counts, reload_tables, run_reload, write_tables
+    from offsetops.pipelines.session import build_session
+    from offsetops.pipelines.source import list_log_dir
+    from pyspark import StorageLevel
+
+    spark = build_session(args.master, quiet=True, ship_code=False)
+    out = tempfile.mkdtemp(prefix="offsetops-bench-")
+    run_reload(spark, args.input, out, ReloadOptions())  # warm-up
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        listing = list_log_dir(spark, args.input)
+        tables, blobs = reload_tables(spark, listing, ReloadOptions())
+        blobs.persist(StorageLevel.MEMORY_AND_DISK)
+        t1 = time.perf_counter()
+        counts = blob_counts(blobs, list(tables))
+        t2 = time.perf_counter()
+        writes = {}
+        for name, df in tables.items():
+            t = time.perf_counter()
+            write_tables({name: df}, out, counts)
+            writes[name] = round(time.perf_counter() - t, 2)
+        blobs.unpersist()
+        print(
+            f"{args.master}: plan {t1 - t0:.2f} s, fold and merge {t2 - t1:.2f} s, "
+            f"writes one by one {sum(writes.values()):.2f} s {writes}",
+            flush=True,
+        )
+
+
 def _spark_run(input_path: str, master: str, mode: str, repeat: int) -> dict:
     cmd = [
         sys.executable,
@@ -79,12 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--segment-kb", type=int, default=1024, help="simulated segment.bytes (default 1 MiB)")
     p.add_argument("--partitions", type=int, default=8, help="simulated partitions (default 8)")
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument(
+        "--stages", action="store_true", help="time the stages of the Arrow job at --master instead"
+    )
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
+    p.add_argument("--master", default="local[2]", help="with --stages: the master (default local[2])")
     p.add_argument("--mode", default="arrow", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         _child(args)
+        return 0
+    if args.stages:
+        _stages(args)
         return 0
     if args.simulate:
         from offsetops.coordinator_core.simulator import SimulationConfig, simulate
