@@ -456,11 +456,7 @@ def write_tables(
             writer = writer.partitionBy("offsets_partition")
         writer.parquet(output.rstrip("/") + "/" + name)
 
-    if len(tables) <= 1:
-        for name, df in tables.items():
-            write(name, df)
-        return
-    with ThreadPoolExecutor(max_workers=len(tables), thread_name_prefix="offsetops-write") as pool:
+    with ThreadPoolExecutor(max_workers=max(len(tables), 1), thread_name_prefix="offsetops-write") as pool:
         futures = [pool.submit(write, name, df) for name, df in tables.items()]
     for future in futures:  # all have finished (the pool's exit waits): raise the first failure
         future.result()

@@ -247,17 +247,20 @@ def decode_v2_records(
     in C; anything it does not take whole comes here, to :func:`decode_v2_records_py`, which says why.
     """
     cfold = _twin.cfold
+    out = None
     if _twin.NATIVE and cfold is not None:
         out = cfold.decode_records(data, pos, end, count, base_offset, base_ts)
-        if out is not None:
-            if log_append_ts is not None:
-                return [(o, log_append_ts, k, v) for o, _t, k, v in out]
-            return out
-    return decode_v2_records_py(data, pos, end, count, base_offset, base_ts, log_append_ts)
+    if out is None:
+        out = decode_v2_records_py(data, pos, end, count, base_offset, base_ts)
+    if log_append_ts is not None:
+        # LOG_APPEND_TIME: every record reports the batch's max timestamp (rare; fixed up afterwards so
+        # neither parser has a branch for it).
+        out = [(o, log_append_ts, k, v) for o, _t, k, v in out]
+    return out
 
 
 def decode_v2_records_py(
-    data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int, log_append_ts: int | None
+    data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int
 ) -> list[Record]:
     """The pure-Python record parser, the reference: each varint's 1-byte case (and 2-byte case for the
     lengths, which often exceed 63) is inlined; anything longer goes through :func:`_varint`."""
@@ -325,10 +328,6 @@ def decode_v2_records_py(
             raise CorruptRecord(f"record {n} (offset delta {offset_delta}) overruns its length {length}")
         pos = rec_end
         append((base_offset + offset_delta, base_ts + ts_delta, key, value))
-    if log_append_ts is not None:
-        # LOG_APPEND_TIME: every record reports the batch's max timestamp (rare; fixed up afterwards so
-        # the loop above has no branch for it).
-        out = [(o, log_append_ts, k, v) for o, _t, k, v in out]
     if pos != end:
         raise CorruptRecord(f"{end - pos} bytes left after {count} records (wrong record count?)")
     return out

@@ -249,15 +249,6 @@ def _zstd_decompress(data: bytes | memoryview, limit: int) -> bytes:
     # A zstd block inflates at most 32768-fold (a 4-byte RLE block to 128 KiB), so a piece of limit/32768
     # bytes cannot return much more than the limit in one call: a small batch takes a single call.
     feed = max(_FEED, limit >> 15)
-    if len(data) <= feed:
-        # Nearly every batch: one frame, in one call.
-        dobj = _zstd_decompressor().decompressobj()
-        whole = dobj.decompress(data)
-        if len(whole) > limit:
-            raise _over("zstd", limit)
-        if dobj.eof and not dobj.unused_data:
-            return whole
-        # Concatenated frames, or a truncated one: read again below, which says which.
     mv = memoryview(data)
     out: list[bytes] = []
     size = pos = 0

@@ -339,7 +339,7 @@ def test_record_sections_parse_identically_or_fall_back() -> None:
         args = (data, V2_HEADER_SIZE, size, count, 1_000, 1_700_000_000_000)
         native_out = twin.cfold.decode_records(*args)  # type: ignore[union-attr]
         try:
-            python_out = batch_mod.decode_v2_records_py(*args, None)
+            python_out = batch_mod.decode_v2_records_py(*args)
         except (batch_mod.CorruptRecord, IndexError, ValueError):
             python_out = None
         if native_out is None:
