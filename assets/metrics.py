@@ -118,8 +118,7 @@ def offsets_metrics(
     """One snapshot of the source as of the run's clock, written as ``.prom`` and summarised."""
     from offsetops.coordinator_core.data_offsets import live_offsets, offline_offsets
     from offsetops.coordinator_core.describe import GroupFilter, wanted_partitions
-
-    from offsetops.exporter import compute_snapshot, snapshot_metrics
+    from offsetops.coordinator_core.metrics_snapshot import compute_snapshot, snapshot_metrics
 
     clock = offsets_source.clock()
     caches = offsets_source.load_caches(list(range(offsets_source.num_partitions)))

@@ -1,37 +1,29 @@
-"""Prometheus exporter: the offsets view, cleaner audit, expiration risk and failover forecast as metrics.
+"""The metrics snapshot: the offsets view, cleaner audit, expiration risk and failover forecast as metric
+families, shared by ``offsetops exporter`` and the ``offsets_metrics`` asset's textfile.
 
 Names follow the KMinion/Burrow exporters operators already chart (``*_consumer_group_topic_partition_lag``
 with ``group_id``, ``topic_name`` and ``partition_id`` labels; ``*_topic_partition_high_water_mark``),
-under the ``offsetops_`` prefix. Everything is computed on scrape from one snapshot that is refreshed at
-most every ``min_interval_s``, so a busy Prometheus never makes the exporter reread the log dir in a loop.
+under the ``offsetops_`` prefix. :func:`compute_snapshot` computes everything once; :func:`snapshot_metrics`
+turns one snapshot into the families, so every surface that shows these numbers shows the same ones.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
 from offsetops.coordinator_core.describe import (
     OUT_OF_RANGE,
-    GroupFilter,
     GroupView,
     describe_groups,
-    wanted_partitions,
 )
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
-
-log = logging.getLogger(__name__)
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 PREFIX = "offsetops"
 VERDICT_VALUE = {HEALTHY: 0, DEGRADED: 1, CRITICAL: 2}
@@ -49,31 +41,6 @@ class Snapshot:
     expiration: ExpirationPlan | None = None
     failover: FailoverForecast | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def build_snapshot(args: argparse.Namespace) -> Snapshot:
-    """Reload, describe, audit the cleaner (log dirs only), plan expiration and forecast failover, as of
-    ``--now``, else the clock the log dir declares, else the wall clock."""
-    from offsetops.commands._groupview import lookup_offsets
-    from offsetops.commands._load import load_caches
-    from offsetops.coordinator_core.clock import resolve_clock
-    from offsetops.coordinator_core.failover import read_load_logs
-
-    started = time.time()
-    now = resolve_clock(args.path, configured_ms=getattr(args, "now", None), configured_by="--now").as_of_ms
-    caches = load_caches(args)
-    offsets, _where = lookup_offsets(args, wanted_partitions(caches, GroupFilter()))
-    return compute_snapshot(
-        caches,
-        offsets,
-        log_dir=args.path,
-        now_ms=now,
-        retention_ms=args.retention_ms,
-        forecast_horizon_ms=args.forecast_horizon_ms,
-        observed=read_load_logs(args.broker_log),
-        failover_threshold_ms=args.failover_threshold_ms,
-        taken_at=started,
-    )
 
 
 def compute_snapshot(
@@ -290,63 +257,3 @@ def _failover_metrics(fc: FailoverForecast) -> Iterator[Metric]:
     threshold = _g("coordinator_load_threshold_seconds", "Load time above which a partition is slow")
     threshold.add_metric([], fc.threshold_ms / 1000)
     yield from (est, slow, rate, threshold)
-
-
-class OffsetsCollector(Collector):
-    """Serves the latest snapshot; a background thread refreshes it every ``interval_s``.
-
-    Scrapes never wait for a refresh (a reload of a large log dir can outlast Prometheus's scrape
-    timeout). A failed refresh keeps the previous numbers, sets ``offsetops_exporter_up`` to 0 and
-    counts the error, so a dashboard shows stale-but-true data and an alert can fire on ``up``.
-    """
-
-    def __init__(self, refresh: Callable[[], Snapshot], *, granularity: str = "partition"):
-        self._refresh = refresh
-        self._granularity = granularity
-        self._lock = threading.Lock()
-        self._snapshot: Snapshot | None = None
-        self._up = 0
-        self._errors = 0
-        self._last_duration = 0.0
-        self.last_error: str | None = None
-
-    def refresh(self) -> None:
-        started = time.monotonic()
-        try:
-            snap = self._refresh()
-        except Exception as exc:  # keep serving the last snapshot; the error is logged and counted
-            with self._lock:
-                self._up = 0
-                self._errors += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                self._last_duration = time.monotonic() - started
-            log.error("refresh failed: %s", self.last_error)
-            return
-        with self._lock:
-            self._snapshot = snap
-            self._up = 1
-            self.last_error = None
-            self._last_duration = time.monotonic() - started
-
-    def run_forever(self, interval_s: float, stop: threading.Event) -> None:
-        """Refresh every ``interval_s`` until ``stop`` is set (the first refresh is the caller's)."""
-        while not stop.wait(interval_s):
-            self.refresh()
-
-    def collect(self) -> Iterator[Metric]:
-        with self._lock:
-            snap, up_value, errors_value, last = self._snapshot, self._up, self._errors, self._last_duration
-        up = _g("exporter_up", "1 when the last refresh succeeded")
-        up.add_metric([], up_value)
-        yield up
-        errors = CounterMetricFamily(f"{PREFIX}_exporter_refresh_errors", "Refreshes that failed")
-        errors.add_metric([], errors_value)
-        yield errors
-        duration = _g("exporter_refresh_duration_seconds", "Time the last refresh took")
-        duration.add_metric([], last)
-        yield duration
-        if snap is not None:
-            taken = _g("exporter_snapshot_timestamp_seconds", "When the served numbers were computed")
-            taken.add_metric([], snap.taken_at)
-            yield taken
-            yield from snapshot_metrics(snap, granularity=self._granularity)
