@@ -10,8 +10,8 @@ from offsetops.checks.operator_report import REPORT_FILE
 from pydantic import Field, PrivateAttr, field_validator
 
 if TYPE_CHECKING:
-    from offsetops.assets.alerting import SlackNotifier
-    from offsetops.assets.alerting.blocks import AlertLinks
+    from offsetops.checks.alerting import SlackNotifier
+    from offsetops.checks.alerting.blocks import AlertLinks
 
 DEFAULT_SLACK_CHANNEL = "#offsetops-alerts"
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
@@ -21,7 +21,7 @@ ENV_SLACK_TOKEN = "SLACK_BOT_TOKEN"
 class SlackResource(ConfigurableResource):
     """Slack paging: a bot token (from ``SLACK_BOT_TOKEN``), a channel, and dedupe settings.
 
-    A missing or invalid token never fails a run: :class:`~offsetops.assets.alerting.SlackNotifier` logs one
+    A missing or invalid token never fails a run: :class:`~offsetops.checks.alerting.SlackNotifier` logs one
     line and appends the alert to the outbox in the state dir.
     """
 
@@ -70,7 +70,7 @@ class SlackResource(ConfigurableResource):
 
     def links(self) -> AlertLinks:
         """Where alerts link: the Dagster UI (asset partitions, runs) and the operator report."""
-        from offsetops.assets.alerting.blocks import AlertLinks
+        from offsetops.checks.alerting.blocks import AlertLinks
 
         return AlertLinks(
             dagster_url=self.dagster_url or DEFAULT_DAGSTER_URL,
@@ -80,7 +80,7 @@ class SlackResource(ConfigurableResource):
 
     def notifier(self, state: StateResource) -> SlackNotifier:
         """A :class:`SlackNotifier` whose dedupe state and outbox live in ``state``'s state dir."""
-        from offsetops.assets.alerting import SlackNotifier
+        from offsetops.checks.alerting import SlackNotifier
 
         base_url = self.base_url
         if base_url and not base_url.endswith("/"):

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from offsetops.assets.alerting.model import Alert, Change, Transition, severity_order
+from offsetops.checks.alerting.model import Alert, Change, Transition, severity_order
 
 SEVERITY_EMOJI: dict[str, str] = {
     "critical": ":rotating_light:",

@@ -2,7 +2,7 @@
 
 Two kinds of memory live in one file: ``firing`` holds event alerts (a failed run) for deduplication,
 and ``conditions`` holds each observed condition's lifecycle (its level and since when), which the
-alert sensor moves through :mod:`offsetops.assets.alerting.lifecycle`.
+alert sensor moves through :mod:`offsetops.checks.alerting.lifecycle`.
 
 The file is rewritten atomically (temporary file in the same directory, fsync, ``os.replace``) and every
 read-modify-write happens under an advisory ``flock`` on a sibling ``.lock`` file, so two sensors

@@ -9,10 +9,11 @@
 Every DAG ends with ``page_failures`` (runs only when a task failed). Nothing here reimplements
 offsetops: the Spark tasks ``spark-submit`` the ``pipelines/`` jobs exactly as docs/pipelines.md says
 (``--py-files`` zip), and the alert tasks run in the offsetops environment (``ExternalPythonOperator``)
-and call the Dagster alert sensor's own evidence rules and condition lifecycle
-(``cleaner_observations``, ``offsets_observations``, ``advance``), ``failure_alert`` and
-``SlackNotifier`` (durable queue, RESOLVED messages, outbox). Airflow's environment
-needs only Airflow; offsetops lives in its own venv, named by ``OFFSETOPS_PYTHON``.
+and call the alert sensor's own evidence rules and condition lifecycle from the framework-free
+``offsetops.checks.alerting`` (``cleaner_observations``, ``offsets_observations``, ``advance``),
+``failure_alert`` and ``SlackNotifier`` (durable queue, RESOLVED messages, outbox), without importing
+Dagster. Airflow's environment needs only Airflow; offsetops lives in its own venv, named by
+``OFFSETOPS_PYTHON``.
 
 Settings (environment of the scheduler and workers, read when the DAG file is parsed):
 ``OFFSETOPS_PYTHON`` (required), ``OFFSETOPS_HOME`` (the source tree holding the jobs' scripts; default
@@ -134,16 +135,15 @@ def send_alerts(
     import time
 
     import pyarrow.parquet as pq
-    from offsetops.assets.alerting.blocks import AlertLinks, condition_blocks, condition_text
-    from offsetops.assets.alerting.evidence import (
+    from offsetops.checks.alerting.blocks import AlertLinks, condition_blocks, condition_text
+    from offsetops.checks.alerting.evidence import (
         cleaner_observations,
         forget_long_lost,
         offsets_observations,
     )
-    from offsetops.assets.alerting.lifecycle import advance, message_groups
-    from offsetops.assets.alerting.model import Transition
-    from offsetops.assets.alerting.notifier import OutgoingMessage, SlackNotifier
-    from offsetops.assets.alerting.sensors import failure_alert
+    from offsetops.checks.alerting.lifecycle import advance, message_groups
+    from offsetops.checks.alerting.model import Transition, failure_alert
+    from offsetops.checks.alerting.notifier import OutgoingMessage, SlackNotifier
 
     class Links(AlertLinks):  # links go to the Airflow task log, not to a Dagster UI
         def run(self, _run_id: str) -> str:
@@ -162,7 +162,7 @@ def send_alerts(
     if rule == "failure":
         steps = [s for s in failed.split(",") if s]
         reason = f"failed task(s): {', '.join(steps)}; see the task logs"
-        return notifier.send(failure_alert(dag_id, run_id, {}, reason, steps, run_url)).status.value
+        return notifier.send(failure_alert(dag_id, run_id, (), reason, steps, run_url)).status.value
 
     def rows(table: str) -> list[dict]:
         return pq.read_table(f"{table_dir}/{table}").to_pylist()
