@@ -1,15 +1,14 @@
-"""Settings an operator gives on a command line: ``key=value`` pairs (``--conf``,
-``OFFSETOPS_SPARK_CONF``), and the argument types and options every command shares.
+"""Settings an operator gives as text: ``key=value`` pairs (``--conf``, ``OFFSETOPS_SPARK_CONF``) and
+the integers every command takes, parsed and checked here; a ValueError names what is wrong.
 
-Files of settings are Java ``.properties`` and go through ``kafka_client.parse_properties`` instead.
+The command-line options themselves (argparse) belong to the front ends: the ``offsetops`` command
+and the Spark jobs share them from ``pipelines/cli_args.py``. Files of settings are Java
+``.properties`` and go through ``kafka_client.parse_properties`` instead.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable
-
-from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 
 
 def parse_pairs(items: Iterable[str] | None, *, option: str) -> dict[str, str]:
@@ -28,38 +27,20 @@ def _integer(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise ValueError(f"not an integer: {text!r}") from None
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1."""
+def parse_positive_int(text: str) -> int:
+    """An integer >= 1 (a count, a size in bytes); ValueError otherwise."""
     value = _integer(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise ValueError(f"must be at least 1, got {value}")
     return value
 
 
-def non_negative_int(text: str) -> int:
-    """An argparse type: an integer >= 0 (a duration in ms, an epoch-ms time, a partition number)."""
+def parse_non_negative_int(text: str) -> int:
+    """An integer >= 0 (a duration in ms, an epoch-ms time, a partition number); ValueError otherwise."""
     value = _integer(text)
     if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+        raise ValueError(f"must not be negative, got {value}")
     return value
-
-
-def add_partition_filter(p: argparse.ArgumentParser) -> None:
-    """``--partition N`` (repeat): only these ``__consumer_offsets`` partitions."""
-    p.add_argument(
-        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
-    )
-
-
-def add_max_batch_bytes(p: argparse.ArgumentParser) -> None:
-    """``--max-batch-bytes``: the bound on one batch, framed or decompressed (hostile input stops there)."""
-    p.add_argument(
-        "--max-batch-bytes",
-        type=positive_int,
-        default=DEFAULT_MAX_BATCH_BYTES,
-        metavar="N",
-        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
-    )

@@ -111,13 +111,3 @@ def parse_time(text: str, *, now: int | None = None) -> int:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
-
-
-def time_arg(text: str) -> int:
-    """``argparse`` type for time options (relative forms are taken against the wall clock)."""
-    import argparse
-
-    try:
-        return parse_time(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None

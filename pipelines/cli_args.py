@@ -1,6 +1,8 @@
 """Command-line arguments of the pipeline jobs, without importing Spark (``offsetops --help`` stays fast).
 
-Shared by ``offsetops pipeline JOB`` and by each job's ``main()`` under ``spark-submit``.
+Shared by ``offsetops pipeline JOB`` and by each job's ``main()`` under ``spark-submit``; the argument
+types and options every command shares (``positive_int``, ``--partition``, ``--max-batch-bytes``) are
+defined here once, over the core's plain parsers, and the ``offsetops`` command uses them too.
 """
 
 from __future__ import annotations
@@ -8,20 +10,57 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
 
 from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from offsetops.coordinator_core.settings import (
-    add_max_batch_bytes,
-    add_partition_filter,
-    non_negative_int,
-    positive_int,
-)
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.settings import parse_non_negative_int, parse_positive_int
 from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
 from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
 
 MODES = ("arrow", "rows")
+
+T = TypeVar("T")
+
+
+def argument_type(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type from a core parser: its ValueError becomes argparse's usage error (exit 2) with
+    the parser's own message, rather than argparse's generic "invalid value"."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = parse.__name__.removeprefix("parse_")
+    return convert
+
+
+#: An argparse type: an integer >= 1.
+positive_int = argument_type(parse_positive_int)
+#: An argparse type: an integer >= 0 (a duration in ms, an epoch-ms time, a partition number).
+non_negative_int = argument_type(parse_non_negative_int)
+
+
+def add_partition_filter(p: argparse.ArgumentParser) -> None:
+    """``--partition N`` (repeat): only these ``__consumer_offsets`` partitions."""
+    p.add_argument(
+        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+    )
+
+
+def add_max_batch_bytes(p: argparse.ArgumentParser) -> None:
+    """``--max-batch-bytes``: the bound on one batch, framed or decompressed (hostile input stops there)."""
+    p.add_argument(
+        "--max-batch-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_BATCH_BYTES,
+        metavar="N",
+        help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
+    )
 
 
 def job_module(job: str) -> str:

@@ -78,9 +78,12 @@ def non_negative_float(text: str) -> float:
 
 def epoch_time(text: str) -> int:
     """An argparse type: a time (epoch ms, ISO-8601, or relative like -2h) that is not before 1970."""
-    from offsetops.coordinator_core.timefmt import time_arg
+    from offsetops.coordinator_core.timefmt import parse_time
 
-    value = time_arg(text)
+    try:
+        value = parse_time(text)  # relative forms are taken against the wall clock
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is before 1970 (epoch ms must not be negative)")
     return value

@@ -18,10 +18,10 @@ from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.loader import load_partition_dir
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, PartitionDir, open_log_dir
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice, open_log_dirs, split_broker_prefix
 from offsetops.coordinator_core.timefmt import parse_time
+from offsetops.pipelines.cli_args import add_partition_filter, positive_int
 from offsetops.progress import Progress
 
 

@@ -37,10 +37,10 @@ from offsetops.coordinator_core.cleaner.model import (
 )
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
-from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDir, LogDirError, open_log_dir
 from offsetops.coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
 from offsetops.coordinator_core.timefmt import format_duration
+from offsetops.pipelines.cli_args import add_partition_filter, positive_int
 from offsetops.progress import Progress
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand

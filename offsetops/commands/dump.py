@@ -29,8 +29,8 @@ from offsetops.coordinator_core.schema import (
     key_json,
     value_json,
 )
-from offsetops.coordinator_core.settings import add_max_batch_bytes, add_partition_filter
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.pipelines.cli_args import add_max_batch_bytes, add_partition_filter
 from offsetops.progress import Progress, is_terminal
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}

@@ -31,9 +31,9 @@ from offsetops.coordinator_core.expiration import (
     plan_expiration,
 )
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.coordinator_core.timefmt import iso_utc
+from offsetops.pipelines.cli_args import add_partition_filter, positive_int
 from offsetops.progress import Progress
 
 EXECUTORS = ("admin", "produce", "segment")

@@ -16,10 +16,10 @@ from offsetops.commands._common import (
 from offsetops.commands._load import add_source_args, check_source, load_caches, parse_until
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.settings import add_max_batch_bytes
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import describe_time, now_ms
+from offsetops.pipelines.cli_args import add_max_batch_bytes
 
 
 def register(sub: argparse._SubParsersAction) -> None:

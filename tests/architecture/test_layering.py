@@ -120,6 +120,19 @@ def test_no_bare_top_level_imports() -> None:
     assert not bad, "\n".join(sorted(set(bad)))
 
 
+def test_the_core_parses_values_not_command_lines() -> None:
+    """argparse belongs to the front ends (the CLI, the Spark jobs and their ``pipelines/cli_args.py``);
+    the core offers plain parsers that raise ValueError, which the front ends' argument types wrap."""
+    bad = [
+        f"{path.relative_to(REPO)}:{line} imports argparse"
+        for module, path in MODULES.items()
+        if _layer(module) == LAYER["offsetops.coordinator_core"]
+        for target, line in _imports(module, path)
+        if target == "argparse"
+    ]
+    assert not bad, "\n".join(sorted(bad))
+
+
 def test_layers_point_down_only() -> None:
     bad = []
     for module, path in MODULES.items():
