@@ -37,7 +37,7 @@ from offsetops.coordinator_core.materialize import Entry, Materializer
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.batch import Record, RecordBatch
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from offsetops.coordinator_core.records.fold import fold_buffer, native_commit
+from offsetops.coordinator_core.records.fold import FoldState, fold_buffer, native_commit
 from offsetops.coordinator_core.records.reader import Scan, page_release
 from offsetops.coordinator_core.schema import SchemaError, decode_control_key
 from offsetops.coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
@@ -142,6 +142,21 @@ class PartitionFold:
         self.stats.records += len(records)
 
     # -- the fold target of records.fold.fold_buffer ------------------------------------------------
+
+    def fold_state(self) -> FoldState:
+        """What the C twin reads and updates: this fold's containers and the callbacks it hands back to."""
+        return FoldState(
+            latest=self.latest,
+            open_txns=self.open_txns,
+            first_marker=self.first_marker,
+            created=self.created,
+            small_types=self._small_types,
+            scala=self.semantics == "scala",
+            fold_record=self.fold_record,
+            fold_transactional_record=self.fold_transactional_record,
+            fold_control=self.fold_control,
+            offset_order=self.offset_order,
+        )
 
     def fold_records(self, records: list[Record], base: int, pos: int, file: str | None) -> None:
         """Fold the records of one plain batch: last writer wins per key.
