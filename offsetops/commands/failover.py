@@ -15,7 +15,6 @@ from offsetops.coordinator_core.failover import (
     FailoverForecast,
     forecast_failover,
     format_load_time,
-    loads_from_audit,
     loads_from_caches,
     read_load_logs,
 )
@@ -46,18 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.set_defaults(func=run)
-
-
-def audit_forecast(
-    audit_partitions: list[Any], broker_logs: list[str] | None, threshold_ms: int = DEFAULT_SLOW_MS
-) -> FailoverForecast | str:
-    """The failover forecast of ``offsetops audit``, from the audit's own scan (no second pass), or why
-    there is none."""
-    try:
-        observed = read_load_logs(broker_logs or [])
-    except OSError as exc:
-        return f"cannot read broker log: {exc}"
-    return forecast_failover(loads_from_audit(audit_partitions), observed=observed, threshold_ms=threshold_ms)
 
 
 def headline(fc: FailoverForecast) -> str:
