@@ -86,15 +86,58 @@ class Materializer:
 
     def build(self) -> CoordinatorCache:
         fold = self.fold
+        self._count_types()
+        self._decode_winners()
+        # Kafka 4.1 (KIP-1101) no longer writes ConsumerGroupPartitionMetadata, where topic ids got
+        # their names; its v4 offset commits carry the TopicId next to the topic name instead.
+        topic_ids = {
+            str(om.topic_id): topic
+            for offsets in self.offsets.values()
+            for (topic, _p), om in offsets.items()
+            if om.topic_id is not None and getattr(om.topic_id, "int", 1)
+        }
+        self._build_kip848(topic_ids)
+        pending_by_group, open_transactions = self._pending_offsets()
+
+        # Groups with offsets (committed or pending) but no metadata record: Empty, no protocol type.
+        for gid in list(self.offsets) + list(pending_by_group):
+            if gid not in self.groups:
+                self.groups[gid] = GroupMetadata(
+                    group_id=gid, state="Empty", protocol_type=None, generation=0
+                )
+        if self.java:
+            self._groups_created_by_commits()
+        for gid, offs in self.offsets.items():
+            self.groups[gid].offsets = offs
+        for gid, pend in pending_by_group.items():
+            self.groups[gid].pending_offsets = pend
+
+        misplaced = []
+        if fold.partition is not None:
+            misplaced = [g for g in self.groups if partition_for(g, self.num_partitions) != fold.partition]
+        return CoordinatorCache(
+            partition=fold.partition,
+            groups=self.groups,
+            stats=self.stats,
+            misplaced_groups=sorted(misplaced),
+            num_partitions=self.num_partitions,
+            open_transactions=open_transactions,
+        )
+
+    def _count_types(self) -> None:
+        """Records by type, and how many are of a type this coordinator does not know."""
         stats = self.stats
         unknown = 0
-        max_known = _MAX_KNOWN_TYPE[fold.semantics]
-        for rtype, n in fold.type_counts.items():
+        max_known = _MAX_KNOWN_TYPE[self.fold.semantics]
+        for rtype, n in self.fold.type_counts.items():
             stats.records_by_type[rtype] = stats.records_by_type.get(rtype, 0) + n
             if rtype < 0 or rtype > max_known:
                 unknown += n
         stats.unknown_record_types = unknown
 
+    def _decode_winners(self) -> None:
+        """Decode each key's surviving record: committed offsets, classic groups, KIP-848 records."""
+        fold = self.fold
         for raw, entry in fold.latest.items():
             try:
                 key = decode_key(raw)
@@ -122,19 +165,13 @@ class Materializer:
             elif isinstance(key, UnknownKey):
                 continue  # counted in stats.unknown_record_types; Kafka skips them too
 
-        # Kafka 4.1 (KIP-1101) no longer writes ConsumerGroupPartitionMetadata, where topic ids got
-        # their names; its v4 offset commits carry the TopicId next to the topic name instead.
-        topic_ids = {
-            str(om.topic_id): topic
-            for offsets in self.offsets.values()
-            for (topic, _p), om in offsets.items()
-            if om.topic_id is not None and getattr(om.topic_id, "int", 1)
-        }
-        self._build_kip848(topic_ids)
-
+    def _pending_offsets(
+        self,
+    ) -> tuple[dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]], dict[int, set[str]]]:
+        """The offsets of open transactions, by group and producer, and each producer's groups."""
         pending_by_group: dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]] = {}
         open_transactions: dict[int, set[str]] = {}
-        for pid, pending in fold.open_txns.items():
+        for pid, pending in self.fold.open_txns.items():
             for raw, entry in pending.items():
                 if entry[3] is None:
                     continue
@@ -152,31 +189,7 @@ class Materializer:
                     om
                 )
                 open_transactions.setdefault(pid, set()).add(key.group)
-
-        # Groups with offsets (committed or pending) but no metadata record: Empty, no protocol type.
-        for gid in list(self.offsets) + list(pending_by_group):
-            if gid not in self.groups:
-                self.groups[gid] = GroupMetadata(
-                    group_id=gid, state="Empty", protocol_type=None, generation=0
-                )
-        if self.java:
-            self._groups_created_by_commits()
-        for gid, offs in self.offsets.items():
-            self.groups[gid].offsets = offs
-        for gid, pend in pending_by_group.items():
-            self.groups[gid].pending_offsets = pend
-
-        misplaced = []
-        if fold.partition is not None:
-            misplaced = [g for g in self.groups if partition_for(g, self.num_partitions) != fold.partition]
-        return CoordinatorCache(
-            partition=fold.partition,
-            groups=self.groups,
-            stats=stats,
-            misplaced_groups=sorted(misplaced),
-            num_partitions=self.num_partitions,
-            open_transactions=open_transactions,
-        )
+        return pending_by_group, open_transactions
 
     def _groups_created_by_commits(self) -> None:
         """Groups an offset commit created on replay that neither kept an offset nor was removed since.

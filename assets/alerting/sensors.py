@@ -33,11 +33,9 @@ from offsetops.assets.partitions import (
     PARTITION_TAG,
 )
 from offsetops.assets.resources import SlackResource, StateResource
-from offsetops.checks.alerting.blocks import condition_blocks, condition_text
-from offsetops.checks.alerting.evidence import forget_long_lost
-from offsetops.checks.alerting.lifecycle import advance, message_groups
-from offsetops.checks.alerting.model import SendResult, Transition, failure_alert
-from offsetops.checks.alerting.notifier import OutgoingMessage
+from offsetops.checks.alerting.model import Observation, SendResult, failure_alert
+from offsetops.checks.alerting.reconcile import reconcile
+from offsetops.checks.alerting.state import ConditionEntry
 from offsetops.checks.asset_names import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
 
 log = logging.getLogger(__name__)
@@ -105,23 +103,11 @@ def evaluate_alerts(
     lock) before anything is sent.
     """
     now = time.time() if now is None else now
-    notifier = slack.notifier(state)
-    links = slack.links()
-    with notifier.store.locked() as alert_state:
-        observations = observe(instance, state, alert_state.conditions, NUM_PARTITIONS * 4)
-        changes = advance(alert_state.conditions, observations, now)
-        forget_long_lost(alert_state.conditions, now)  # after advance: what was seen now stays
-        queued = notifier.queue(
-            OutgoingMessage(
-                "recovery" if group[0].transition is Transition.RESOLVED else "alert",
-                ",".join(c.observation.key for c in group),
-                condition_text(group),
-                condition_blocks(group, links, now),
-                {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
-            )
-            for group in message_groups(changes)
-        )
-    return notifier.deliver(queued)
+
+    def evidence(conditions: dict[str, ConditionEntry]) -> list[Observation]:
+        return observe(instance, state, conditions, NUM_PARTITIONS * 4)
+
+    return reconcile(slack.notifier(state), slack.links(), evidence, now)
 
 
 def _cursor(instance: Any) -> str:

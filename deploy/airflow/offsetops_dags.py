@@ -10,7 +10,7 @@ Every DAG ends with ``page_failures`` (runs only when a task failed). Nothing he
 offsetops: the Spark tasks ``spark-submit`` the ``pipelines/`` jobs exactly as docs/pipelines.md says
 (``--py-files`` zip), and the alert tasks run in the offsetops environment (``ExternalPythonOperator``)
 and call the alert sensor's own evidence rules and condition lifecycle from the framework-free
-``offsetops.checks.alerting`` (``cleaner_observations``, ``offsets_observations``, ``advance``),
+``offsetops.checks.alerting`` (the jobs' tables read as the assets' evidence, ``reconcile``),
 ``failure_alert`` and ``SlackNotifier`` (durable queue, RESOLVED messages, outbox), without importing
 Dagster. Airflow's environment needs only Airflow; offsetops lives in its own venv, named by
 ``OFFSETOPS_PYTHON``.
@@ -126,24 +126,19 @@ def send_alerts(
 ) -> str:
     """The Dagster alert sensor's evidence rules and lifecycle over a job's tables, through ``SlackNotifier``.
 
-    ``audit``: ``cleaner_observations`` on ``cleaner_audit``; ``forecast``: ``offsets_observations`` on
-    ``tombstones``/``dead_groups``/``expiration_forecast``; both then ``advance`` the shared condition
-    state (open, escalate, resolve) exactly as ``evaluate_alerts`` does. ``failure``: ``failure_alert``.
+    ``audit``: the audit job's ``cleaner_audit`` rows; ``forecast``: the expire job's ``tombstones``,
+    ``dead_groups`` and ``expiration_forecast``; both then ``reconcile`` the shared condition state
+    (open, escalate, resolve) exactly as ``evaluate_alerts`` does. ``failure``: ``failure_alert``.
     """
-    import json
     import os
     import time
 
     import pyarrow.parquet as pq
-    from offsetops.checks.alerting.blocks import AlertLinks, condition_blocks, condition_text
-    from offsetops.checks.alerting.evidence import (
-        cleaner_observations,
-        forget_long_lost,
-        offsets_observations,
-    )
-    from offsetops.checks.alerting.lifecycle import advance, message_groups
-    from offsetops.checks.alerting.model import Transition, failure_alert
-    from offsetops.checks.alerting.notifier import OutgoingMessage, SlackNotifier
+    from offsetops.checks.alerting.blocks import AlertLinks
+    from offsetops.checks.alerting.job_tables import audit_job_observations, expire_job_observations
+    from offsetops.checks.alerting.model import failure_alert
+    from offsetops.checks.alerting.notifier import SlackNotifier
+    from offsetops.checks.alerting.reconcile import reconcile
 
     class Links(AlertLinks):  # links go to the Airflow task log, not to a Dagster UI
         def run(self, _run_id: str) -> str:
@@ -167,59 +162,17 @@ def send_alerts(
     def rows(table: str) -> list[dict]:
         return pq.read_table(f"{table_dir}/{table}").to_pylist()
 
-    now = time.time()
-    with notifier.store.locked() as alert_state:
-        if rule == "audit":
-            # The per-partition metadata the cleaner_audit asset records, from the audit job's rows.
-            latest = {
-                r["offsets_partition"]: (
-                    {
-                        "partition_verdicts": {str(r["offsets_partition"]): r["verdict"]},
-                        "findings": json.loads(r["audit_json"]).get("reasons", []),
-                    },
-                    run_id,
-                )
-                for r in rows("cleaner_audit")
-            }
-            observations = cleaner_observations(latest)
-        elif rule == "forecast":
-            # The per-partition plan documents the expiration_plan asset writes, from the expire job's rows.
-            plans: dict[int, dict] = {}
-            for table, key in (
-                ("tombstones", "tombstones"),
-                ("dead_groups", "dead_groups"),
-                ("expiration_forecast", "forecast"),
-            ):
-                for r in rows(table):
-                    doc = plans.setdefault(
-                        r["offsets_partition"],
-                        {
-                            "partition": r["offsets_partition"],
-                            "run_id": run_id,
-                            "now_ms": int(now_ms),
-                            "forecast_horizon_ms": int(hours * 3_600_000),
-                            "tombstones": [],
-                            "dead_groups": [],
-                            "forecast": [],
-                        },
-                    )
-                    doc[key].append(r)
-            observations = offsets_observations(plans, alert_state.conditions, {})
-        else:
-            raise ValueError(f"unknown alert rule {rule!r}")
-        changes = advance(alert_state.conditions, observations, now)
-        forget_long_lost(alert_state.conditions, now)
-        queued = notifier.queue(
-            OutgoingMessage(
-                "recovery" if group[0].transition is Transition.RESOLVED else "alert",
-                ",".join(c.observation.key for c in group),
-                condition_text(group),
-                condition_blocks(group, Links(dagster_url=run_url), now),
-                {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
+    def observe(conditions: dict) -> list:
+        if rule == "audit":  # the per-partition metadata the cleaner_audit asset records
+            return audit_job_observations(rows, run_id)
+        if rule == "forecast":  # the per-partition plan documents the expiration_plan asset writes
+            horizon_ms = int(hours * 3_600_000)
+            return expire_job_observations(
+                rows, conditions, run_id=run_id, now_ms=int(now_ms), horizon_ms=horizon_ms
             )
-            for group in message_groups(changes)
-        )
-    results = notifier.deliver(queued)
+        raise ValueError(f"unknown alert rule {rule!r}")
+
+    results = reconcile(notifier, Links(dagster_url=run_url), observe, time.time())
     return ", ".join(f"{r.kind} {r.status.value}" for r in results) or "nothing changed"
 
 

@@ -37,6 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "would reclaim, and whether it is making progress; then give a HEALTHY / DEGRADED / CRITICAL "
         "verdict with reasons and remedies. See docs/cleaner-audit.md.",
     )
+    _add_source_options(p)
+    _add_input_options(p)
+    _add_output_options(p)
+    p.set_defaults(func=run)
+
+
+def _add_source_options(p: argparse.ArgumentParser) -> None:
+    """Where the audited partitions are: one log dir, each broker's log dir, or the brokers' scans."""
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
     p.add_argument(
         "--log-dir",
@@ -53,6 +61,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "beside each broker into this shared directory, instead of reading log dirs",
     )
     add_partition_filter(p)
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """What the verdict is judged with: the cluster's config, metrics, broker logs, history, clock."""
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read topic and broker config from this cluster")
     p.add_argument("--client-config", metavar="FILE", help=f"live config: {CLIENT_CONFIG_HELP}")
     p.add_argument(
@@ -106,11 +118,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="flag partitions whose replay after a coordinator failover would take longer "
         f"(default {DEFAULT_SLOW_MS})",
     )
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument(
         "--exit-code", action="store_true", help="exit 0/1/2 for HEALTHY/DEGRADED/CRITICAL (monitoring)"
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

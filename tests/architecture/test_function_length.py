@@ -42,12 +42,6 @@ ALLOWED: dict[str, str] = {
     "coordinator_core/cleaner/audit.py:audit_log_dir": _REWRITE,
     "coordinator_core/cleaner/collect.py:audit_broker_scans": _REWRITE,
     "checks/alerting/evidence.py:offsets_observations": _REWRITE,
-    "deploy/airflow/offsetops_dags.py:send_alerts": "pending",
-    "coordinator_core/materialize.py:Materializer.build": "pending",
-    "pipelines/tables.py:caches_from_rows": "pending",
-    "pipelines/tables.py:cache_rows": "pending",
-    "offsetops/commands/audit.py:register": "pending",
-    "benchmarks/reload.py:main": "pending",
 }
 
 

@@ -107,3 +107,40 @@ def test_the_cleaner_alert_imports_no_dagster(tmp_path: Path) -> None:
     assert out["result"] == "alert sent"
     posted = " ".join(m.get("text", "") + json.dumps(m.get("blocks", [])) for m in messages)
     assert "HANGING_TRANSACTION" in posted and "7" in posted
+
+
+def test_the_forecast_alert_imports_no_dagster(tmp_path: Path) -> None:
+    """The expire job's tables: a group past retention is lost, a dead group too, a group whose offsets
+    expire inside the window is at risk; each is named."""
+    table_dir = tmp_path / "tables"
+    tables = {
+        "tombstones": [
+            {"offsets_partition": 3, "kind": "offset_commit", "group_id": "old-etl", "reason": "retention"}
+        ],
+        "dead_groups": [{"offsets_partition": 4, "group_id": "gone-app"}],
+        "expiration_forecast": [
+            {
+                "offsets_partition": 3,
+                "group_id": "billing",
+                "expires_at": 1_767_300_000_000,
+                "expires_in_ms": 3_600_000,
+            }
+        ],
+    }
+    for name, rows in tables.items():
+        (table_dir / name).mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(rows), table_dir / name / "part-0.parquet")
+    with SlackTestServer(valid_tokens={TOKEN}) as slack:
+        out = run_send_alerts(
+            slack,
+            **common(slack, tmp_path / "state"),
+            rule="forecast",
+            table_dir=str(table_dir),
+            hours=24.0,
+            now_ms="1767296400000",
+        )
+        messages = slack.messages
+    assert out["loaded"] == []
+    assert out["result"].startswith("alert sent")
+    posted = " ".join(m.get("text", "") + json.dumps(m.get("blocks", [])) for m in messages)
+    assert all(group in posted for group in ("old-etl", "gone-app", "billing")), posted
