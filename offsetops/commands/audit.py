@@ -19,7 +19,7 @@ from offsetops.commands._common import (
 from offsetops.commands.failover import audit_forecast, headline
 from offsetops.coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs, scan_log_dir
 from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, read_broker_logs
-from offsetops.coordinator_core.cleaner.collect import BrokerScan, audit_broker_scans, read_broker_scans
+from offsetops.coordinator_core.cleaner.collect import BrokerScans, audit_broker_scans, read_broker_scans
 from offsetops.coordinator_core.cleaner.config import (
     CleanerConfig,
     fetch_cluster_config,
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             "give a broker log dir PATH, --log-dir [BROKER_ID=]PATH once per broker, or --broker-scans DIR"
         )
     dirs: LogDirs | None = None
-    scans: list[BrokerScan] | None = None
+    scans: BrokerScans | None = None
     try:
         if args.broker_scans:
             scans = read_broker_scans(args.broker_scans)
