@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 from great_expectations.render.view import DefaultJinjaIndexPageView, DefaultJinjaPageView
 from jinja2 import ChoiceLoader, DictLoader, pass_context
+from offsetops.coordinator_core.atomic import write_text_atomic
+from offsetops.coordinator_core.untrusted import read_regular_file, read_regular_text
 
 VENDOR_DIR = "static/vendor"
 
@@ -226,16 +228,16 @@ def localize_site(site_dir: str | Path) -> list[str]:
     site = Path(site_dir)
     copy_vendor_assets(site)
     for page in site.rglob("*.html"):
-        text = page.read_text(encoding="utf-8")
+        text = read_regular_text(page, kind="report")
         new = localize_page(text, page, site)
         if new != text:
-            page.write_text(new, encoding="utf-8")
+            write_text_atomic(page, new)
     for sheet in (site / "static" / "styles").glob("*.css"):
         # GX's stylesheet pulls a dark-mode logo from S3: without it the plain background shows
-        text = sheet.read_text(encoding="utf-8")
+        text = read_regular_text(sheet, kind="report")
         new = _CSS_URL_CALL.sub("none", text)
         if new != text:
-            sheet.write_text(new, encoding="utf-8")
+            write_text_atomic(sheet, new)
     return external_references(site)
 
 
@@ -248,7 +250,7 @@ def external_references(site_dir: str | Path, *, include_links: bool = False) ->
     found = []
     files: Iterable[Path] = [*site.rglob("*.html"), *site.rglob("*.css")]
     for path in files:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_regular_file(path, kind="report").decode("utf-8", errors="replace")
         if path.suffix == ".html" and not include_links:
             text = _ANCHOR_EXTERNAL.sub("<a ", text)
         for m in (*_ANY_EXTERNAL.finditer(text), *_CSS_URL.finditer(text)):

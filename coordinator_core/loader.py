@@ -320,7 +320,7 @@ class PartitionFold:
         """Fold one ``.log`` file, memory-mapped; folded pages are released as the walk goes on."""
         file = str(path)
         try:
-            fh = open_regular_file(path, kind="segment")
+            fh = open_regular_file(path, kind="segment", follow_symlinks=True)
         except OSError as exc:
             self.stats.errors.append(DecodeError("io", f"cannot open: {exc}", file, self.partition))
             return

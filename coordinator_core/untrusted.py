@@ -36,7 +36,8 @@ MAX_BYTES: dict[str, int] = {
     "clock": 64 * _KIB,  # offsetops-clock.json
     "checkpoint": 64 * _MIB,  # replication-offset-checkpoint & co.: one line per partition of the broker
     "broker log": 4 * _GIB,  # server.log / log-cleaner.log, read line by line (never whole)
-    "state": 64 * _MIB,  # journals, alert state, outbox, reports read back
+    "state": 64 * _MIB,  # journals, alert state, outbox
+    "report": 64 * _MIB,  # JSON reports and pages offsetops wrote and reads back
     "history": 1 * _GIB,  # audits.jsonl, read line by line
     "segment": 1 << 62,  # .log segments are mapped, never read whole; any regular file size
     "index": 64 * _MIB,  # a segment's .timeindex / .index
@@ -75,12 +76,14 @@ def _limit(kind: str, max_bytes: int | None) -> int:
         raise ValueError(f"unknown file kind {kind!r}; known: {', '.join(MAX_BYTES)}") from None
 
 
-def _open_fd(path: str | os.PathLike[str], kind: str, limit: int) -> tuple[int, int]:
+def _open_fd(path: str | os.PathLike[str], kind: str, limit: int, follow: bool = False) -> tuple[int, int]:
     """An fd on ``path`` (a regular file within ``limit`` bytes) and its size; UntrustedFileError else."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise  # absent: callers tell a missing file (often normal) from a refused one
         if exc.errno == errno.ELOOP:
             raise UntrustedFileError(
                 path, kind, "is a symbolic link (not followed; name the file itself)"
@@ -103,10 +106,18 @@ def _open_fd(path: str | os.PathLike[str], kind: str, limit: int) -> tuple[int, 
     return fd, st.st_size
 
 
-def open_regular_file(path: str | os.PathLike[str], *, kind: str, max_bytes: int | None = None) -> BinaryIO:
+def open_regular_file(
+    path: str | os.PathLike[str],
+    *,
+    kind: str,
+    max_bytes: int | None = None,
+    follow_symlinks: bool = False,
+) -> BinaryIO:
     """``path`` opened for binary reading once it is checked (see the module docstring); use it in a
-    ``with`` block, as ``open``."""
-    fd, _ = _open_fd(path, kind, _limit(kind, max_bytes))
+    ``with`` block, as ``open``. ``follow_symlinks`` is for segment files only: the broker's
+    ``LogLoader`` follows a symlinked segment, and the log dir listing reports a dangling one; what the
+    link leads to must still be a regular file."""
+    fd, _ = _open_fd(path, kind, _limit(kind, max_bytes), follow_symlinks)
     return os.fdopen(fd, "rb")
 
 
@@ -143,7 +154,7 @@ def iter_lines(
     max_bytes: int | None = None,
     max_line: int = MAX_LINE_BYTES,
 ) -> Iterator[str]:
-    """The lines of ``path`` (UTF-8, undecodable bytes replaced, without line ends), one at a time:
+    """The lines of ``path`` (UTF-8, undecodable bytes replaced, with their line ends), one at a time:
     at most ``max_bytes`` are read in all and ``max_line`` bytes kept of any line."""
     limit = _limit(kind, max_bytes)
     with open_regular_file(path, kind=kind, max_bytes=limit) as fh:
@@ -162,4 +173,4 @@ def iter_lines(
                         break
             if total > limit:
                 raise UntrustedFileError(path, kind, f"grew above the limit of {limit} bytes while read")
-            yield line.decode("utf-8", errors="replace").rstrip("\r\n")
+            yield line.decode("utf-8", errors="replace")

@@ -21,6 +21,7 @@ from offsetops.assets.resources import StateResource
 from offsetops.checks.dagster_checks import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ def _topic_findings(instance: Any, state: StateResource) -> tuple[list[dict[str,
         return [f for f in _rows(meta.get("findings")) if "partition" in f and f["partition"] is None], run_id
     topic = state.audit_history_dir / "latest" / "topic.json"
     try:
-        doc = json.loads(topic.read_text(encoding="utf-8"))
+        doc = json.loads(read_regular_file(topic, kind="report"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -186,7 +187,7 @@ def failover_observations(reports_dir: Path) -> list[Observation]:
     longer than the threshold is a warning, a shorter one is ok. No report, no observation."""
     path = reports_dir / "cleaner_audit.json"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_regular_file(path, kind="report"))
     except FileNotFoundError:
         return []
     except (OSError, ValueError) as exc:
@@ -274,7 +275,7 @@ def load_partition_plans(folder: Path) -> dict[int, dict[str, Any]]:
         return out
     for path in folder.glob("partition-*.json"):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_file(path, kind="report"))
             out[int(doc["partition"])] = doc
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("expiration plan %s is unreadable (%s); its partition is not evaluated", path, exc)

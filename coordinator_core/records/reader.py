@@ -491,7 +491,7 @@ def iter_segment_batches(
     file = str(path)
     report = _sink(errors)
     try:
-        f = open_regular_file(path, kind="segment")
+        f = open_regular_file(path, kind="segment", follow_symlinks=True)
     except OSError as exc:
         report(DecodeError("io", f"cannot open: {exc}", file, partition, None, None))
         return

@@ -35,6 +35,7 @@ from offsetops.coordinator_core.sources.logdir import (
 from offsetops.coordinator_core.tombstones.journal import APPLIED, Journal, fault_point
 from offsetops.coordinator_core.tombstones.runner import ExecutorRefused, VerifyResult
 from offsetops.coordinator_core.tombstones.verify import verify_partition_dir
+from offsetops.coordinator_core.untrusted import open_regular_file, read_regular_text
 
 MARKER = ".offsetops-plan"
 
@@ -103,7 +104,7 @@ class SegmentExecutor:
     def _ensure_copy(self, journal: Journal) -> None:
         marker = self.output_dir / MARKER
         if self.output_dir.exists():
-            owner = marker.read_text().strip() if marker.is_file() else None
+            owner = read_regular_text(marker, kind="state").strip() if marker.is_file() else None
             if owner != journal.plan_id:
                 raise ExecutorRefused(
                     f"{self.output_dir} already exists and is not the copy made for plan {journal.plan_id}"
@@ -199,7 +200,7 @@ class SegmentExecutor:
         start = info["start_position"]
         if not seg_path.exists():
             return info["base_offset"], set()
-        with open(seg_path, "rb") as fh:
+        with open_regular_file(seg_path, kind="segment", follow_symlinks=True) as fh:
             fh.seek(start)
             data = fh.read()
         from offsetops.coordinator_core.records.reader import read_batches
