@@ -20,6 +20,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import math
 import os
 import stat
 import tempfile
@@ -79,11 +80,25 @@ def write_json_atomic(
     sort_keys: bool = False,
     default: Callable[[Any], Any] | None = None,
     mode: int = SHARED_FILE_MODE,
+    nan_as_null: bool = False,
 ) -> Path:
-    """Replace ``path`` with ``doc`` as standard JSON and a final newline (NaN or an infinity in ``doc``
-    is a ValueError: JSON has no such numbers, and readers of other languages refuse them)."""
+    """Replace ``path`` with ``doc`` as standard JSON and a final newline. NaN or an infinity in ``doc``
+    is a ValueError (JSON has no such numbers, and readers of other languages refuse them), or null
+    with ``nan_as_null`` (for documents that carry third-party results, such as GX's observed values)."""
+    if nan_as_null:
+        doc = _finite(doc)
     text = json.dumps(doc, indent=indent, sort_keys=sort_keys, default=default, allow_nan=False)
     return write_text_atomic(path, text + "\n", mode=mode)
+
+
+def _finite(doc: Any) -> Any:
+    if isinstance(doc, float):
+        return doc if math.isfinite(doc) else None
+    if isinstance(doc, dict):
+        return {k: _finite(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [_finite(v) for v in doc]
+    return doc
 
 
 def _open_regular_for_write(path: Path, flags: int, mode: int) -> int:
@@ -104,6 +119,8 @@ def _open_regular_for_write(path: Path, flags: int, mode: int) -> int:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise UnsafeWriteError(f"{path}: is not a regular file; offsetops writes only regular files")
+    if stat.S_IMODE(st.st_mode) != mode and st.st_uid == os.geteuid():
+        os.fchmod(fd, mode)  # created under a umask, or left by an older writer
     os.set_blocking(fd, True)
     return fd
 

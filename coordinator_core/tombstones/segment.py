@@ -21,6 +21,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from offsetops.coordinator_core.atomic import open_append, write_text_atomic
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.builder import build_legacy_message_set, build_record_batch
 from offsetops.coordinator_core.records.reader import iter_segment_batches
@@ -121,7 +122,7 @@ class SegmentExecutor:
         for name in (CLEANER_CHECKPOINT, LOG_START_CHECKPOINT):
             if (logdir.path / name).is_file() and self.source == logdir.path:
                 shutil.copy2(logdir.path / name, tmp / name)
-        (tmp / MARKER).write_text(journal.plan_id + "\n")
+        write_text_atomic(tmp / MARKER, journal.plan_id + "\n")
         for f in tmp.rglob("*"):
             if f.is_file():
                 _fsync_file(f)
@@ -183,7 +184,7 @@ class SegmentExecutor:
                     )
                 else:
                     data = build_legacy_message_set(records, magic=info["magic"], base_offset=next_offset)
-                with open(seg_path, "ab") as fh:
+                with open_append(seg_path) as fh:
                     fh.write(data)
                     fh.flush()
                     os.fsync(fh.fileno())
