@@ -58,6 +58,13 @@ class SlackResource(ConfigurableResource):
             raise ValueError(f"{value!r} is not an http(s) URL")
         return value
 
+    @field_validator("base_url")
+    @classmethod
+    def _slack_url(cls, value: str | None) -> str | None:
+        from offsetops.assets.alerting.transport import check_slack_base_url
+
+        return None if value is None else check_slack_base_url(value)
+
     @field_validator("channel")
     @classmethod
     def _channel(cls, value: str) -> str:

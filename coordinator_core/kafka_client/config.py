@@ -185,6 +185,13 @@ class KafkaClientConfig:
                 f"{self.source}: SASL {self.sasl_mechanism} needs a username and a password "
                 "(sasl.jaas.config, or OFFSETOPS_SASL_USERNAME and OFFSETOPS_SASL_PASSWORD)"
             )
+        if self.sasl_plain_password and not self.uses_sasl:
+            # the client would connect without SASL and never use it: a protocol typo, not a choice
+            raise ClientConfigError(
+                f"{self.source}: a SASL password is set but security.protocol is {self.security_protocol}, "
+                "which does no SASL authentication; set security.protocol=SASL_SSL (or SASL_PLAINTEXT), "
+                "or remove the password"
+            )
         for name in ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes"):
             if getattr(self, name) <= 0:
                 raise ClientConfigError(f"{self.source}: {name} must be positive")
