@@ -42,6 +42,7 @@ MAX_BYTES: dict[str, int] = {
     "segment": 1 << 62,  # .log segments are mapped, never read whole; any regular file size
     "index": 64 * _MIB,  # a segment's .timeindex / .index
     "ground truth": 256 * _MIB,  # a simulated log dir's ground-truth file
+    "secret": 64 * _KIB,  # a token or password mounted as a file
 }
 #: a line of a line-by-line reader longer than this is cut there (the rest of it is skipped)
 MAX_LINE_BYTES = 64 * _KIB
