@@ -23,7 +23,6 @@ from offsetops.coordinator_core.cleaner.collect import (
 )
 from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.coordinator_core.untrusted import MAX_BYTES
 
 from tests.support.memory import PRINT_PEAK_KB
 
@@ -209,6 +208,8 @@ def test_wrong_shapes_inside_a_scan_fail_only_their_entry(tmp_path: Path, scan_d
 
 
 def test_a_100_mb_scan_is_refused_by_its_size_without_reading_it(tmp_path: Path, scan_doc) -> None:
+    from offsetops.coordinator_core.untrusted import MAX_BYTES
+
     scans = tmp_path / "scans"
     put(scans, "broker-1.json", scan_doc)
     big = scans / "broker-2.json"
@@ -228,6 +229,8 @@ def test_a_100_mb_scan_is_refused_by_its_size_without_reading_it(tmp_path: Path,
 
 
 def test_the_collector_keeps_its_scan_under_the_readers_limit(tmp_path: Path, scan_doc, monkeypatch) -> None:
+    from offsetops.coordinator_core.untrusted import MAX_BYTES
+
     scans = tmp_path / "scans"
     put(scans, "broker-1.json", scan_doc)
     (scan,) = read_broker_scans(scans)
