@@ -51,6 +51,7 @@ from offsetops.coordinator_core.cleaner.scan_schema import (
     check_notes,
     check_partition_audit,
     check_partition_number,
+    check_replica_copy,
 )
 from offsetops.coordinator_core.sources.logdir import (
     OFFSETS_TOPIC,
@@ -170,7 +171,7 @@ class BrokerScan:
         while copies:
             where = f"copies[{len(scan.copies)}]"
             try:
-                scan.copies.append(_copy_from_json(broker_id, copies.pop(0), where))
+                scan.copies.append(check_replica_copy(broker_id, copies.pop(0), where))
             except ScanSchemaError as exc:
                 scan.notes.append(f"{source}: {where} left out of the comparison of copies: {exc}")
         return scan
@@ -211,51 +212,6 @@ def _copy_json(c: ReplicaCopy) -> dict[str, Any]:
         "digests_until": c.digests_until,
         "digests": [[d.base_offset, d.last_offset, d.size, d.digest] for d in c.digests or ()],
     }
-
-
-def _copy_from_json(broker_id: int, doc: Any, where: str) -> ReplicaCopy:
-    d = check_mapping(doc, where)
-
-    def pair(v: Any, at: str) -> tuple[int, int]:
-        item = check_list(v, at)
-        if len(item) != 2:
-            _bad(at, "[epoch, start_offset]")
-        e, start = item
-        return check_int(e, f"{at}[0]", high=MAX_PARTITION), check_int(start, f"{at}[1]")
-
-    def digest(v: Any, at: str) -> BatchDigest:
-        item = check_list(v, at)
-        if len(item) != 4:
-            _bad(at, "[base_offset, last_offset, size, digest]")
-        b, e, n, h = item
-        return BatchDigest(
-            check_int(b, f"{at}[0]"),
-            check_int(e, f"{at}[1]"),
-            check_int(n, f"{at}[2]"),
-            check_label(h, f"{at}[3]"),
-        )
-
-    until = d.get("digests_until")
-    raw_digests = check_list(d.get("digests"), f"{where}.digests")
-    return ReplicaCopy(
-        broker_id=broker_id,
-        partition=check_int(d.get("partition"), f"{where}.partition", high=MAX_PARTITION),
-        path=check_label(d.get("path"), f"{where}.path"),
-        size_bytes=check_int(d.get("size_bytes"), f"{where}.size_bytes"),
-        leader_epochs=tuple(
-            pair(v, f"{where}.leader_epochs[{i}]")
-            for i, v in enumerate(check_list(d.get("leader_epochs"), f"{where}.leader_epochs"))
-        ),
-        log_start_offset=check_int(d.get("log_start_offset"), f"{where}.log_start_offset"),
-        log_end_offset=check_int(d.get("log_end_offset"), f"{where}.log_end_offset"),
-        first_dirty_offset=check_int(d.get("first_dirty_offset"), f"{where}.first_dirty_offset"),
-        digests=tuple(digest(v, f"{where}.digests[{i}]") for i, v in enumerate(raw_digests)),
-        digests_until=None if until is None else check_int(until, f"{where}.digests_until"),
-    )
-
-
-def _bad(where: str, shape: str) -> Any:
-    raise ScanSchemaError(f"{where} must be {shape}")
 
 
 def _with_digests(copy: ReplicaCopy, max_digests: int) -> ReplicaCopy:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offsetops.coordinator_core.cleaner.model import PartitionAudit
+from offsetops.coordinator_core.sources.replicas import BatchDigest, ReplicaCopy
 
 __all__ = [
     "INT64_MAX",
@@ -32,6 +33,7 @@ __all__ = [
     "check_label",
     "check_list",
     "check_mapping",
+    "check_replica_copy",
 ]
 
 INT64_MAX = (1 << 63) - 1
@@ -209,3 +211,75 @@ def check_config(value: Any, where: str, *, depth: int = 2) -> dict[str, Any]:
         elif isinstance(item, str):
             check_label(item, at)
     return dict(doc)
+
+
+def check_replica_copy(broker_id: int, doc: Any, where: str) -> ReplicaCopy:
+    """A scan's ``copies[i]``, checked, as the :class:`ReplicaCopy` it was written from."""
+    d = check_mapping(doc, where)
+
+    def pair(v: Any, at: str) -> tuple[int, int]:
+        item = check_list(v, at)
+        if len(item) != 2:
+            _bad(at, "[epoch, start_offset]")
+        e, start = item
+        return check_int(e, f"{at}[0]", high=MAX_PARTITION), check_int(start, f"{at}[1]")
+
+    until = d.get("digests_until")
+    raw_digests = check_list(d.get("digests"), f"{where}.digests")
+    return ReplicaCopy(
+        broker_id=broker_id,
+        partition=check_int(d.get("partition"), f"{where}.partition", high=MAX_PARTITION),
+        path=check_label(d.get("path"), f"{where}.path"),
+        size_bytes=check_int(d.get("size_bytes"), f"{where}.size_bytes"),
+        leader_epochs=tuple(
+            pair(v, f"{where}.leader_epochs[{i}]")
+            for i, v in enumerate(check_list(d.get("leader_epochs"), f"{where}.leader_epochs"))
+        ),
+        log_start_offset=check_int(d.get("log_start_offset"), f"{where}.log_start_offset"),
+        log_end_offset=check_int(d.get("log_end_offset"), f"{where}.log_end_offset"),
+        first_dirty_offset=check_int(d.get("first_dirty_offset"), f"{where}.first_dirty_offset"),
+        digests=_digests(raw_digests, f"{where}.digests"),
+        digests_until=None if until is None else check_int(until, f"{where}.digests_until"),
+    )
+
+
+def _digests(raw: list[Any], where: str) -> tuple[BatchDigest, ...]:
+    """The batch digests of a copy, each checked; every parsed entry is dropped as soon as it is
+    converted, so the peak is about what is kept, not what was parsed plus what is kept."""
+    raw.reverse()
+    out: list[BatchDigest] = []
+    while raw:
+        item = raw.pop()
+        if not _digest_ok(item):
+            _check_digest(item, f"{where}[{len(out)}]")  # raises, naming the field
+        out.append(BatchDigest(*item))
+    return tuple(out)
+
+
+def _digest_ok(item: Any) -> bool:
+    if type(item) is not list or len(item) != 4:
+        return False
+    b, e, n, h = item
+    return (
+        type(b) is int
+        and type(e) is int
+        and type(n) is int
+        and 0 <= b <= INT64_MAX
+        and 0 <= e <= INT64_MAX
+        and 0 <= n <= INT64_MAX
+        and type(h) is str
+        and len(h) <= MAX_TEXT
+    )
+
+
+def _check_digest(v: Any, at: str) -> None:
+    item = check_list(v, at)
+    if len(item) != 4:
+        _bad(at, "[base_offset, last_offset, size, digest]")
+    for i, x in enumerate(item[:3]):
+        check_int(x, f"{at}[{i}]")
+    check_label(item[3], f"{at}[3]")
+
+
+def _bad(where: str, shape: str) -> Any:
+    raise ScanSchemaError(f"{where} must be {shape}")
