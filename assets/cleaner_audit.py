@@ -61,6 +61,7 @@ from offsetops.coordinator_core.failover import (
 )
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.untrusted import read_regular_file
 from pydantic import Field
 
 GROUP = "cleaner_audit"
@@ -218,11 +219,11 @@ def rebuild_audit_report(
     forecast of those partitions (from the audit's own scan)."""
     folder = _latest_dir(state)
     topic = (
-        json.loads((folder / "topic.json").read_text(encoding="utf-8"))
+        json.loads(read_regular_file(folder / "topic.json", kind="report"))
         if (folder / "topic.json").exists()
         else {}
     )
-    partitions = [json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("partition-*.json")]
+    partitions = [json.loads(read_regular_file(p, kind="report")) for p in folder.glob("partition-*.json")]
     partitions.sort(
         key=lambda d: (
             -VERDICT_RANK.get(d["verdict"], 0),

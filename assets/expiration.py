@@ -66,6 +66,7 @@ from offsetops.coordinator_core.expiration import (
     plan_expiration,
 )
 from offsetops.coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.untrusted import read_regular_file
 from pydantic import Field, model_validator
 
 GROUP = "expiration"
@@ -130,7 +131,7 @@ def _rebuild_report(state: StateResource) -> dict[str, Any]:
         if folder.exists()
         else []
     )
-    docs = [json.loads(p.read_text(encoding="utf-8")) for p in parts]
+    docs = [json.loads(read_regular_file(p, kind="report")) for p in parts]
     report: dict[str, Any] = {
         "partitions": [d["partition"] for d in docs],
         "tombstones": [t for d in docs for t in d["tombstones"]],
@@ -362,7 +363,7 @@ def _load_plan(state: StateResource, partitions: list[int]) -> tuple[ExpirationP
         path = _partition_plan_path(state, p)
         if not path.exists():
             raise Failure(f"no expiration plan for partition {p} ({path}); materialize expiration_plan first")
-        docs.append(json.loads(path.read_text(encoding="utf-8")))
+        docs.append(json.loads(read_regular_file(path, kind="report")))
     heads = {(d["now_ms"], d["retention_ms"], d["coordinator"]) for d in docs}
     if len(heads) > 1:
         raise Failure(

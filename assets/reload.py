@@ -26,6 +26,7 @@ from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 if TYPE_CHECKING:
     from offsetops.pipelines.reload import ReloadOptions
@@ -188,7 +189,7 @@ def _merge_partitions(path: Path, update: dict[int, dict[str, Any]], **extra: An
     doc: dict[str, Any] = {"partitions": {}}
     if path.exists():
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_file(path, kind="report"))
         except ValueError:
             doc = {"partitions": {}}
     doc.setdefault("partitions", {})

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from offsetops.coordinator_core.atomic import write_json_atomic
 from offsetops.coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.untrusted import UntrustedFileError, read_regular_file
 
 CLOCK_FILE = "offsetops-clock.json"
 CLOCK_FORMAT = 1
@@ -50,7 +51,7 @@ def _declaration_path(log_dir: str | os.PathLike[str]) -> Path | None:
     """The declaration of a log dir, or of the log dir holding a single partition dir."""
     path = Path(log_dir)
     for candidate in (path / CLOCK_FILE, path.parent / CLOCK_FILE):
-        if candidate.is_file():
+        if os.path.lexists(candidate):
             return candidate
     return None
 
@@ -63,7 +64,11 @@ def read_declared_clock(log_dir: str | os.PathLike[str] | None) -> Clock | None:
     if path is None:
         return None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        raw = read_regular_file(path, kind="clock")
+    except OSError as exc:  # an UntrustedFileError names the file and the reason
+        raise ClockError(str(exc) if isinstance(exc, UntrustedFileError) else f"{path}: {exc}") from None
+    try:
+        doc = json.loads(raw)
         as_of_ms = doc["as_of_ms"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ClockError(f"{path}: not a clock declaration ({exc.__class__.__name__}: {exc})") from exc

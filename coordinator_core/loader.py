@@ -40,6 +40,7 @@ from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYT
 from offsetops.coordinator_core.records.fold import FoldState, fold_buffer, native_commit
 from offsetops.coordinator_core.records.reader import Scan, page_release
 from offsetops.coordinator_core.schema import SchemaError, decode_control_key
+from offsetops.coordinator_core.untrusted import open_regular_file
 from offsetops.coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
 
 __all__ = [
@@ -334,7 +335,7 @@ class PartitionFold:
         """Fold one ``.log`` file, memory-mapped; folded pages are released as the walk goes on."""
         file = str(path)
         try:
-            fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
+            fh = open_regular_file(path, kind="segment", follow_symlinks=True)
         except OSError as exc:
             self.stats.errors.append(DecodeError("io", f"cannot open: {exc}", file, self.partition))
             return

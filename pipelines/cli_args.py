@@ -140,6 +140,13 @@ def live_arguments(p: argparse.ArgumentParser) -> None:
         f"(default {DEFAULT_RANGE_OFFSETS})",
     )
     p.add_argument("--strict", action="store_true", help="exit 1 if any decode error was found")
+    p.add_argument(
+        "--allow-unencrypted-secrets",
+        action="store_true",
+        help="ship the SASL/TLS key password to the executors even when Spark neither authenticates nor "
+        "encrypts (spark.authenticate, spark.network.crypto.enabled, spark.io.encryption.enabled); "
+        "for test clusters only",
+    )
 
 
 def expire_arguments(p: argparse.ArgumentParser) -> None:

@@ -57,6 +57,7 @@ from offsetops.pipelines.reload import (
     write_blob_tables,
 )
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.secrets import allow_from_env, check_secret_shipping
 from offsetops.pipelines.tables import arrow_schema
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -162,8 +163,20 @@ def fetch_folds(
     *,
     topic: str = CONSUMER_OFFSETS,
     options: ReloadOptions = DEFAULT_OPTIONS,
+    allow_unencrypted_secrets: bool | None = None,
 ) -> DataFrame:
-    """Stage 2: the ranges fetched and folded on the executors (``LIVE_FOLD_SCHEMA``)."""
+    """Stage 2: the ranges fetched and folded on the executors (``LIVE_FOLD_SCHEMA``). The client
+    configuration travels inside the tasks: refused (:func:`check_secret_shipping`) when it holds a
+    secret and the cluster's Spark neither authenticates nor encrypts."""
+    sc = spark.sparkContext
+    check_secret_shipping(
+        sc.master,
+        dict(sc.getConf().getAll()),
+        config,
+        allow_unencrypted=allow_from_env()
+        if allow_unencrypted_secrets is None
+        else allow_unencrypted_secrets,
+    )
     return range_rows(spark, ranges).mapInArrow(
         _fetch_arrow(config, topic, options.semantics, options.verify_crc), LIVE_FOLD_SCHEMA
     )
@@ -196,6 +209,7 @@ def live_reload_tables(
     *,
     topic: str = CONSUMER_OFFSETS,
     options: ReloadOptions = DEFAULT_OPTIONS,
+    allow_unencrypted_secrets: bool | None = None,
 ) -> tuple[dict[str, DataFrame], DataFrame, DataFrame]:
     """The distributed live reload as DataFrames: ``({table: DataFrame}, blobs, folds)``.
 
@@ -206,7 +220,14 @@ def live_reload_tables(
     if options.semantics != "java" and len(ranges) > len(partitions):
         # PartitionFold.merge follows the Java coordinator's rules only; Scala replay reads whole.
         raise ValueError("with scala semantics, plan one range per partition (folds cannot be merged)")
-    folds = fetch_folds(spark, config, ranges, topic=topic, options=options)
+    folds = fetch_folds(
+        spark,
+        config,
+        ranges,
+        topic=topic,
+        options=options,
+        allow_unencrypted_secrets=allow_unencrypted_secrets,
+    )
     folds.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         raise_failures(folds, config, topic)
@@ -236,6 +257,7 @@ def run_live_reload(
     partitions: list[int] | None = None,
     max_range_offsets: int = DEFAULT_RANGE_OFFSETS,
     ranges: Sequence[FetchRange] | None = None,
+    allow_unencrypted_secrets: bool | None = None,
 ) -> LiveReloadResult:
     """Plan (unless ``ranges`` are given), fetch and fold on the executors, merge, write the tables."""
     started = time.perf_counter()
@@ -251,7 +273,14 @@ def run_live_reload(
     )
     if not ranges:
         raise LiveSourceError(f"topic {topic!r} on {config.describe()} has no partitions to read")
-    tables, blobs, folds = live_reload_tables(spark, config, ranges, topic=topic, options=options)
+    tables, blobs, folds = live_reload_tables(
+        spark,
+        config,
+        ranges,
+        topic=topic,
+        options=options,
+        allow_unencrypted_secrets=allow_unencrypted_secrets,
+    )
     try:
         result.counts = write_blob_tables(tables, blobs, output)
     finally:
@@ -275,7 +304,13 @@ def run(args: argparse.Namespace) -> int:
             ranges = plan_fetch_ranges(source, args.partition, max_offsets=args.max_range_offsets)
         spark = session_from_args(args, "live")
         result = run_live_reload(
-            spark, config, args.output, options_from_args(args), topic=args.topic, ranges=ranges
+            spark,
+            config,
+            args.output,
+            options_from_args(args),
+            topic=args.topic,
+            ranges=ranges,
+            allow_unencrypted_secrets=args.allow_unencrypted_secrets or None,
         )
     except KafkaClientError as exc:  # names the cluster (and the executor), never a secret
         print(f"offsetops pipeline live: {printable(exc)}", file=sys.stderr)

@@ -24,6 +24,7 @@ from offsetops.checks.alerting.evidence import (
 from offsetops.checks.alerting.model import Observation
 from offsetops.checks.alerting.state import ConditionEntry
 from offsetops.checks.asset_names import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def _topic_findings(instance: Any, state: StateResource) -> tuple[list[dict[str,
         ], run_id
     topic = state.audit_history_dir / "latest" / "topic.json"
     try:
-        doc = json.loads(topic.read_text(encoding="utf-8"))
+        doc = json.loads(read_regular_file(topic, kind="report"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:

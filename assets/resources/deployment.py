@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagster import ConfigurableResource, DefaultScheduleStatus, EnvVar
-from offsetops.assets.resources.slack import ENV_SLACK_TOKEN, SlackResource
+from offsetops.assets.resources.slack import ENV_SLACK_TOKEN, ENV_SLACK_TOKEN_FILE, SlackResource
 from offsetops.assets.resources.source import ENV_AS_OF_MS, ENV_BOOTSTRAP, ENV_LOG_DIR, OffsetsSourceResource
 from offsetops.assets.resources.spark import SparkResource
 from offsetops.assets.resources.state import DEFAULT_OUTPUT_DIR, StateResource
@@ -84,6 +84,7 @@ ENVIRONMENT: dict[str, dict[str, str]] = {
         "dagster_url": ENV_DAGSTER_URL,
         "reports_url": ENV_REPORTS_BASE_URL,
         "budget_s": ENV_SLACK_BUDGET,
+        "token_file": ENV_SLACK_TOKEN_FILE,
     },
 }
 """``{resource: {field: environment variable}}``: every field a deployment takes from the environment."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from dagster import ConfigurableResource, InitResourceContext
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
 DEFAULT_SLACK_CHANNEL = "#offsetops-alerts"
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
 ENV_SLACK_TOKEN = "SLACK_BOT_TOKEN"
+ENV_SLACK_TOKEN_FILE = "SLACK_BOT_TOKEN_FILE"
+log = logging.getLogger(__name__)
 
 
 class SlackResource(ConfigurableResource):
@@ -26,6 +29,12 @@ class SlackResource(ConfigurableResource):
     """
 
     token: str | None = Field(default=None, description="Slack bot token (xoxb-...).")
+    token_file: str | None = Field(
+        default=None,
+        description="A file holding the bot token (a Kubernetes Secret key mounted as a file); read when "
+        "the notifier is built, so the token is never part of the resource's config. Used when token is "
+        "unset.",
+    )
     channel: str = Field(default=DEFAULT_SLACK_CHANNEL, min_length=1)
     base_url: str | None = Field(default=None, description="Slack Web API base URL (tests, proxies).")
     dedupe_window_s: int = Field(default=3600, ge=0)
@@ -58,6 +67,13 @@ class SlackResource(ConfigurableResource):
             raise ValueError(f"{value!r} is not an http(s) URL")
         return value
 
+    @field_validator("base_url")
+    @classmethod
+    def _slack_url(cls, value: str | None) -> str | None:
+        from offsetops.checks.alerting.transport import check_slack_base_url
+
+        return None if value is None else check_slack_base_url(value)
+
     @field_validator("channel")
     @classmethod
     def _channel(cls, value: str) -> str:
@@ -78,6 +94,19 @@ class SlackResource(ConfigurableResource):
             report_path=self.report_path,
         )
 
+    def _token_from_file(self) -> str | None:
+        """The token in ``token_file`` (a regular file of at most 64 KiB), or None without one. An
+        unreadable file is logged by name and treated as no token: the alert goes to the outbox."""
+        if not self.token_file:
+            return None
+        from offsetops.coordinator_core.untrusted import read_regular_text
+
+        try:
+            return read_regular_text(self.token_file, kind="secret").strip() or None
+        except OSError as exc:
+            log.warning("Slack token file unreadable (%s); alerts go to the outbox", exc)
+            return None
+
     def notifier(self, state: StateResource) -> SlackNotifier:
         """A :class:`SlackNotifier` whose dedupe state and outbox live in ``state``'s state dir."""
         from offsetops.checks.alerting import SlackNotifier
@@ -86,7 +115,7 @@ class SlackResource(ConfigurableResource):
         if base_url and not base_url.endswith("/"):
             base_url += "/"
         return SlackNotifier(
-            self.token,
+            self.token or self._token_from_file(),
             self.channel,
             base_url=base_url,
             state_path=state.alert_state_file,

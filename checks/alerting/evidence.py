@@ -21,6 +21,7 @@ from offsetops.checks.alerting.state import ConditionEntry
 from offsetops.checks.asset_names import AUDIT_ASSET, EXPIRATION_ASSET
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,7 @@ def failover_observations(reports_dir: Path) -> list[Observation]:
     longer than the threshold is a warning, a shorter one is ok. No report, no observation."""
     path = reports_dir / "cleaner_audit.json"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_regular_file(path, kind="report"))
     except FileNotFoundError:
         return []
     except (OSError, ValueError) as exc:
@@ -161,7 +162,7 @@ def load_partition_plans(folder: Path) -> dict[int, dict[str, Any]]:
         return out
     for path in folder.glob("partition-*.json"):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_file(path, kind="report"))
             out[int(doc["partition"])] = doc
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("expiration plan %s is unreadable (%s); its partition is not evaluated", path, exc)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.coordinator_core.atomic import file_lock, write_text_atomic
+from offsetops.coordinator_core.untrusted import read_regular_text
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class AlertStateStore:
     def load(self) -> AlertState:
         """The saved state; an absent file is empty, and an unreadable one is logged and treated as empty."""
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = read_regular_text(self.path, kind="state")
         except FileNotFoundError:
             return AlertState()
         try:

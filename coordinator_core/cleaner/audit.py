@@ -272,6 +272,7 @@ def audit_log_dir(
     verify_crc: bool = True,
     partition_audits: Mapping[int, PartitionAudit | PartitionFailure | None] | None = None,
     log_dir_key: str | None = None,
+    files_at_hand: bool = True,
 ) -> CleanerAudit:
     """Audit every ``__consumer_offsets`` partition of a log dir (or one partition dir).
 
@@ -280,7 +281,8 @@ def audit_log_dir(
     ``partition_audits`` supplies the per-partition scans already done elsewhere (the Spark job runs
     :func:`audit_partition` on its executors, a broker scan its broker's pod); history, marks and verdicts
     are still applied here. ``log_dir_key`` names the log dir in the history and the report (default:
-    its resolved path).
+    its resolved path). With ``files_at_hand`` false (a broker scan judged centrally), the log dir's path
+    is a label only: no file under it is opened.
     """
     logdir = path if isinstance(path, LogDir) else open_log_dir(path, partitions=partitions)
     cfg = config or CleanerConfig()
@@ -289,7 +291,7 @@ def audit_log_dir(
     notes = list(logdir.checkpoint_errors)
     if live is not None:
         notes.extend(live.notes)
-    hw_ckpt = _high_watermarks(logdir, notes)
+    hw_ckpt = _high_watermarks(logdir, notes) if files_at_hand else {}
     if partition_audits is None:
         partition_audits = scan_log_dir(logdir, config=cfg, now_ms=now, verify_crc=verify_crc, hw=hw_ckpt)
     history = AuditHistory.load(state_dir) if state_dir is not None else None

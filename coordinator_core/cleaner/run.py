@@ -18,7 +18,7 @@ from typing import Any
 
 from offsetops.coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs, scan_log_dir
 from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, read_broker_logs
-from offsetops.coordinator_core.cleaner.collect import BrokerScan, audit_broker_scans, read_broker_scans
+from offsetops.coordinator_core.cleaner.collect import BrokerScans, audit_broker_scans, read_broker_scans
 from offsetops.coordinator_core.cleaner.config import (
     CleanerConfig,
     ClusterConfig,
@@ -100,7 +100,7 @@ class _Source:
 
     logdir: LogDir | None
     dirs: LogDirs | None
-    scans: list[BrokerScan] | None
+    scans: BrokerScans | None
     first_dir: str | None  # where a declared clock is looked for
 
     def broker_ids(self) -> set[int] | None:

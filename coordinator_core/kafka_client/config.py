@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import javaproperties
+from offsetops.coordinator_core.untrusted import UntrustedFileError, read_regular_file
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
@@ -100,10 +101,12 @@ def parse_properties(text: str) -> dict[str, str]:
     return dict(javaproperties.loads(text))
 
 
-def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
+def read_properties(path: str | os.PathLike[str], *, kind: str = "properties") -> dict[str, str]:
     """:func:`parse_properties` of a file (Java reads ``.properties`` as ISO-8859-1; UTF-8 is what
-    operators write today, and ``\\uXXXX`` escapes mean the same in both)."""
-    raw = Path(path).read_bytes()
+    operators write today, and ``\\uXXXX`` escapes mean the same in both). The file is checked first
+    (:func:`~offsetops.coordinator_core.untrusted.read_regular_file`: a regular file within the limit of
+    its ``kind``), so a FIFO or ``/dev/zero`` is an OSError naming it, never a hang."""
+    raw = read_regular_file(path, kind=kind)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -181,6 +184,13 @@ class KafkaClientConfig:
             raise ClientConfigError(
                 f"{self.source}: SASL {self.sasl_mechanism} needs a username and a password "
                 "(sasl.jaas.config, or OFFSETOPS_SASL_USERNAME and OFFSETOPS_SASL_PASSWORD)"
+            )
+        if self.sasl_plain_password and not self.uses_sasl:
+            # the client would connect without SASL and never use it: a protocol typo, not a choice
+            raise ClientConfigError(
+                f"{self.source}: a SASL password is set but security.protocol is {self.security_protocol}, "
+                "which does no SASL authentication; set security.protocol=SASL_SSL (or SASL_PLAINTEXT), "
+                "or remove the password"
             )
         for name in ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes"):
             if getattr(self, name) <= 0:
@@ -335,7 +345,9 @@ class KafkaClientConfig:
         """
         p = Path(path)
         try:
-            props = read_properties(p)
+            props = read_properties(p, kind="client config")
+        except UntrustedFileError as exc:
+            raise ClientConfigError(f"cannot read Kafka client properties: {exc}") from None
         except OSError as exc:
             raise ClientConfigError(
                 f"cannot read Kafka client properties {p}: {exc.strerror or exc}"

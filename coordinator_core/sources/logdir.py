@@ -14,6 +14,7 @@ from offsetops.coordinator_core.atomic import write_text_atomic
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.batch import RecordBatch
 from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 OFFSETS_TOPIC = "__consumer_offsets"
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
@@ -109,9 +110,13 @@ def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[tuple[str, int]
 
 def _checkpoint_lines(p: Path) -> list[str] | None:
     """The non-blank lines of a ``CheckpointFile`` after its version (0) and entry count, checked."""
-    if not p.exists():
+    if not os.path.lexists(p):
         return None
-    lines = [ln for ln in p.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    try:
+        text = read_regular_file(p, kind="checkpoint").decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise LogDirError(str(exc)) from None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines:
         return None
     if lines[0].strip() != "0":
@@ -154,12 +159,12 @@ def read_broker_id(log_dir: str | os.PathLike[str]) -> int:
     path = Path(log_dir) / META_PROPERTIES
     try:
         props = read_properties(path)
-    except FileNotFoundError:
-        raise LogDirError(
-            f"{log_dir}: no {META_PROPERTIES}, so its broker id is unknown; give it as BROKER_ID=PATH"
-        ) from None
     except (OSError, ValueError) as exc:
-        raise LogDirError(f"{path}: cannot read: {exc}") from exc
+        if not os.path.lexists(path):
+            raise LogDirError(
+                f"{log_dir}: no {META_PROPERTIES}, so its broker id is unknown; give it as BROKER_ID=PATH"
+            ) from None
+        raise LogDirError(f"{path}: cannot read: {exc}") from None
     for key in ("broker.id", "node.id"):
         value = props.get(key)
         if value is None:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offsetops.coordinator_core.atomic import write_json_atomic
+from offsetops.coordinator_core.atomic import open_append, write_json_atomic
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 JOURNAL_FORMAT = 1
 
@@ -119,7 +120,7 @@ class Journal:
         d = Path(directory)
         path = d / f"plan-{plan_id}.json"
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_file(path, kind="state"))
         except FileNotFoundError as exc:
             raise JournalError(f"{path}: no journal for plan {plan_id}") from exc
         except (OSError, ValueError) as exc:
@@ -132,12 +133,12 @@ class Journal:
 
     def _append(self, lines: Iterable[dict[str, Any]]) -> None:
         path = self.status_path
-        with open(path, "ab") as fh:
-            if fh.tell() > 0:
-                with open(path, "rb") as rd:
-                    rd.seek(-1, os.SEEK_END)
-                    if rd.read(1) != b"\n":
-                        fh.write(b"\n")  # a crash tore the last line; start a fresh one
+        with open_append(path, read=True) as fh:
+            end = fh.seek(0, os.SEEK_END)
+            if end > 0:
+                fh.seek(end - 1)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")  # a crash tore the last line; start a fresh one
             for line in lines:
                 fh.write(json.dumps(line, sort_keys=True, separators=(",", ":")).encode() + b"\n")
                 fh.flush()
@@ -158,7 +159,7 @@ class Journal:
 
     def lines(self) -> list[dict[str, Any]]:
         try:
-            raw = self.status_path.read_bytes()
+            raw = read_regular_file(self.status_path, kind="state")
         except FileNotFoundError:
             return []
         out = []

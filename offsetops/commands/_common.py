@@ -23,7 +23,7 @@ def die(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def print_json(doc: Any) -> None:
-    json.dump(doc, sys.stdout, separators=(",", ":"), sort_keys=False)
+    json.dump(doc, sys.stdout, separators=(",", ":"), sort_keys=False, allow_nan=False)
     sys.stdout.write("\n")
 
 

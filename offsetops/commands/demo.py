@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.commands._common import die
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 DEFAULT_OUT = "out/demo"
 
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 return die(str(exc))
     truth_path = log_dir / "truth.json"
     if truth_path.exists():
-        truth = json.loads(truth_path.read_text(encoding="utf-8"))
+        truth = json.loads(read_regular_file(truth_path, kind="ground truth"))
         _declare_clock(log_dir, truth)
         if int(truth.get("num_partitions", args.partitions)) != args.partitions:
             args.partitions = int(truth["num_partitions"])
