@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from offsetops.checks.alerting.transport import DeadlineWebClient, check_slack_base_url
 from offsetops.assets.resources.slack import SlackResource
+from offsetops.checks.alerting.transport import DeadlineWebClient, check_slack_base_url
 from pydantic import ValidationError
 
 
