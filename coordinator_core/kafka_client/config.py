@@ -20,6 +20,11 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
 DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+#: The Java consumer's defaults for ``fetch.max.wait.ms``, ``retry.backoff.ms`` and ``retry.backoff.max.ms``
+#: (``ConsumerConfig``; the exponential back-off is KIP-580's).
+DEFAULT_FETCH_MAX_WAIT_MS = 500
+DEFAULT_RETRY_BACKOFF_MS = 100
+DEFAULT_RETRY_BACKOFF_MAX_MS = 1000
 _MASK = "'***'"
 
 #: ``OFFSETOPS_*`` variable -> field.
@@ -37,6 +42,7 @@ ENVIRONMENT: dict[str, str] = {
     "OFFSETOPS_CLIENT_ID": "client_id",
     "OFFSETOPS_REQUEST_TIMEOUT_MS": "request_timeout_ms",
     "OFFSETOPS_CONNECT_TIMEOUT_MS": "connect_timeout_ms",
+    "OFFSETOPS_FETCH_MAX_WAIT_MS": "fetch_max_wait_ms",
 }
 
 #: ``client.properties`` key -> field, for keys that map one to one (Java names, then librdkafka's).
@@ -47,6 +53,10 @@ PROPERTIES: dict[str, str] = {
     "client.id": "client_id",
     "request.timeout.ms": "request_timeout_ms",
     "socket.connection.setup.timeout.ms": "connect_timeout_ms",
+    "fetch.max.wait.ms": "fetch_max_wait_ms",
+    "max.partition.fetch.bytes": "fetch_max_bytes",
+    "retry.backoff.ms": "retry_backoff_ms",
+    "retry.backoff.max.ms": "retry_backoff_max_ms",
     "ssl.key.password": "ssl_password",
     "sasl.mechanisms": "sasl_mechanism",
     "sasl.username": "sasl_plain_username",
@@ -58,7 +68,14 @@ PROPERTIES: dict[str, str] = {
 
 _SECRET_FIELDS = ("sasl_plain_password", "ssl_password")
 _MIN_SCRUB = 4
-_INT_FIELDS = ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes")
+_INT_FIELDS = (
+    "request_timeout_ms",
+    "connect_timeout_ms",
+    "fetch_max_bytes",
+    "fetch_max_wait_ms",
+    "retry_backoff_ms",
+    "retry_backoff_max_ms",
+)
 
 
 class KafkaClientError(Exception):
@@ -148,6 +165,12 @@ class KafkaClientConfig:
     connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
     #: Per-partition Fetch size of the live reload; grown automatically when one batch is bigger.
     fetch_max_bytes: int = 4 << 20
+    #: How long a Fetch may wait for data (``fetch.max.wait.ms``); a broker with data below the high
+    #: watermark answers at once.
+    fetch_max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS
+    #: Back-off before retrying an empty or failed Fetch, doubled up to ``retry_backoff_max_ms``.
+    retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
+    retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
     #: Where the settings came from (for error messages).
     source: str = dataclasses.field(default="arguments", compare=False)
 
@@ -192,9 +215,11 @@ class KafkaClientConfig:
                 "which does no SASL authentication; set security.protocol=SASL_SSL (or SASL_PLAINTEXT), "
                 "or remove the password"
             )
-        for name in ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes"):
+        for name in _INT_FIELDS:
             if getattr(self, name) <= 0:
                 raise ClientConfigError(f"{self.source}: {name} must be positive")
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            raise ClientConfigError(f"{self.source}: retry_backoff_max_ms is below retry_backoff_ms")
         # Whatever logs through a handler quiet_kafka_logging() set up masks these from now on.
         _REDACT.secrets.update(self.secrets())
 
@@ -338,9 +363,10 @@ class KafkaClientConfig:
         with ``ssl.truststore.type=PEM``, ``ssl.keystore.location`` with ``ssl.keystore.type=PEM``
         (key and certificate chain in one file), ``ssl.key.password``,
         ``ssl.endpoint.identification.algorithm`` (empty turns hostname checks off), ``client.id``,
-        ``request.timeout.ms``, ``socket.connection.setup.timeout.ms``; librdkafka's
+        ``request.timeout.ms``, ``socket.connection.setup.timeout.ms``, ``fetch.max.wait.ms``,
+        ``max.partition.fetch.bytes``, ``retry.backoff.ms``, ``retry.backoff.max.ms``; librdkafka's
         ``sasl.username``/``sasl.password``, ``ssl.ca.location``, ``ssl.certificate.location``,
-        ``ssl.key.location``. Consumer and producer tuning keys are ignored. JKS and PKCS12 stores are
+        ``ssl.key.location``. Other consumer and producer tuning keys are ignored. JKS and PKCS12 stores are
         refused with a clear error: Python's ``ssl`` module reads PEM.
         """
         p = Path(path)

@@ -87,6 +87,31 @@ def test_environment_fills_what_the_file_leaves_out(tmp_path: Path) -> None:
     assert KafkaClientConfig.resolve(None, None, sasl_env).bootstrap_servers == "ignored:1"
 
 
+def test_consumer_fetch_settings_from_client_properties(tmp_path: Path) -> None:
+    """The Java consumer's names for what the live reader's Fetch uses; its defaults otherwise."""
+    props = tmp_path / "fetch.properties"
+    props.write_text(
+        "bootstrap.servers=b:9092\nfetch.max.wait.ms=5000\nmax.partition.fetch.bytes=1048576\n"
+        "retry.backoff.ms=50\nretry.backoff.max.ms=800\n"
+    )
+    config = KafkaClientConfig.from_file(props)
+    assert (config.fetch_max_wait_ms, config.fetch_max_bytes) == (5000, 1 << 20)
+    assert (config.retry_backoff_ms, config.retry_backoff_max_ms) == (50, 800)
+    default = KafkaClientConfig("b:9092")
+    assert (default.fetch_max_wait_ms, default.retry_backoff_ms, default.retry_backoff_max_ms) == (
+        500,
+        100,
+        1000,
+    )
+    props.write_text("bootstrap.servers=b:9092\nfetch.max.wait.ms=soon\n")
+    with pytest.raises(ClientConfigError, match="fetch_max_wait_ms must be an integer"):
+        KafkaClientConfig.from_file(props)
+    with pytest.raises(ClientConfigError, match="retry_backoff_max_ms is below retry_backoff_ms"):
+        KafkaClientConfig("b:1", retry_backoff_ms=500, retry_backoff_max_ms=100)
+    with pytest.raises(ClientConfigError, match="fetch_max_wait_ms must be positive"):
+        KafkaClientConfig("b:1", fetch_max_wait_ms=0)
+
+
 def test_bad_settings_are_one_line_errors(tmp_path: Path) -> None:
     jks = tmp_path / "jks.properties"
     jks.write_text("bootstrap.servers=b:9093\nssl.truststore.location=/x/truststore.jks\n")
