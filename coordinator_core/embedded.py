@@ -8,8 +8,8 @@ Assignments are never read when loading. So:
 - an error (``corrupt_embedded``, ``fatal``) where that read throws what the coordinator does not catch:
   the load of the whole partition fails on the record, even a superseded one (reported by the
   validation pass, ``value_check``);
-- an error (``corrupt_embedded``) where it throws a ``SchemaException``: the coordinator logs "Failed to
-  parse Consumer Protocol" and no longer knows the group's subscribed topics (reported for the
+- a notice (``embedded_layout``) where it throws a ``SchemaException``: the coordinator logs "Failed to
+  parse Consumer Protocol" and loads the group without its subscribed topics (reported for the
   surviving value only: it is the state the coordinator keeps);
 - a notice (``embedded_layout``) where the bytes do not follow the standard layout of their declared
   version (a v1 header over a v0 body, trailing bytes, an unreadable assignment): Kafka loads them as
@@ -65,7 +65,7 @@ def _coordinator_error(who: str, r: EmbeddedReading) -> EmbeddedFinding:
             fatal=True,
         )
     return EmbeddedFinding(
-        CORRUPT,
+        LAYOUT,
         f"{head} ({failure}): Kafka's coordinator logs 'Failed to parse Consumer Protocol' and does not know "
         "the group's subscribed topics, so it expires none of its offsets while it is Stable; topics kept "
         "as unknown",

@@ -403,7 +403,7 @@ def vectors() -> list[dict[str, Any]]:
     v += group(
         "aiokafka-sticky",
         "aiokafka",
-        "0.8 - 0.14",
+        "0.1 - 0.14",
         "aio-libs/aiokafka v0.14.0: aiokafka/coordinator/protocol.py, assignors/sticky/sticky_assignor.py "
         "(version 0, StickyAssignorUserDataV1 user data)",
         (subscription(0, TOPICS, sticky), s_expect(0, 0, user_data_length=len(sticky))),
@@ -413,7 +413,7 @@ def vectors() -> list[dict[str, Any]]:
     v += group(
         "aiokafka-range",
         "aiokafka",
-        "0.5 - 0.14",
+        "0.1 - 0.14",
         "aio-libs/aiokafka v0.14.0: aiokafka/coordinator/assignors/range.py (version 0, user data b'')",
         (subscription(0, TOPICS, b""), s_expect(0, 0, user_data_length=0)),
         (assignment(0, ASSIGNED, b""), a_expect(0, user_data_length=0)),

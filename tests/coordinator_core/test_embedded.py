@@ -76,11 +76,11 @@ def test_newer_version_with_appended_fields_is_standard() -> None:
     assert (r.seen, r.trailing, r.standard) == (3, 4, True)
 
 
-def test_underflow_before_the_topics_end_is_an_error_that_keeps_the_group() -> None:
+def test_underflow_before_the_topics_end_is_a_notice_and_the_topics_unknown() -> None:
     read = read_member("g", "range", _member(bytes.fromhex("0000 00000002 0001 61".replace(" ", ""))))
-    assert read.topics is None
+    assert read.topics is None  # the coordinator logs a warning and forgets the group's subscription
     [finding] = read.findings
-    assert (finding.kind, finding.fatal) == ("corrupt_embedded", False)
+    assert (finding.kind, finding.fatal) == ("embedded_layout", False)
     assert "Failed to parse Consumer Protocol" in finding.reason
 
 
@@ -103,7 +103,7 @@ def test_unreadable_assignment_is_only_a_notice() -> None:
 
 
 def test_only_consumer_groups_are_judged() -> None:
-    m = _member(b"\x00")
+    m = _member(b"\x00\x00\xff\xff\xff\xff")
     assert group_findings("g", GroupMetadataValue(3, "connect", 1, "default", "m-1", 0, (m,))) == []
     assert [
         f.kind for f in group_findings("g", GroupMetadataValue(3, "consumer", 1, "range", "m-1", 0, (m,)))

@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.loader import load_log_dir
 
 from offsetops.cli import main
+from offsetops.exporter import _reload_metrics
 from tests.support.client_vectors import (
     COMMITTED,
     NUM_PARTITIONS,
@@ -82,3 +84,10 @@ def test_describe_names_each_clients_member_as_owner(
         rows = groups[gid]["rows"] if want else []
         assert {(r["topic"], r["partition"]) for r in rows} == want, gid
         assert all(r["member_id"] == member_id(gid) and r["committed_offset"] == COMMITTED for r in rows)
+
+
+def test_exporter_counts_no_decode_error_for_a_notice(logdir: Path) -> None:
+    caches = load_log_dir(logdir, num_partitions=NUM_PARTITIONS)
+    assert any(e.is_notice for c in caches for e in c.stats.errors)
+    [errors] = [m for m in _reload_metrics(caches) if m.name.endswith("reload_decode_errors")]
+    assert sum(s.value for s in errors.samples) == 0
