@@ -25,6 +25,7 @@ from offsetops.coordinator_core.schema import GroupMetadataValue, MemberMetadata
 from offsetops.coordinator_core.schema.consumer_protocol import (
     EmbeddedReading,
     assignment_from,
+    coordinator_read,
     read_embedded,
 )
 
@@ -118,9 +119,8 @@ def fatal_finding(value: GroupMetadataValue) -> EmbeddedFinding | None:
     if value.protocol_type != "consumer" or value.protocol is None:
         return None
     for m in value.members:
-        r = read_embedded("subscription", m.subscription)
-        if r.coordinator.fatal:
-            return _coordinator_error(_who(None, m.member_id), r)
+        if coordinator_read(m.subscription).fatal:
+            return _coordinator_error(_who(None, m.member_id), read_embedded("subscription", m.subscription))
     return None
 
 

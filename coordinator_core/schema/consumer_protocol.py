@@ -149,6 +149,14 @@ def _upgrade(role: str, version: int | None, declared: Read | None, size: int) -
     return declared
 
 
+def coordinator_read(data: Buf) -> Read:
+    """What every load reads of a subscription: the version, then the v0 fields whatever the version
+    (``computeSubscribedTopics``)."""
+    if len(data) < 2:
+        return Read(failure="buffer underflow reading the version")
+    return _read(CONSUMER_PROTOCOL_SUBSCRIPTION, 0, data)
+
+
 def read_embedded(role: str, data: Buf) -> EmbeddedReading:
     """Read one member's ``subscription`` or ``assignment`` bytes every way Kafka does (see the module)."""
     schema = SCHEMAS[role]
@@ -158,10 +166,10 @@ def read_embedded(role: str, data: Buf) -> EmbeddedReading:
     reads = {v: _read(schema, v, data) for v in range(highest + 1)} if version is not None else {}
     declared = min(version, highest) if version is not None and version >= 0 else None
     seen = _seen(reads, declared, size, version is not None and version > highest)
-    if version is None:
-        coordinator = Read(failure="buffer underflow reading the version")
+    if role == "subscription":
+        coordinator = reads[0] if version is not None else coordinator_read(data)
     else:
-        coordinator = reads[0] if role == "subscription" else Read({}, size)
+        coordinator = Read({}, size)  # never read when loading
     chosen = reads.get(seen) if seen is not None else None
     return EmbeddedReading(
         role=role,

@@ -21,6 +21,7 @@ from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeExceptio
 from offsetops.coordinator_core.records.batch import RecordBatch
 from offsetops.coordinator_core.records.reader import iter_segment_batches
 from offsetops.coordinator_core.schema import (
+    GroupMetadataKey,
     GroupMetadataValue,
     SchemaError,
     UnknownKey,
@@ -90,7 +91,11 @@ def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any, tuple[str
         v = decode_value(k.record_type, value)
     except SchemaError as exc:
         return key_json(k), f"Error: {exc}", (exc.kind, f"record type {k.record_type} value: {exc}"), []
-    found = group_findings(k.group, v) if isinstance(v, GroupMetadataValue) else []
+    found = (
+        group_findings(k.group, v)
+        if isinstance(k, GroupMetadataKey) and isinstance(v, GroupMetadataValue)
+        else []
+    )
     return key_json(k), value_json(k.record_type, v), None, found
 
 
