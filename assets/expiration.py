@@ -58,6 +58,7 @@ from offsetops.checks.dagster_checks import (
     table,
 )
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import (
     DeadGroup,
     ExpirationPlan,
@@ -218,7 +219,7 @@ def expiration_plan(
                 _partition_plan_path(state, cache.partition),
                 partition_plan_doc(plan, cache, run_id=context.run_id),
             )
-    errors = {c.partition: len(c.stats.errors) for c in caches}
+    errors = {c.partition: count_errors(c.stats.errors) for c in caches}  # notices are not errors
     _rebuild_report(state)
     report_path = write_json(
         state.reports_path / "expiration" / f"plan-{partitions_label(partitions)}.json",

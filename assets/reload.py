@@ -25,6 +25,7 @@ from offsetops.assets.metadata import write_json
 from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
+from offsetops.coordinator_core.errors import NOTICE_KINDS
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.coordinator_core.untrusted import read_regular_file
 
@@ -341,6 +342,8 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
         r["kind"]: int(r["n"])
         for r in tables["decode_errors"].groupBy("kind").agg(F.count("*").alias("n")).collect()
     }
+    # Notices (a zero tail, a client's own consumer-protocol layout) are rows of the table, not errors.
+    counts["decode_errors"] -= sum(n for kind, n in error_kinds.items() if kind in NOTICE_KINDS)
     return {
         "counts": counts,
         "segments": int(stats["segments"]),

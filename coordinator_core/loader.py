@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
+from offsetops.coordinator_core.embedded import CORRUPT as EMBEDDED_KIND
 from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
 from offsetops.coordinator_core.materialize import Entry, Materializer
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
@@ -265,8 +266,9 @@ class PartitionFold:
             return
         problem = value_error(rtype, value)
         if problem is not None:
-            self.invalid_values.add(off)
             kind, reason = problem
+            if kind != EMBEDDED_KIND:  # the group itself is read; only its member's bytes are not
+                self.invalid_values.add(off)
             self.stats.errors.append(
                 DecodeError(kind, f"{value_label(rtype)}: {reason}", file, self.partition, pos, off)
             )

@@ -16,6 +16,7 @@ from offsetops.coordinator_core.cache import (
     MemberMetadata,
     OffsetAndMetadata,
 )
+from offsetops.coordinator_core.embedded import read_member
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.kip848 import consumer_group, member_group
 from offsetops.coordinator_core.partitioner import partition_for
@@ -25,11 +26,9 @@ from offsetops.coordinator_core.schema import (
     OffsetCommitKey,
     SchemaError,
     UnknownKey,
-    decode_assignment,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
-    decode_subscription,
     decode_value,
 )
 
@@ -225,27 +224,11 @@ class Materializer:
             topics: list[str] | None = None
             assignment: dict[str, list[int]] | None = None
             if protocol_type == "consumer":
-                sub = decode_subscription(m.subscription)
-                topics = sorted(sub.topics) if sub is not None else None
-                asg = decode_assignment(m.assignment)
-                assignment = {t: sorted(p) for t, p in asg.partitions.items()} if asg is not None else None
-                # Lenient, as the broker is (it never parses these bytes), but never silent.
-                for what, raw, got in (
-                    ("subscription", m.subscription, sub),
-                    ("assignment", m.assignment, asg),
-                ):
-                    if raw and (got is None or got.partial):
-                        how = (
-                            "cannot be decoded"
-                            if got is None
-                            else "are truncated or corrupt after the topics"
-                        )
-                        self._error(
-                            "corrupt_embedded",
-                            f"group {group_id!r} member {m.member_id!r}: consumer-protocol {what} bytes "
-                            f"({len(raw)} bytes) {how}; kept as unknown",
-                            entry,
-                        )
+                read = read_member(group_id, v.protocol, m)
+                topics, assignment = read.topics, read.partitions
+                for f in read.findings:
+                    if not f.fatal:  # a fatal one was reported by the validation pass, for every value
+                        self._error(f.kind, f.reason, entry)
             rebalance = m.rebalance_timeout
             # v0 has no rebalance timeout, and both loaders use the session timeout. A stored -1 in v1+
             # is kept by Scala (``readGroupMessageValue`` checks the version only) and replaced by the

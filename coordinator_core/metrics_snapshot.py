@@ -21,6 +21,7 @@ from offsetops.coordinator_core.describe import (
     GroupView,
     describe_groups,
 )
+from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -180,7 +181,7 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
         "records": _g("reload_records", "Records replayed from the offsets partition", labels),
         "batches": _g("reload_batches", "Batches replayed", labels),
         "bytes": _g("reload_bytes", "Bytes replayed", labels),
-        "errors": _g("reload_decode_errors", "Decode errors during the replay", labels),
+        "errors": _g("reload_decode_errors", "Decode errors during the replay (notices not counted)", labels),
         "groups": _g("reload_groups", "Groups in the rebuilt cache", labels),
         "offsets": _g("reload_offsets", "Committed offsets in the rebuilt cache", labels),
         "seconds": _g("reload_duration_seconds", "Time the replay took", labels),
@@ -191,7 +192,7 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
         fams["records"].add_metric(p, s.records)
         fams["batches"].add_metric(p, s.batches)
         fams["bytes"].add_metric(p, s.bytes)
-        fams["errors"].add_metric(p, len(s.errors))
+        fams["errors"].add_metric(p, count_errors(s.errors))
         fams["groups"].add_metric(p, len(c.groups))
         fams["offsets"].add_metric(p, c.offset_count)
         fams["seconds"].add_metric(p, s.elapsed_ms / 1000)

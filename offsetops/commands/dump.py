@@ -16,10 +16,13 @@ from offsetops.commands._common import (
     report_errors,
     strict_exit,
 )
+from offsetops.coordinator_core.embedded import group_findings
 from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
 from offsetops.coordinator_core.records.batch import RecordBatch
 from offsetops.coordinator_core.records.reader import iter_segment_batches
 from offsetops.coordinator_core.schema import (
+    GroupMetadataKey,
+    GroupMetadataValue,
     SchemaError,
     UnknownKey,
     decode_control_key,
@@ -70,23 +73,30 @@ def _files(
             yield seg.path, pdir.partition, pdir.anomalies if i == 0 else ()
 
 
-def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any, tuple[str, str] | None]:
-    """The key and payload columns (JSON objects, or Kafka's words for what it could not decode), and
-    the ``(kind, reason)`` of a decode error, if any."""
+def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any, tuple[str, str] | None, list]:
+    """The key and payload columns (JSON objects, or Kafka's words for what it could not decode), the
+    ``(kind, reason)`` of a decode error, if any, and the findings on the members' consumer-protocol bytes
+    (``embedded``)."""
     if key is None:
-        return "Error: record has no key", None, ("missing_key", "record has no key")
+        return "Error: record has no key", None, ("missing_key", "record has no key"), []
     try:
         k = decode_key(key)
     except SchemaError as exc:
-        return f"Error: {exc}", None, (exc.kind, f"record key: {exc}")
+        return f"Error: {exc}", None, (exc.kind, f"record key: {exc}"), []
     if isinstance(k, UnknownKey):
-        return f"Unknown record type {k.record_type}", None, None
+        return f"Unknown record type {k.record_type}", None, None, []
     if value is None:
-        return key_json(k), "<DELETE>", None
+        return key_json(k), "<DELETE>", None, []
     try:
-        return key_json(k), value_json(k.record_type, decode_value(k.record_type, value)), None
+        v = decode_value(k.record_type, value)
     except SchemaError as exc:
-        return key_json(k), f"Error: {exc}", (exc.kind, f"record type {k.record_type} value: {exc}")
+        return key_json(k), f"Error: {exc}", (exc.kind, f"record type {k.record_type} value: {exc}"), []
+    found = (
+        group_findings(k.group, v)
+        if isinstance(k, GroupMetadataKey) and isinstance(v, GroupMetadataValue)
+        else []
+    )
+    return key_json(k), value_json(k.record_type, v), None, found
 
 
 def _batch_line(b: RecordBatch) -> str:
@@ -220,7 +230,7 @@ def _dump_files(
                         k = p = None
                         failed = None if problem is None else ("corrupt_record", problem)
                     else:
-                        k, p, failed = _decode(key, value)
+                        k, p, failed, found = _decode(key, value)
                         text, extra = "", {}
                     if failed is not None:
                         # Counted (--strict fails on it) and listed at the end; shown inline on the record.
@@ -255,6 +265,12 @@ def _dump_files(
                             if ptxt is not None:
                                 line += f" payload: {ptxt}"
                         out.write(line + "\n")
+                    if not batch.is_control:  # shown after their record (errors counted, notices not)
+                        errors.extend(
+                            DecodeError(f.kind, f.reason, str(file), part, batch.position, offset)
+                            for f in found
+                        )
+                        shown = _show_errors(out, errors, shown, args.json)
             except OffsetsDecodeException as exc:
                 errors.append(exc.error)
             shown = _show_errors(out, errors, shown, args.json)

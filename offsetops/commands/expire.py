@@ -23,6 +23,7 @@ from offsetops.commands._common import (
     report_errors,
 )
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import (
     COORDINATORS,
     DEFAULT_RETENTION_MS,
@@ -262,10 +263,11 @@ def run(args: argparse.Namespace) -> int:
         doc["what_if"] = {k: v for k, v in what_if.to_json().items() if k not in ("now_ms", "coordinator")}
     report = None
     if args.execute:
-        if errors:
+        if count_errors(errors):  # notices (a zero tail, a client's own layout) do not stop it
             report_errors(errors)
             return die(
-                f"the reload met {len(errors)} decode error(s); refusing to execute a plan built on it"
+                f"the reload met {count_errors(errors)} decode error(s); "
+                "refusing to execute a plan built on it"
             )
         try:
             report = _execute(args, plan, coordinator)

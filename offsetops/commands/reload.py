@@ -16,6 +16,7 @@ from offsetops.commands._common import (
 from offsetops.commands._load import add_source_args, check_source, load_caches, parse_until
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.errors import DecodeError, count_errors
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import describe_time, now_ms
@@ -83,6 +84,13 @@ def _print_cut(cut: Cut) -> None:
         sys.stdout.write(f"as of {describe_time(cut.until_ms, now)}\n")
 
 
+def _findings(errors: list[DecodeError]) -> str:
+    """``N errors``, and ``M notices`` when there are any (notices are not errors)."""
+    n = count_errors(errors)
+    notices = len(errors) - n
+    return f"{n} errors" + (f", {notices} notices" if notices else "")
+
+
 def _print_summary(caches: list[CoordinatorCache]) -> None:
     out = sys.stdout
     total_groups = total_offsets = total_records = 0
@@ -95,7 +103,7 @@ def _print_summary(caches: list[CoordinatorCache]) -> None:
             f"partition {c.partition}: {len(c.groups)} groups, {c.offset_count} offsets | "
             f"{s.segments} segments, {s.batches} batches, {s.records} records, {s.bytes} bytes, "
             f"{s.tombstones} tombstones, {s.control_records} control, "
-            f"{s.unknown_record_types} unknown-type, {len(s.errors)} errors, {s.elapsed_ms:.1f} ms\n"
+            f"{s.unknown_record_types} unknown-type, {_findings(s.errors)}, {s.elapsed_ms:.1f} ms\n"
         )
         for gid in sorted(c.groups):
             g = c.groups[gid]
