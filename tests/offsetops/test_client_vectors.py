@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from offsetops.coordinator_core.loader import load_log_dir
+from offsetops.exporter import _reload_metrics
 
 from offsetops.cli import main
-from offsetops.exporter import _reload_metrics
 from tests.support.client_vectors import (
     COMMITTED,
     NUM_PARTITIONS,
