@@ -130,10 +130,9 @@ def a_expect(version: int, partitions: dict[str, list[int]] = ASSIGNED, **kw: An
     return base | {"user_data_length": None} | kw
 
 
-def vectors() -> list[dict[str, Any]]:
+def _java(sticky: bytes) -> list[dict[str, Any]]:
+    """The Java client (and Kafka Streams, Spring, every JVM consumer built on it)."""
     v: list[dict[str, Any]] = []
-    sticky = sticky_user_data(OWNED, 4)
-    # --- the Java client (and Kafka Streams, Spring, every JVM consumer built on it) -----------------
     v += group(
         "java-2.3",
         "Java client",
@@ -181,7 +180,12 @@ def vectors() -> list[dict[str, Any]]:
         ),
         (assignment(3, ASSIGNED, NULL), a_expect(3)),
     )
-    # --- librdkafka and every client built on it -------------------------------------------------------
+    return v
+
+
+def _librdkafka(sticky: bytes) -> list[dict[str, Any]]:
+    """Librdkafka and every client built on it."""
+    v: list[dict[str, Any]] = []
     v += group(
         "librdkafka-1.5",
         "librdkafka",
@@ -245,7 +249,12 @@ def vectors() -> list[dict[str, Any]]:
         (b"", {"version": None, "layout": None, "standard": False, "partitions": {}, "empty": True}),
         RDKAFKA_USERS,
     )
-    # --- Sarama -------------------------------------------------------------------------------------------
+    return v
+
+
+def _sarama(sticky: bytes) -> list[dict[str, Any]]:
+    """Sarama."""
+    v: list[dict[str, Any]] = []
     v += group(
         "sarama-1.50",
         "Sarama (IBM/sarama)",
@@ -277,7 +286,12 @@ def vectors() -> list[dict[str, Any]]:
         (subscription(0, TOPICS, NULL), s_expect(0, 0, user_data_length=None)),
         (assignment(0, {}, NULL), a_expect(0, partitions={})),
     )
-    # --- franz-go -----------------------------------------------------------------------------------------
+    return v
+
+
+def _franz_go(sticky: bytes) -> list[dict[str, Any]]:
+    """Franz-go."""
+    v: list[dict[str, Any]] = []
     v += group(
         "franz-go-range",
         "franz-go (twmb/franz-go)",
@@ -305,7 +319,12 @@ def vectors() -> list[dict[str, Any]]:
         ),
         (assignment(0, ASSIGNED, NULL), a_expect(0)),
     )
-    # --- segmentio/kafka-go -------------------------------------------------------------------------------
+    return v
+
+
+def _kafka_go() -> list[dict[str, Any]]:
+    """Segmentio/kafka-go."""
+    v: list[dict[str, Any]] = []
     v += group(
         "kafka-go-reader",
         "segmentio/kafka-go",
@@ -347,7 +366,12 @@ def vectors() -> list[dict[str, Any]]:
         ),
         (assignment(1, ASSIGNED, NULL), a_expect(1)),
     )
-    # --- KafkaJS (and NestJS, whose Kafka transport is KafkaJS) --------------------------------------------
+    return v
+
+
+def _kafkajs() -> list[dict[str, Any]]:
+    """KafkaJS (and NestJS, whose Kafka transport is KafkaJS)."""
+    v: list[dict[str, Any]] = []
     v += group(
         "kafkajs-2.2.1",
         "KafkaJS",
@@ -378,7 +402,12 @@ def vectors() -> list[dict[str, Any]]:
         (b"", {"version": None, "layout": None, "standard": False, "partitions": {}, "empty": True}),
         "NestJS (@nestjs/microservices)",
     )
-    # --- kafka-python and aiokafka ------------------------------------------------------------------------
+    return v
+
+
+def _python_clients(sticky: bytes) -> list[dict[str, Any]]:
+    """Kafka-python and aiokafka."""
+    v: list[dict[str, Any]] = []
     v += group(
         "kafka-python-range",
         "kafka-python",
@@ -418,7 +447,12 @@ def vectors() -> list[dict[str, Any]]:
         (subscription(0, TOPICS, b""), s_expect(0, 0, user_data_length=0)),
         (assignment(0, ASSIGNED, b""), a_expect(0, user_data_length=0)),
     )
-    # --- Rust -------------------------------------------------------------------------------------------
+    return v
+
+
+def _rust() -> list[dict[str, Any]]:
+    """Rust."""
+    v: list[dict[str, Any]] = []
     v += group(
         "kafka-protocol-rs-v3",
         "kafka-protocol (tychedelia/kafka-protocol-rs)",
@@ -432,6 +466,21 @@ def vectors() -> list[dict[str, Any]]:
         (assignment(3, ASSIGNED, NULL), a_expect(3)),
     )
     return v
+
+
+def vectors() -> list[dict[str, Any]]:
+    """Every client's vectors, client by client."""
+    sticky = sticky_user_data(OWNED, 4)
+    return [
+        *_java(sticky),
+        *_librdkafka(sticky),
+        *_sarama(sticky),
+        *_franz_go(sticky),
+        *_kafka_go(),
+        *_kafkajs(),
+        *_python_clients(sticky),
+        *_rust(),
+    ]
 
 
 def main() -> None:

@@ -236,35 +236,7 @@ def _dump_files(
                         # Counted (--strict fails on it) and listed at the end; shown inline on the record.
                         errors.append(DecodeError(*failed, str(file), part, batch.position, offset))
                         shown = len(errors) if not args.json else shown
-                    if args.json:
-                        rec = {
-                            "type": "record",
-                            "offset": offset,
-                            "timestamp": ts,
-                            "key_size": -1 if key is None else len(key),
-                            "value_size": -1 if value is None else len(value),
-                            "sequence": seq,
-                            **extra,
-                        }
-                        if not batch.is_control:
-                            rec["key"], rec["payload"] = k, p
-                        out.write(json.dumps(rec) + "\n")
-                    else:
-                        line = (
-                            f"| offset: {offset} CreateTime: {ts} keySize: {-1 if key is None else len(key)} "
-                            f"valueSize: {-1 if value is None else len(value)} sequence: {seq} headerKeys: []"
-                        )
-                        if batch.is_control:
-                            line += text
-                        else:
-                            ktxt = k if isinstance(k, str) else json.dumps(k, separators=(",", ":"))
-                            ptxt = (
-                                p if isinstance(p, str) or p is None else json.dumps(p, separators=(",", ":"))
-                            )
-                            line += f" key: {ktxt}"
-                            if ptxt is not None:
-                                line += f" payload: {ptxt}"
-                        out.write(line + "\n")
+                    out.write(_record_out(batch, offset, ts, key, value, seq, k, p, text, extra, args.json))
                     if not batch.is_control:  # shown after their record (errors counted, notices not)
                         errors.extend(
                             DecodeError(f.kind, f.reason, str(file), part, batch.position, offset)
@@ -277,3 +249,44 @@ def _dump_files(
         shown = _show_errors(out, errors, shown, args.json)
         progress.advance(1)
     return shown
+
+
+def _record_out(
+    batch: Any,
+    offset: int,
+    ts: int,
+    key: bytes | None,
+    value: bytes | None,
+    seq: int,
+    k: Any,
+    p: Any,
+    text: str,
+    extra: dict[str, Any],
+    as_json: bool,
+) -> str:
+    """One record's line: a JSON document, or kafka-dump-log's ``| offset: ...`` line."""
+    if as_json:
+        rec = {
+            "type": "record",
+            "offset": offset,
+            "timestamp": ts,
+            "key_size": -1 if key is None else len(key),
+            "value_size": -1 if value is None else len(value),
+            "sequence": seq,
+            **extra,
+        }
+        if not batch.is_control:
+            rec["key"], rec["payload"] = k, p
+        return json.dumps(rec) + "\n"
+    line = (
+        f"| offset: {offset} CreateTime: {ts} keySize: {-1 if key is None else len(key)} "
+        f"valueSize: {-1 if value is None else len(value)} sequence: {seq} headerKeys: []"
+    )
+    if batch.is_control:
+        return line + text + "\n"
+    ktxt = k if isinstance(k, str) else json.dumps(k, separators=(",", ":"))
+    ptxt = p if isinstance(p, str) or p is None else json.dumps(p, separators=(",", ":"))
+    line += f" key: {ktxt}"
+    if ptxt is not None:
+        line += f" payload: {ptxt}"
+    return line + "\n"

@@ -40,7 +40,6 @@ ALLOWED: dict[str, str] = {
     "offsetops/commands/expire.py:register": _REWRITE,
     "coordinator_core/records/reader.py:read_entry": _HOT,
     "coordinator_core/records/fold.py:fold_buffer": _HOT,
-    "coordinator_core/sources/live.py:LiveSource.iter_batches": _REWRITE,
     "coordinator_core/cleaner/audit.py:audit_partition": _REWRITE,
     "coordinator_core/cleaner/audit.py:audit_log_dir": _REWRITE,
     "coordinator_core/cleaner/collect.py:audit_broker_scans": _REWRITE,
