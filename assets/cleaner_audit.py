@@ -28,7 +28,7 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from offsetops.assets.metadata import clock_metadata, write_json
+from offsetops.assets.metadata import clock_metadata, settings_metadata, write_json
 from offsetops.assets.partitions import (
     OFFSETS_PARTITIONS,
     all_partitions_tags,
@@ -170,7 +170,9 @@ def _latest_dir(state: StateResource) -> Path:
     return state.audit_history_dir / "latest"
 
 
-def _record_latest(state: StateResource, audit: Any, partitions: list[int], clock: Clock) -> None:
+def _record_latest(
+    state: StateResource, audit: Any, partitions: list[int], clock: Clock, settings: dict[str, Any]
+) -> None:
     """Keep each partition's latest audit (and the latest topic-wide findings) in the state dir."""
     folder = _latest_dir(state)
     rows: dict[int, list[PartitionAudit]] = {}
@@ -196,6 +198,7 @@ def _record_latest(state: StateResource, audit: Any, partitions: list[int], cloc
             "config": doc["config"],
             "thresholds": doc["thresholds"],
             "notes": doc["notes"],
+            "settings": settings,
         },
     )
 
@@ -259,6 +262,7 @@ def rebuild_audit_report(
         "config": topic.get("config"),
         "thresholds": topic.get("thresholds"),
         "notes": topic.get("notes", []),
+        "settings": topic.get("settings"),
         # With several brokers each partition has a copy per broker: a new leader replays its own, so
         # the forecast takes the largest copy (the slowest load the failover can meet).
         "failover": forecast_failover(
@@ -391,11 +395,17 @@ def cleaner_audit(
             )
     except (LogDirError, InputPathError) as exc:
         raise Failure(str(exc)) from exc
-    doc = {**audit.to_json(), "run_partitions": partitions, "clock": clock.describe()}
+    run = offsets_source.settings()
+    doc = {
+        **audit.to_json(),
+        "run_partitions": partitions,
+        "clock": clock.describe(),
+        "settings": run.to_json(),
+    }
     run_report = write_json(
         state.reports_path / "cleaner_audit" / f"audit-{partitions_label(partitions)}.json", doc
     )
-    _record_latest(state, audit, partitions, clock)
+    _record_latest(state, audit, partitions, clock, run.to_json())
     try:
         observed = read_load_logs(config.broker_logs)
     except OSError as exc:
@@ -404,6 +414,7 @@ def cleaner_audit(
     by_partition = _worst_copy(audit.partitions)
     run_facts = {
         **clock_metadata(clock),
+        **settings_metadata(run),
         "run_report": MetadataValue.path(str(run_report)),
         "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
     }

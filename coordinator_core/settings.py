@@ -54,12 +54,14 @@ def add_partition_filter(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_max_batch_bytes(p: argparse.ArgumentParser) -> None:
-    """``--max-batch-bytes``: the bound on one batch, framed or decompressed (hostile input stops there)."""
+def add_max_batch_bytes(p: argparse.ArgumentParser, *, default: int | None = DEFAULT_MAX_BATCH_BYTES) -> None:
+    """``--max-batch-bytes``: the bound on one batch, framed or decompressed (hostile input stops there).
+
+    ``default=None`` leaves it to the run model (``OFFSETOPS_MAX_BATCH_BYTES``, the config file)."""
     p.add_argument(
         "--max-batch-bytes",
         type=positive_int,
-        default=DEFAULT_MAX_BATCH_BYTES,
+        default=default,
         metavar="N",
         help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
     )

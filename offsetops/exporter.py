@@ -30,6 +30,7 @@ from offsetops.coordinator_core.describe import (
 )
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
+from offsetops.coordinator_core.run import RunSettings
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,8 @@ class Snapshot:
     expiration: ExpirationPlan | None = None
     failover: FailoverForecast | None = None
     notes: list[str] = field(default_factory=list)
+    #: the settings the numbers were computed with, and their sources (``offsetops_settings_info``)
+    settings: RunSettings | None = None
 
 
 def build_snapshot(args: argparse.Namespace) -> Snapshot:
@@ -56,11 +59,14 @@ def build_snapshot(args: argparse.Namespace) -> Snapshot:
     ``--now``, else the clock the log dir declares, else the wall clock."""
     from offsetops.commands._groupview import lookup_offsets
     from offsetops.commands._load import load_caches
-    from offsetops.coordinator_core.clock import resolve_clock
+    from offsetops.coordinator_core.clock import WALL, resolve_clock
     from offsetops.coordinator_core.failover import read_load_logs
 
     started = time.time()
-    now = resolve_clock(args.path, configured_ms=getattr(args, "now", None), configured_by="--now").as_of_ms
+    run = args.run
+    # A real broker's log dir is evaluated at each refresh's wall clock; a configured or declared
+    # instant stays the run's.
+    now = resolve_clock(None).as_of_ms if run.clock.source == WALL else run.now_ms
     caches = load_caches(args)
     offsets, _where = lookup_offsets(args, wanted_partitions(caches, GroupFilter()))
     return compute_snapshot(
@@ -68,11 +74,12 @@ def build_snapshot(args: argparse.Namespace) -> Snapshot:
         offsets,
         log_dir=args.path,
         now_ms=now,
-        retention_ms=args.retention_ms,
-        forecast_horizon_ms=args.forecast_horizon_ms,
+        retention_ms=run.retention_ms,
+        forecast_horizon_ms=run.forecast_horizon_ms,
         observed=read_load_logs(args.broker_log),
         failover_threshold_ms=args.failover_threshold_ms,
         taken_at=started,
+        settings=run,
     )
 
 
@@ -87,6 +94,7 @@ def compute_snapshot(
     observed: Iterable[ObservedLoad] = (),
     failover_threshold_ms: int = DEFAULT_SLOW_MS,
     taken_at: float | None = None,
+    settings: RunSettings | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
     cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note)."""
@@ -95,13 +103,17 @@ def compute_snapshot(
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
     taken = time.time() if taken_at is None else taken_at
-    snap = Snapshot(taken, caches, describe_groups(caches, log_offsets), log_offsets)
+    snap = Snapshot(taken, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
     if log_dir:
         snap.audit = audit_log_dir(log_dir, now_ms=now_ms, record_history=False)
     else:
         snap.notes.append("cleaner audit needs the log dir; not exported with --bootstrap")
     snap.expiration = plan_expiration(
-        caches, now_ms=now_ms, retention_ms=retention_ms, forecast_horizon_ms=forecast_horizon_ms
+        caches,
+        now_ms=now_ms,
+        retention_ms=retention_ms,
+        forecast_horizon_ms=forecast_horizon_ms,
+        **({"coordinator": settings["coordinator"]} if settings is not None else {}),
     )
     snap.failover = forecast_failover(
         loads_from_caches(caches), observed=observed, threshold_ms=failover_threshold_ms
@@ -115,6 +127,8 @@ def _g(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamil
 
 def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Iterator[Metric]:
     """The metric families of one snapshot."""
+    if snap.settings is not None:
+        yield settings_info(snap.settings)
     yield from _group_metrics(snap, granularity)
     yield from _reload_metrics(snap.caches)
     if snap.audit is not None:
@@ -123,6 +137,18 @@ def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Itera
         yield from _expiration_metrics(snap.expiration)
     if snap.failover is not None:
         yield from _failover_metrics(snap.failover)
+
+
+def settings_info(run: RunSettings) -> Metric:
+    """``offsetops_settings_info{name, value, source} 1``: what the numbers were computed with."""
+    info = _g("settings_info", "A setting the numbers were computed with, and where it came from (value 1)",
+              ["name", "value", "source"])  # fmt: skip
+    for name, setting in run.to_json().items():
+        if name != "now":
+            info.add_metric(
+                [name, "" if setting["value"] is None else str(setting["value"]), setting["source"]], 1
+            )
+    return info
 
 
 def _group_metrics(snap: Snapshot, granularity: str) -> Iterator[Metric]:

@@ -112,13 +112,13 @@ class LiveReloadResult:
 
 
 def _fetch_arrow(
-    config: KafkaClientConfig, topic: str, semantics: str, verify_crc: bool
+    config: KafkaClientConfig, topic: str, semantics: str, verify_crc: bool, max_batch_bytes: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     target = arrow_schema(LIVE_FOLD_SCHEMA)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # One connection per task, opened at the first range and reused for the task's other ranges.
-        with LiveSource(config, topic=topic) as source:
+        with LiveSource(config, topic=topic, max_batch_bytes=max_batch_bytes) as source:
             for rb in batches:
                 parts, starts, blobs, errors = [], [], [], []
                 for row in rb.to_pylist():
@@ -165,7 +165,8 @@ def fetch_folds(
 ) -> DataFrame:
     """Stage 2: the ranges fetched and folded on the executors (``LIVE_FOLD_SCHEMA``)."""
     return range_rows(spark, ranges).mapInArrow(
-        _fetch_arrow(config, topic, options.semantics, options.verify_crc), LIVE_FOLD_SCHEMA
+        _fetch_arrow(config, topic, options.semantics, options.verify_crc, options.max_batch_bytes),
+        LIVE_FOLD_SCHEMA,
     )
 
 

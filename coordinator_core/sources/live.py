@@ -37,6 +37,7 @@ from offsetops.coordinator_core.kafka_client import KafkaClientConfig, KafkaClie
 from offsetops.coordinator_core.loader import PartitionFold
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.records.reader import ErrorSink, read_batches
 from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS, FetchRange, cut_range, owned
 
@@ -141,9 +142,17 @@ class LiveSource:
     Connects lazily; use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, config: KafkaClientConfig, *, topic: str = CONSUMER_OFFSETS):
+    def __init__(
+        self,
+        config: KafkaClientConfig,
+        *,
+        topic: str = CONSUMER_OFFSETS,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ):
         self.config = config
         self.topic = topic
+        #: the bound on one batch, framed or decompressed, as for segment files (``--max-batch-bytes``)
+        self.max_batch_bytes = max_batch_bytes
         self._client: Any = None
         self._leaders: dict[int, int] = {}
 
@@ -474,6 +483,7 @@ class LiveSource:
                 partition=partition,
                 errors=errors,
                 verify_crc=verify_crc,
+                max_batch_bytes=self.max_batch_bytes,
             ):
                 # Fetch answers with the whole batch holding `offset`; its earlier records were
                 # already yielded with the previous batch-aligned read, or precede start_offset.

@@ -9,12 +9,10 @@ import sys
 
 from offsetops.commands._common import die, epoch_time, kafka_client_config
 from offsetops.commands._load import add_source_args, check_source, is_live, load_caches
-from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.sources.logdir import LogDirError
-from offsetops.coordinator_core.timefmt import now_ms
 
 FORMATS = ("text", "json", "csv")
 
@@ -129,10 +127,6 @@ def logdir_root(path: str) -> str:
 
 
 def now_of(args: argparse.Namespace) -> int:
-    """The instant ages are measured from: ``--now``, else the clock the log dir declares (a simulated
-    or copied snapshot), else the wall clock; the same clock ``audit`` and ``expire`` use."""
-    try:
-        return resolve_clock(getattr(args, "path", None), configured_ms=args.now).as_of_ms
-    except ClockError as exc:
-        print(f"offsetops: {exc}; ages are measured from the wall clock", file=sys.stderr)
-        return now_ms()
+    """The instant ages are measured from: the run's clock (``--now``, ``OFFSETOPS_AS_OF_MS``, else the
+    clock the log dir declares, else the wall clock); the same clock ``audit`` and ``expire`` use."""
+    return args.run.now_ms

@@ -16,6 +16,7 @@ from offsetops.commands._common import (
     parse_partitions,
     print_json,
 )
+from offsetops.commands._run import with_settings
 from offsetops.commands.failover import audit_forecast, headline
 from offsetops.coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs, scan_log_dir
 from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, read_broker_logs
@@ -35,7 +36,6 @@ from offsetops.coordinator_core.cleaner.model import (
     Thresholds,
     format_bytes,
 )
-from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
 from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDir, LogDirError, open_log_dir
@@ -150,16 +150,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.broker_scans:
             scans = read_broker_scans(args.broker_scans)
-            first_dir = None
         elif args.log_dir:
             dirs = open_log_dirs(
                 [split_broker_prefix(spec) for spec in args.log_dir],
                 partitions=parse_partitions(args.partition),
             )
-            first_dir = str(dirs.brokers[0].log_dir.path)
         else:
             logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
-            first_dir = args.path
     except (LogDirError, ValueError) as exc:
         return die(str(exc))
     try:
@@ -213,11 +210,8 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             return die(f"cannot read broker log: {exc}")
 
-    try:
-        # The log dir's declared clock (a simulated or copied snapshot) unless --now is given.
-        clock = resolve_clock(first_dir, configured_ms=args.now, configured_by="--now")
-    except ClockError as exc:
-        return die(str(exc))
+    # The run's clock: --now, else the log dir's declared clock (a simulated or copied snapshot).
+    clock = args.run.clock
     common = {
         "config": config,
         "thresholds": thresholds,
@@ -266,11 +260,12 @@ def run(args: argparse.Namespace) -> int:
         doc = audit.to_json()
         ok = isinstance(forecast, FailoverForecast)
         doc["failover"] = forecast.to_json() if ok else {"error": forecast}
-        print_json(doc)
+        print_json(with_settings(doc, args))
     else:
         print(f"as of {clock.describe()}")
         print_table(audit)
         print_failover(forecast)
+        print(escape(args.run.summary()))
     return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0
 
 

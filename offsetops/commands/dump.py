@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_partition_filter(p)
     p.add_argument("--json", action="store_true", help="JSON lines: one object per batch and per record")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
-    add_max_batch_bytes(p)
+    add_max_batch_bytes(p, default=None)
     p.set_defaults(func=run)
 
 

@@ -54,14 +54,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--retention-ms",
         type=int,
-        default=DEFAULT_RETENTION_MS,
-        help="offsets.retention.minutes in ms, for the expiration forecast (default 7 days)",
+        help="offsets.retention.minutes in ms, for the expiration forecast (default: "
+        "$OFFSETOPS_RETENTION_MINUTES, the config file, server.properties, else Kafka's default, "
+        f"{DEFAULT_RETENTION_MS} ms)",
     )
     p.add_argument(
         "--forecast-horizon-ms",
         type=int,
-        default=24 * 3600 * 1000,
-        help="count offsets that expire within this many ms (default one day)",
+        help="count offsets that expire within this many ms (default: $OFFSETOPS_FORECAST_HOURS, else "
+        "one day)",
     )
     p.add_argument(
         "--failover-threshold-ms",
