@@ -161,12 +161,28 @@ class RunSettings:
         doc.update({name: s.to_json() for name, s in self.values.items()})
         return doc
 
-    def summary(self) -> str:
-        """One line for a text footer, a Slack context line or a log message."""
-        parts = [f"now {self.clock.iso} ({self.clock.detail})"]
-        for name, s in self.values.items():
-            parts.append(f"{name} {'unknown' if s.value is None else s.value} ({s.source})")
-        return "settings: " + "; ".join(parts)
+    def summary(self, names: tuple[str, ...] | None = None) -> str:
+        """One line for a text footer, a Slack context line or a log message (see :func:`settings_line`)."""
+        return settings_line(self.to_json(), names) or ""
+
+
+#: the settings a message about expiration names (a Slack context line)
+EXPIRATION_SETTINGS = ("now", "retention_minutes", "coordinator", "forecast_hours")
+
+
+def settings_line(doc: Mapping[str, Any] | None, names: tuple[str, ...] | None = None) -> str | None:
+    """``settings: retention_minutes 120 (env OFFSETOPS_RETENTION_MINUTES); ...`` from the JSON of
+    :meth:`RunSettings.to_json` (as reports carry it), for ``names`` (default all); None without one."""
+    if not isinstance(doc, Mapping) or not doc:
+        return None
+    parts = []
+    for name in names or tuple(doc):
+        entry = doc.get(name)
+        if not isinstance(entry, Mapping):
+            continue
+        value = entry.get("iso") or entry.get("value")
+        parts.append(f"{name} {'unknown' if value is None else value} ({entry.get('source')})")
+    return "settings: " + "; ".join(parts) if parts else None
 
 
 def read_settings_file(path: str | os.PathLike[str], *, limit: int = MAX_CONFIG_BYTES) -> dict[str, str]:
@@ -255,7 +271,7 @@ def _default(name: str, resolved: Mapping[str, Setting]) -> Setting:
         return Setting(50, KAFKA_DEFAULT)
     if name == "coordinator":
         if mm is None:
-            return Setting(KIP848, f"{OFFSETOPS_DEFAULT} (Kafka 4.x; broker version unknown)")
+            return Setting(KIP848, f"{OFFSETOPS_DEFAULT} (Kafka 4.x, broker version unknown)")
         return Setting(coordinator_for_broker_version(version), by)
     if name == "semantics":
         coordinator = resolved["coordinator"]
@@ -268,7 +284,7 @@ def _default(name: str, resolved: Mapping[str, Setting]) -> Setting:
             )
         # the Java replay rules are those of the 3.6+ coordinator; older brokers replay as Scala did
         if mm is None:
-            return Setting("java", f"{OFFSETOPS_DEFAULT} (Kafka 3.6+/4.x; broker version unknown)")
+            return Setting("java", f"{OFFSETOPS_DEFAULT} (Kafka 3.6+/4.x, broker version unknown)")
         return Setting("java" if mm >= (3, 6) else "scala", by)
     if name == "forecast_hours":
         return Setting(24.0, OFFSETOPS_DEFAULT)

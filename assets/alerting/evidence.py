@@ -21,6 +21,7 @@ from offsetops.assets.resources import StateResource
 from offsetops.checks.dagster_checks import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.run import EXPIRATION_SETTINGS, settings_line
 
 log = logging.getLogger(__name__)
 
@@ -320,7 +321,13 @@ def offsets_observations(
             g["offsets"] += 1
             if isinstance(f.get("expires_at"), int) and f["expires_at"] < (g["first"] or f["expires_at"] + 1):
                 g["first"], g["in"] = f["expires_at"], f.get("expires_in_ms")
-        common = {"kind": "offsets", "partition": partition, "asset": EXPIRATION_ASSET, "run_id": run_id}
+        common = {
+            "kind": "offsets",
+            "partition": partition,
+            "asset": EXPIRATION_ASSET,
+            "run_id": run_id,
+            "settings": settings_line(doc.get("settings"), EXPIRATION_SETTINGS),
+        }
         for gid, g in lost.items():
             what = []
             if g["offsets"]:

@@ -192,6 +192,8 @@ def _dump_files(
 ) -> int:
     out = sys.stdout
     shown = 0
+    if args.json:  # the stream's first line: what shaped it (the batch bound) and where it came from
+        out.write(json.dumps({"type": "settings", "settings": args.run.to_json()}) + "\n")
     for file, part, anomalies in files:
         errors.extend(anomalies)
         shown = _show_errors(out, errors, shown, args.json)
