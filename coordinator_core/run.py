@@ -367,6 +367,81 @@ def _resolve_clock(
     return resolve_clock(log_dir, wall_ms=wall_ms)
 
 
+def _minutes(ms: int) -> int | float:
+    minutes = ms / 60_000
+    return int(minutes) if minutes.is_integer() else minutes
+
+
+#: setting -> the attributes a front end's options give it: (attribute, flag, to the setting's unit)
+FLAG_ATTRIBUTES: dict[str, tuple[tuple[str, str, Callable[[Any], Any]], ...]] = {
+    "retention_minutes": (
+        ("retention_ms", "--retention-ms", _minutes),
+        ("retention_minutes", "--retention-minutes", lambda m: int(m) if float(m).is_integer() else m),
+    ),
+    "num_partitions": (("num_partitions", "--num-partitions", int),),
+    "semantics": (("semantics", "--semantics", str),),
+    "coordinator": (("coordinator", "--coordinator", str),),
+    "broker_version": (("broker_version", "--broker-version", str),),
+    "forecast_hours": (
+        ("forecast_hours", "--forecast-hours", float),
+        ("forecast_horizon_ms", "--forecast-horizon-ms", lambda ms: ms / 3_600_000),
+    ),
+    "max_batch_bytes": (("max_batch_bytes", "--max-batch-bytes", int),),
+}
+
+
+def flags_of(options: object) -> dict[str, tuple[Any, str]]:
+    """The settings a parsed command line gave (attributes that are not None), as :func:`resolve_run`
+    flags; a front end leaves each option's default to None so the run model can fill it."""
+    flags: dict[str, tuple[Any, str]] = {}
+    for name, attributes in FLAG_ATTRIBUTES.items():
+        for attr, flag, convert in attributes:
+            value = getattr(options, attr, None)
+            if value is not None:
+                flags[name] = (convert(value), f"flag {flag}")
+                break
+    return flags
+
+
+def apply_to(options: object, run: RunSettings) -> None:
+    """Write the resolved settings back over the options that spell them (in their own units), and
+    ``options.run``, so a command computes with exactly what it reports."""
+    units: dict[str, Any] = {
+        "retention_ms": run.retention_ms,
+        "forecast_horizon_ms": run.forecast_horizon_ms,
+    }
+    for name, attributes in FLAG_ATTRIBUTES.items():
+        for attr, _flag, _convert in attributes:
+            if hasattr(options, attr):
+                setattr(options, attr, units.get(attr, run[name]))
+    options.run = run  # type: ignore[attr-defined]
+
+
+def resolve_options(
+    options: object,
+    *,
+    log_dir: str | None,
+    config_file: str | None = None,
+    server_properties: str | None = None,
+) -> RunSettings:
+    """:func:`resolve_run` for a parsed command line (its flags by :data:`FLAG_ATTRIBUTES`, its instant
+    from ``now`` or ``now_ms``), written back with :func:`apply_to`."""
+    now = None
+    for attr, flag in (("now", "--now"), ("now_ms", "--now-ms")):
+        if getattr(options, attr, None) is not None:
+            now = (int(getattr(options, attr)), f"flag {flag}")
+            break
+    run = resolve_run(
+        flags=flags_of(options),
+        config_file=config_file,
+        server_properties=server_properties,
+        log_dir=log_dir,
+        now=now,
+    )
+    apply_to(options, run)
+    return run
+
+
 def read_server_properties(path: str) -> tuple[dict[str, str], str]:
     """A broker's ``server.properties`` (size-limited) and the label settings from it carry."""
     return read_settings_file(path), f"broker server.properties {path}"

@@ -10,8 +10,8 @@ import importlib
 import sys
 from typing import NoReturn
 
-from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
-from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS
+from offsetops.coordinator_core.run import RunSettings, resolve_options
 from offsetops.coordinator_core.settings import (
     add_max_batch_bytes,
     add_partition_filter,
@@ -39,7 +39,21 @@ def submit_main(job: str) -> NoReturn:
     doc = (target.__doc__ or "").strip().splitlines()
     p = argparse.ArgumentParser(prog=f"{job}.py", description=doc[0] if doc else None)
     JOB_ARGUMENTS[job](p)
-    sys.exit(int(target.run(p.parse_args())))
+    args = p.parse_args()
+    try:
+        resolve_job_settings(args)
+    except ValueError as exc:  # SettingsError, ClockError: the message names the source
+        print(f"{job}.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(int(target.run(args)))
+
+
+def resolve_job_settings(args: argparse.Namespace) -> RunSettings:
+    """The job's run model (:mod:`offsetops.coordinator_core.run`): its flags over ``OFFSETOPS_*``, the
+    config file, server.properties and Kafka's defaults; a local ``--input`` declares the clock and the
+    broker version. ``offsetops pipeline JOB`` resolves the same way before the job runs."""
+    local = getattr(args, "input", None)
+    return resolve_options(args, log_dir=local if local and "://" not in local else None)
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,7 +61,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", required=True, metavar="PATH", help="broker log dir (local, s3a://, hdfs://)")
     p.add_argument("--output", required=True, metavar="DIR", help="output dir for the Parquet tables")
     _add_spark_arguments(p)
-    add_max_batch_bytes(p)
+    add_max_batch_bytes(p, default=None)
 
 
 def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,8 +79,8 @@ def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--num-partitions",
         type=positive_int,
-        default=DEFAULT_OFFSETS_PARTITIONS,
-        help="offsets.topic.num.partitions, for partition_for checks (default 50)",
+        help="offsets.topic.num.partitions, for partition_for checks (default: $OFFSETOPS_NUM_PARTITIONS, "
+        "the config file, server.properties, else 50)",
     )
     p.add_argument("--no-verify-crc", action="store_true", help="skip batch CRC checks")
 
@@ -113,13 +127,17 @@ def expire_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--retention-minutes",
         type=float,
-        default=DEFAULT_RETENTION_MS / 60_000,
-        help="offsets.retention.minutes (default 10080 = 7 days)",
+        help="offsets.retention.minutes (default: $OFFSETOPS_RETENTION_MINUTES, the config file, "
+        f"server.properties, else Kafka's default for the broker version, {DEFAULT_RETENTION_MS // 60_000})",
     )
     p.add_argument(
-        "--coordinator", choices=COORDINATORS, default=KIP848, help="legacy (<= 3.x) or kip848 (4.x)"
+        "--coordinator",
+        choices=COORDINATORS,
+        help="legacy (<= 3.x) or kip848 (4.x); default: $OFFSETOPS_COORDINATOR, else the broker version",
     )
-    p.add_argument("--forecast-hours", type=float, default=24.0, help="forecast horizon (default 24)")
+    p.add_argument(
+        "--forecast-hours", type=float, help="forecast horizon (default: $OFFSETOPS_FORECAST_HOURS, else 24)"
+    )
 
 
 def audit_arguments(p: argparse.ArgumentParser) -> None:

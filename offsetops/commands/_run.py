@@ -13,29 +13,9 @@ numbers it reports.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
-from offsetops.coordinator_core.run import RunSettings, resolve_run
-
-#: setting -> (args attribute, flag, from the attribute's unit to the setting's)
-FLAGS: dict[str, tuple[tuple[str, str, Callable[[Any], Any]], ...]] = {
-    "retention_minutes": (("retention_ms", "--retention-ms", lambda ms: _minutes(ms)),),
-    "num_partitions": (("num_partitions", "--num-partitions", int),),
-    "semantics": (("semantics", "--semantics", str),),
-    "coordinator": (("coordinator", "--coordinator", str),),
-    "broker_version": (("broker_version", "--broker-version", str),),
-    "forecast_hours": (
-        ("forecast_hours", "--forecast-hours", float),
-        ("forecast_horizon_ms", "--forecast-horizon-ms", lambda ms: ms / 3_600_000),
-    ),
-    "max_batch_bytes": (("max_batch_bytes", "--max-batch-bytes", int),),
-}
-
-
-def _minutes(ms: int) -> int | float:
-    minutes = ms / 60_000
-    return int(minutes) if minutes.is_integer() else minutes
+from offsetops.coordinator_core.run import RunSettings, resolve_options
 
 
 def add_run_args(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +42,8 @@ def _log_dir(args: argparse.Namespace) -> str | None:
     broker's log dir (``--log-dir`` means data-topic dirs to the group views and the exporter)."""
     if getattr(args, "path", None):
         return str(args.path)
+    if getattr(args, "input", None) and "://" not in str(args.input):
+        return str(args.input)  # a pipeline job's log dir
     specs = getattr(args, "broker_log_dirs", None)
     if not specs and getattr(args, "command", None) in ("audit", "broker-scan"):
         specs = getattr(args, "log_dir", None)
@@ -74,33 +56,12 @@ def _log_dir(args: argparse.Namespace) -> str | None:
 
 def resolve_args(args: argparse.Namespace) -> RunSettings:
     """Resolve the run's settings from ``args`` and write the resolved values back into it."""
-    flags: dict[str, tuple[Any, str]] = {}
-    for name, options in FLAGS.items():
-        for attr, flag, convert in options:
-            value = getattr(args, attr, None)
-            if value is not None:
-                flags[name] = (convert(value), f"flag {flag}")
-                break
-    now = getattr(args, "now", None)
-    run = resolve_run(
-        flags=flags,
+    return resolve_options(
+        args,
+        log_dir=_log_dir(args),
         config_file=getattr(args, "settings_file", None),
         server_properties=getattr(args, "server_properties", None),
-        log_dir=_log_dir(args),
-        now=None if now is None else (now, "flag --now"),
     )
-    for name, options in FLAGS.items():
-        attr = options[0][0]
-        if hasattr(args, attr):
-            setattr(args, attr, run[name])
-    if hasattr(args, "retention_ms"):
-        args.retention_ms = run.retention_ms
-    if hasattr(args, "forecast_horizon_ms"):
-        args.forecast_horizon_ms = run.forecast_horizon_ms
-    if hasattr(args, "forecast_hours"):
-        args.forecast_hours = run["forecast_hours"]
-    args.run = run
-    return run
 
 
 def with_settings(doc: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
