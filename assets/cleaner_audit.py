@@ -373,7 +373,11 @@ def cleaner_audit(
             "per-broker `offsetops broker-scan` collectors write) or log_dir (a broker's data volume)"
         )
     try:
-        cleaner = CleanerConfig().with_values(config.cleaner_config, source="user")
+        run = offsets_source.settings()
+        cleaner = CleanerConfig().layered(
+            (run.broker_config, run.broker_config_source), (run.config_file_values, run.config_file_source)
+        )
+        cleaner = cleaner.with_values(config.cleaner_config, source="user")
         thresholds = Thresholds().with_overrides(config.thresholds)
     except ValueError as exc:
         raise Failure(f"CleanerAuditConfig: {exc}") from exc

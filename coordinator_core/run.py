@@ -134,6 +134,9 @@ class RunSettings:
     #: the broker's own configuration as read (server.properties or DescribeConfigs), for the cleaner
     broker_config: Mapping[str, str] = field(default_factory=dict)
     broker_config_source: str | None = None
+    #: the config file as read, for settings other modules take by Kafka's name (``log.cleaner.*``)
+    config_file_values: Mapping[str, str] = field(default_factory=dict)
+    config_file_source: str | None = None
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name].value
@@ -332,6 +335,7 @@ def resolve_run(
     if path:
         how = "--config" if config_file else ENV_CONFIG
         layers.append(_Layer(f"config file {path} ({how})", read_settings_file(path), by_key=True))
+    file_layer = layers[1] if path else None
     props = server_properties or environ.get(ENV_SERVER_PROPERTIES, "").strip() or None
     if props and not broker_config:
         broker_config, broker_config_source = read_server_properties(props)
@@ -349,7 +353,14 @@ def resolve_run(
             got = _declared_version(log_dir)
         resolved[spec.name] = got if got is not None else _default(spec.name, resolved)
     clock = _resolve_clock(log_dir, now, environ, wall_ms)
-    return RunSettings(clock, resolved, dict(broker_config or {}), broker_config_source)
+    return RunSettings(
+        clock,
+        resolved,
+        dict(broker_config or {}),
+        broker_config_source,
+        dict(file_layer.values) if file_layer else {},
+        file_layer.label if file_layer else None,
+    )
 
 
 def _resolve_clock(

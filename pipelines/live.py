@@ -40,11 +40,11 @@ from offsetops.coordinator_core.sources.live import (
     CONSUMER_OFFSETS,
     DEFAULT_RANGE_OFFSETS,
     FetchRange,
-    LiveSource,
     LiveSourceError,
     fold_range,
     plan_fetch_ranges,
 )
+from offsetops.coordinator_core.sources.source import ReadLimits, Source
 from offsetops.pipelines.cli_args import submit_main
 from offsetops.pipelines.reload import (
     DEFAULT_OPTIONS,
@@ -118,7 +118,8 @@ def _fetch_arrow(
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # One connection per task, opened at the first range and reused for the task's other ranges.
-        with LiveSource(config, topic=topic, max_batch_bytes=max_batch_bytes) as source:
+        limits = ReadLimits(max_batch_bytes=max_batch_bytes, verify_crc=verify_crc)
+        with Source(client=config, topic=topic, limits=limits).live() as source:
             for rb in batches:
                 parts, starts, blobs, errors = [], [], [], []
                 for row in rb.to_pylist():
@@ -241,7 +242,7 @@ def run_live_reload(
     """Plan (unless ``ranges`` are given), fetch and fold on the executors, merge, write the tables."""
     started = time.perf_counter()
     if ranges is None:
-        with LiveSource(config, topic=topic) as source:
+        with Source(client=config, topic=topic).live() as source:
             ranges = plan_fetch_ranges(source, partitions, max_offsets=max_range_offsets)
     result = LiveReloadResult(
         output=output,
@@ -272,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = KafkaClientConfig.resolve(args.bootstrap, args.client_config)
         # Plan before starting Spark: a wrong address or credential fails in seconds, in one line.
-        with LiveSource(config, topic=args.topic) as source:
+        with Source(client=config, topic=args.topic).live() as source:
             ranges = plan_fetch_ranges(source, args.partition, max_offsets=args.max_range_offsets)
         spark = session_from_args(args, "live")
         result = run_live_reload(

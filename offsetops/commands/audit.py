@@ -189,8 +189,13 @@ def run(args: argparse.Namespace) -> int:
             live = fetch_cluster_config(client, broker_id=broker_id)
         except KafkaClientError as exc:
             return die(f"{exc} (give the config with --config KEY=VALUE instead, or fix --bootstrap)")
-        config = live.apply(config)
     try:
+        run = args.run
+        config = config.layered(
+            (run.broker_config, run.broker_config_source),
+            (run.config_file_values, run.config_file_source),
+            live,
+        )
         config = config.with_values(overrides, source="user")
     except ValueError as exc:
         return die(str(exc))

@@ -148,3 +148,22 @@ def test_settings_json_and_line() -> None:
     assert line is not None and line.startswith("settings: now 2023-11-14T22:13:20.000Z (flag --now)")
     assert "retention_minutes 120 (env OFFSETOPS_RETENTION_MINUTES)" in line and "max_batch_bytes" not in line
     assert settings_line(None) is None and run.summary().count(";") == len(doc) - 1
+
+
+def test_cleaner_settings_follow_the_same_precedence(tmp_path: Path) -> None:
+    """log.cleaner.* and delete.retention.ms: the config file beats server.properties; both say so."""
+    from offsetops.coordinator_core.cleaner.config import CleanerConfig
+
+    server = _props(
+        tmp_path / "server.properties", "log.cleaner.min.cleanable.ratio=0.1\ndelete.retention.ms=5\n"
+    )
+    config = _props(tmp_path / "c.properties", "log.cleaner.min.cleanable.ratio=0.2\n")
+    run = resolve_run(environ={}, config_file=config, server_properties=server, now=(NOW, "t"))
+    cleaner = CleanerConfig().layered(
+        (run.broker_config, run.broker_config_source), (run.config_file_values, run.config_file_source)
+    )
+    assert cleaner.min_cleanable_dirty_ratio == 0.2 and cleaner.source_of(
+        "min_cleanable_dirty_ratio"
+    ).startswith(f"config file {config}")
+    assert cleaner.delete_retention_ms == 5
+    assert cleaner.source_of("delete_retention_ms") == f"broker server.properties {server}"
