@@ -64,15 +64,6 @@ class Source:
     def is_live(self) -> bool:
         return self.client is not None
 
-    @property
-    def first_log_dir(self) -> str | None:
-        """The log dir whose declarations (clock, broker version) speak for the run."""
-        if self.log_dir:
-            return self.log_dir
-        if self.broker_log_dirs:
-            return self.broker_log_dirs[0].partition("=")[2] or self.broker_log_dirs[0]
-        return None
-
     def describe(self) -> str:
         if self.client is not None:
             return f"live cluster {self.client.describe()} ({self.topic})"

@@ -7,8 +7,8 @@ import os
 import re
 import sys
 
-from offsetops.commands._common import die, epoch_time, kafka_client_config
-from offsetops.commands._load import add_source_args, check_source, is_live, load_caches
+from offsetops.commands._common import die, epoch_time
+from offsetops.commands._load import add_source_args, check_source, load_caches, source_from_args
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
 from offsetops.coordinator_core.kafka_client import KafkaClientError
@@ -111,10 +111,10 @@ def lookup_offsets(
     args: argparse.Namespace, wanted: set[tuple[str, int]]
 ) -> tuple[dict[tuple[str, int], PartitionOffsets], str]:
     """Log start/end of the wanted data partitions: ListOffsets live, partition dirs offline."""
-    if is_live(args):
-        config = kafka_client_config(args)
-        return live_offsets(config, wanted), "ListOffsets on the cluster"
-    dirs = [logdir_root(args.path), *args.log_dir]
+    source = source_from_args(args)
+    if source.client is not None:
+        return live_offsets(source.client, wanted), "ListOffsets on the cluster"
+    dirs = [logdir_root(args.path), *source.data_log_dirs]
     return offline_offsets(dirs, wanted), "data-topic partition dirs and checkpoints in " + ", ".join(dirs)
 
 

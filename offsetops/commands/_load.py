@@ -101,6 +101,8 @@ def source_from_args(args: argparse.Namespace) -> Source:
     common: dict = {
         "partitions": tuple(partitions) if partitions else None,
         "limits": ReadLimits(max_batch_bytes=args.run["max_batch_bytes"]),
+        # the group views' and the exporter's --log-dir: data-topic partition dirs, for lag
+        "data_log_dirs": tuple(getattr(args, "log_dir", None) or ()),
     }
     if is_live(args):
         topic = getattr(args, "offsets_topic", "__consumer_offsets")
