@@ -171,7 +171,11 @@ def _latest_dir(state: StateResource) -> Path:
 
 
 def _record_latest(
-    state: StateResource, audit: Any, partitions: list[int], clock: Clock, settings: dict[str, Any]
+    state: StateResource,
+    audit: Any,
+    partitions: list[int],
+    clock: Clock,
+    settings: dict[str, Any] | None = None,
 ) -> None:
     """Keep each partition's latest audit (and the latest topic-wide findings) in the state dir."""
     folder = _latest_dir(state)
