@@ -189,7 +189,8 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
     )
     resources = {
         # No as_of_ms: the clock is resolved from the log dir, exactly as in the UI and the CLI.
-        "offsets_source": OffsetsSourceResource(log_dir=str(log_dir), num_partitions=args.partitions),
+        # num_partitions and the expiration settings come from the environment ui_environment set.
+        "offsets_source": OffsetsSourceResource(log_dir=str(log_dir)),
         "spark": SparkResource(master=args.spark_master, app_name="offsetops-demo"),
         "state": StateResource(output_dir=str(out)),
         "slack": slack,
