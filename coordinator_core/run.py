@@ -122,7 +122,6 @@ SPECS: tuple[Spec, ...] = (
     Spec("forecast_hours", "offsetops.forecast.hours", "OFFSETOPS_FORECAST_HOURS", _hours),
     Spec("max_batch_bytes", "offsetops.max.batch.bytes", "OFFSETOPS_MAX_BATCH_BYTES", _int_in(1, 2**31 - 1)),
 )  # fmt: skip
-SPEC_BY_NAME = {s.name: s for s in SPECS}
 
 
 @dataclass(frozen=True)
