@@ -167,3 +167,22 @@ def test_cleaner_settings_follow_the_same_precedence(tmp_path: Path) -> None:
     ).startswith(f"config file {config}")
     assert cleaner.delete_retention_ms == 5
     assert cleaner.source_of("delete_retention_ms") == f"broker server.properties {server}"
+
+
+def test_describe_configs_results_rank_as_the_brokers_own() -> None:
+    """A live cluster's DescribeConfigs answer stands where server.properties would, below env and file."""
+    described = {"offsets.retention.minutes": "4320", "inter.broker.protocol.version": "4.0-IV3"}
+    label = "DescribeConfigs broker 1 on kafka-0:9092"
+    run = resolve_run(environ={}, broker_config=described, broker_config_source=label, now=(NOW, "t"))
+    assert (run["retention_minutes"], run.source("retention_minutes")) == (
+        4320,
+        f"{label} (offsets.retention.minutes)",
+    )
+    assert run["broker_version"] == "4.0" and run["coordinator"] == "kip848"
+    over = resolve_run(
+        environ={"OFFSETOPS_RETENTION_MINUTES": "60"},
+        broker_config=described,
+        broker_config_source=label,
+        now=(NOW, "t"),
+    )
+    assert over["retention_minutes"] == 60
