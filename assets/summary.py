@@ -121,6 +121,7 @@ def offsets_topic_summary(context: AssetExecutionContext, state: StateResource) 
             **meta,
             "audit_report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
             "plan_report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
+            **({"settings": MetadataValue.json(plan["settings"])} if plan.get("settings") else {}),
         }
     )
 

@@ -24,6 +24,7 @@ from offsetops.coordinator_core.describe import (
 from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
+from offsetops.coordinator_core.run import RunSettings
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 PREFIX = "offsetops"
@@ -42,6 +43,8 @@ class Snapshot:
     expiration: ExpirationPlan | None = None
     failover: FailoverForecast | None = None
     notes: list[str] = field(default_factory=list)
+    #: the settings the numbers were computed with, and their sources (``offsetops_settings_info``)
+    settings: RunSettings | None = None
 
 
 def compute_snapshot(
@@ -55,6 +58,7 @@ def compute_snapshot(
     observed: Iterable[ObservedLoad] = (),
     failover_threshold_ms: int = DEFAULT_SLOW_MS,
     taken_at: float | None = None,
+    settings: RunSettings | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
     cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note)."""
@@ -63,13 +67,17 @@ def compute_snapshot(
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
     taken = time.time() if taken_at is None else taken_at
-    snap = Snapshot(taken, caches, describe_groups(caches, log_offsets), log_offsets)
+    snap = Snapshot(taken, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
     if log_dir:
         snap.audit = audit_log_dir(log_dir, now_ms=now_ms, record_history=False)
     else:
         snap.notes.append("cleaner audit needs the log dir; not exported with --bootstrap")
     snap.expiration = plan_expiration(
-        caches, now_ms=now_ms, retention_ms=retention_ms, forecast_horizon_ms=forecast_horizon_ms
+        caches,
+        now_ms=now_ms,
+        retention_ms=retention_ms,
+        forecast_horizon_ms=forecast_horizon_ms,
+        **({"coordinator": settings["coordinator"]} if settings is not None else {}),
     )
     snap.failover = forecast_failover(
         loads_from_caches(caches), observed=observed, threshold_ms=failover_threshold_ms
@@ -83,6 +91,8 @@ def _g(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamil
 
 def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Iterator[Metric]:
     """The metric families of one snapshot."""
+    if snap.settings is not None:
+        yield settings_info(snap.settings)
     yield from _group_metrics(snap, granularity)
     yield from _reload_metrics(snap.caches)
     if snap.audit is not None:
@@ -91,6 +101,18 @@ def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Itera
         yield from _expiration_metrics(snap.expiration)
     if snap.failover is not None:
         yield from _failover_metrics(snap.failover)
+
+
+def settings_info(run: RunSettings) -> Metric:
+    """``offsetops_settings_info{name, value, source} 1``: what the numbers were computed with."""
+    info = _g("settings_info", "A setting the numbers were computed with, and where it came from (value 1)",
+              ["name", "value", "source"])  # fmt: skip
+    for name, setting in run.to_json().items():
+        if name != "now":
+            info.add_metric(
+                [name, "" if setting["value"] is None else str(setting["value"]), setting["source"]], 1
+            )
+    return info
 
 
 def _group_metrics(snap: Snapshot, granularity: str) -> Iterator[Metric]:

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
-from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
-from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.run import RunSettings, resolve_options
 from offsetops.coordinator_core.settings import parse_non_negative_int, parse_positive_int
 from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
 from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
@@ -52,12 +52,14 @@ def add_partition_filter(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_max_batch_bytes(p: argparse.ArgumentParser) -> None:
-    """``--max-batch-bytes``: the bound on one batch, framed or decompressed (hostile input stops there)."""
+def add_max_batch_bytes(p: argparse.ArgumentParser, *, default: int | None = DEFAULT_MAX_BATCH_BYTES) -> None:
+    """``--max-batch-bytes``: the bound on one batch, framed or decompressed (hostile input stops there).
+
+    ``default=None`` leaves it to the run model (``OFFSETOPS_MAX_BATCH_BYTES``, the config file)."""
     p.add_argument(
         "--max-batch-bytes",
         type=positive_int,
-        default=DEFAULT_MAX_BATCH_BYTES,
+        default=default,
         metavar="N",
         help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
     )
@@ -78,7 +80,21 @@ def submit_main(job: str) -> NoReturn:
     doc = (target.__doc__ or "").strip().splitlines()
     p = argparse.ArgumentParser(prog=f"{job}.py", description=doc[0] if doc else None)
     JOB_ARGUMENTS[job](p)
-    sys.exit(int(target.run(p.parse_args())))
+    args = p.parse_args()
+    try:
+        resolve_job_settings(args)
+    except ValueError as exc:  # SettingsError, ClockError: the message names the source
+        print(f"{job}.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(int(target.run(args)))
+
+
+def resolve_job_settings(args: argparse.Namespace) -> RunSettings:
+    """The job's run model (:mod:`offsetops.coordinator_core.run`): its flags over ``OFFSETOPS_*``, the
+    config file, server.properties and Kafka's defaults; a local ``--input`` declares the clock and the
+    broker version. ``offsetops pipeline JOB`` resolves the same way before the job runs."""
+    local = getattr(args, "input", None)
+    return resolve_options(args, log_dir=local if local and "://" not in local else None)
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:
@@ -86,7 +102,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", required=True, metavar="PATH", help="broker log dir (local, s3a://, hdfs://)")
     p.add_argument("--output", required=True, metavar="DIR", help="output dir for the Parquet tables")
     _add_spark_arguments(p)
-    add_max_batch_bytes(p)
+    add_max_batch_bytes(p, default=None)
 
 
 def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
@@ -104,8 +120,8 @@ def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--num-partitions",
         type=positive_int,
-        default=DEFAULT_OFFSETS_PARTITIONS,
-        help="offsets.topic.num.partitions, for partition_for checks (default 50)",
+        help="offsets.topic.num.partitions, for partition_for checks (default: $OFFSETOPS_NUM_PARTITIONS, "
+        "the config file, server.properties, else 50)",
     )
     p.add_argument("--no-verify-crc", action="store_true", help="skip batch CRC checks")
 
@@ -159,13 +175,17 @@ def expire_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--retention-minutes",
         type=float,
-        default=DEFAULT_RETENTION_MS / 60_000,
-        help="offsets.retention.minutes (default 10080 = 7 days)",
+        help="offsets.retention.minutes (default: $OFFSETOPS_RETENTION_MINUTES, the config file, "
+        f"server.properties, else Kafka's default for the broker version, {DEFAULT_RETENTION_MS // 60_000})",
     )
     p.add_argument(
-        "--coordinator", choices=COORDINATORS, default=KIP848, help="legacy (<= 3.x) or kip848 (4.x)"
+        "--coordinator",
+        choices=COORDINATORS,
+        help="legacy (<= 3.x) or kip848 (4.x); default: $OFFSETOPS_COORDINATOR, else the broker version",
     )
-    p.add_argument("--forecast-hours", type=float, default=24.0, help="forecast horizon (default 24)")
+    p.add_argument(
+        "--forecast-hours", type=float, help="forecast horizon (default: $OFFSETOPS_FORECAST_HOURS, else 24)"
+    )
 
 
 def audit_arguments(p: argparse.ArgumentParser) -> None:

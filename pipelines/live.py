@@ -40,11 +40,11 @@ from offsetops.coordinator_core.sources.live import (
     CONSUMER_OFFSETS,
     DEFAULT_RANGE_OFFSETS,
     FetchRange,
-    LiveSource,
     LiveSourceError,
     fold_range,
     plan_fetch_ranges,
 )
+from offsetops.coordinator_core.sources.source import ReadLimits, Source
 from offsetops.pipelines.cli_args import submit_main
 from offsetops.pipelines.reload import (
     DEFAULT_OPTIONS,
@@ -113,13 +113,14 @@ class LiveReloadResult:
 
 
 def _fetch_arrow(
-    config: KafkaClientConfig, topic: str, semantics: str, verify_crc: bool
+    config: KafkaClientConfig, topic: str, semantics: str, verify_crc: bool, max_batch_bytes: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     target = arrow_schema(LIVE_FOLD_SCHEMA)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # One connection per task, opened at the first range and reused for the task's other ranges.
-        with LiveSource(config, topic=topic) as source:
+        limits = ReadLimits(max_batch_bytes=max_batch_bytes, verify_crc=verify_crc)
+        with Source(client=config, topic=topic, limits=limits).live() as source:
             for rb in batches:
                 parts, starts, blobs, errors = [], [], [], []
                 for row in rb.to_pylist():
@@ -178,7 +179,8 @@ def fetch_folds(
         else allow_unencrypted_secrets,
     )
     return range_rows(spark, ranges).mapInArrow(
-        _fetch_arrow(config, topic, options.semantics, options.verify_crc), LIVE_FOLD_SCHEMA
+        _fetch_arrow(config, topic, options.semantics, options.verify_crc, options.max_batch_bytes),
+        LIVE_FOLD_SCHEMA,
     )
 
 
@@ -262,7 +264,7 @@ def run_live_reload(
     """Plan (unless ``ranges`` are given), fetch and fold on the executors, merge, write the tables."""
     started = time.perf_counter()
     if ranges is None:
-        with LiveSource(config, topic=topic) as source:
+        with Source(client=config, topic=topic).live() as source:
             ranges = plan_fetch_ranges(source, partitions, max_offsets=max_range_offsets)
     result = LiveReloadResult(
         output=output,
@@ -300,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = KafkaClientConfig.resolve(args.bootstrap, args.client_config)
         # Plan before starting Spark: a wrong address or credential fails in seconds, in one line.
-        with LiveSource(config, topic=args.topic) as source:
+        with Source(client=config, topic=args.topic).live() as source:
             ranges = plan_fetch_ranges(source, args.partition, max_offsets=args.max_range_offsets)
         spark = session_from_args(args, "live")
         result = run_live_reload(

@@ -21,6 +21,7 @@ from offsetops.checks.alerting.state import ConditionEntry
 from offsetops.checks.asset_names import AUDIT_ASSET, EXPIRATION_ASSET
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.run import EXPIRATION_SETTINGS, settings_line
 from offsetops.coordinator_core.untrusted import read_regular_file
 
 log = logging.getLogger(__name__)
@@ -189,7 +190,13 @@ def offsets_observations(
         as_of = _iso_ms(doc.get("now_ms"))
         lost = _lost_groups(doc)
         at_risk = _groups_at_risk(doc, lost)
-        common = {"kind": "offsets", "partition": partition, "asset": EXPIRATION_ASSET, "run_id": run_id}
+        common = {
+            "kind": "offsets",
+            "partition": partition,
+            "asset": EXPIRATION_ASSET,
+            "run_id": run_id,
+            "settings": settings_line(doc.get("settings"), EXPIRATION_SETTINGS),
+        }
         out += _lost_observations(partition, lost, as_of, common)
         out += _at_risk_observations(partition, at_risk, doc.get("forecast_horizon_ms"), as_of, common)
         present = doc.get("groups")

@@ -41,10 +41,16 @@ def audit_job_observations(rows: Rows, run_id: str) -> list[Observation]:
 
 
 def expire_job_observations(
-    rows: Rows, firing: Mapping[str, ConditionEntry], *, run_id: str, now_ms: int, horizon_ms: int
+    rows: Rows,
+    firing: Mapping[str, ConditionEntry],
+    *,
+    run_id: str,
+    now_ms: int,
+    horizon_ms: int,
+    settings: Mapping[str, Any] | None = None,
 ) -> list[Observation]:
     """Each group's loss or risk from the expire job's tables, as the ``expiration_plan`` asset writes
-    its per-partition plan documents."""
+    its per-partition plan documents (``settings``: the run model's, as the plan documents carry it)."""
     plans: dict[int, dict[str, Any]] = {}
     for table, key in PLAN_TABLES:
         for r in rows(table):
@@ -55,6 +61,7 @@ def expire_job_observations(
                     "run_id": run_id,
                     "now_ms": now_ms,
                     "forecast_horizon_ms": horizon_ms,
+                    "settings": dict(settings or {}),
                     "tombstones": [],
                     "dead_groups": [],
                     "forecast": [],

@@ -164,6 +164,8 @@ class Observation:
     asset: str | None = None
     run_id: str | None = None
     as_of: str | None = None
+    #: the settings the evidence was computed with and their sources (one line, for the message)
+    settings: str | None = None
 
     def __post_init__(self) -> None:
         if self.level not in LEVEL_RANK:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -262,7 +261,7 @@ def audit_log_dir(
     *,
     config: CleanerConfig | None = None,
     thresholds: Thresholds | None = None,
-    now_ms: int | None = None,
+    now_ms: int,
     partitions: list[int] | None = None,
     metrics: CleanerMetrics | None = None,
     broker_log: BrokerLogReport | None = None,
@@ -287,7 +286,7 @@ def audit_log_dir(
     logdir = path if isinstance(path, LogDir) else open_log_dir(path, partitions=partitions)
     cfg = config or CleanerConfig()
     th = thresholds or Thresholds()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = now_ms
     notes = list(logdir.checkpoint_errors)
     if live is not None:
         notes.extend(live.notes)
@@ -391,7 +390,7 @@ def audit_log_dirs(
     *,
     config: CleanerConfig | None = None,
     thresholds: Thresholds | None = None,
-    now_ms: int | None = None,
+    now_ms: int,
     metrics: Mapping[int, CleanerMetrics] | None = None,
     broker_logs: Mapping[int, BrokerLogReport] | None = None,
     live: ClusterConfig | None = None,
@@ -407,7 +406,7 @@ def audit_log_dirs(
     ``replica_divergence`` finding on their row.
     """
     cfg, th = config or CleanerConfig(), thresholds or Thresholds()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = now_ms
     per_broker = [
         (
             b.broker_id,

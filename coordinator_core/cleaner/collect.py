@@ -16,7 +16,6 @@ import dataclasses
 import json
 import os
 import re
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,13 +230,13 @@ def scan_broker(
     broker_id: int,
     *,
     config: CleanerConfig | None = None,
-    now_ms: int | None = None,
+    now_ms: int,
     verify_crc: bool = True,
     max_digests: int = DEFAULT_MAX_DIGESTS,
 ) -> BrokerScan:
     """Scan every partition of one broker's log dir: the audit's per-partition part and the replica facts."""
     cfg = config or CleanerConfig()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = now_ms
     notes = list(logdir.checkpoint_errors)
     scan = BrokerScan(broker_id, str(Path(logdir.path).resolve()), now, cfg.to_json(), notes=notes)
     found = scan_log_dir(logdir, config=cfg, now_ms=now, verify_crc=verify_crc, notes=notes)
@@ -369,7 +368,7 @@ def audit_broker_scans(
     *,
     config: CleanerConfig | None = None,
     thresholds: Thresholds | None = None,
-    now_ms: int | None = None,
+    now_ms: int,
     metrics: Mapping[int, CleanerMetrics] | None = None,
     broker_logs: Mapping[int, BrokerLogReport] | None = None,
     live: ClusterConfig | None = None,
@@ -387,7 +386,7 @@ def audit_broker_scans(
     The options are :func:`audit_log_dirs`' own, with the same names and meaning, so an operator moves
     from log dirs to scans without relearning them; only the input differs."""
     cfg, th = config or CleanerConfig(), thresholds or Thresholds()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = now_ms
     wanted = None if partitions is None else set(partitions)
     if wanted is not None:
         missing = sorted(wanted - {n for scan in scans for n in scan.partitions})

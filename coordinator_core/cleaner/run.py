@@ -74,6 +74,13 @@ class AuditRequest:
     record_history: bool = True
     now_ms: int | None = None
     failover_threshold_ms: int = DEFAULT_SLOW_MS
+    #: the run model's clock; when given, it is the audit's (now_ms and a declared clock are not read)
+    clock: Clock | None = None
+    #: the run model's layers under the cluster's and the user's: (server.properties, its source) and
+    #: (the config file, its source), as ``CleanerConfig.layered`` takes them
+    config_layers: (
+        tuple[tuple[Mapping[str, str], str | None], tuple[Mapping[str, str], str | None]] | None
+    ) = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +137,11 @@ def run_audit(request: AuditRequest, *, progress: ScanProgress | None = None) ->
     metrics = _scrape_metrics(metrics_urls)
     broker_logs = _read_broker_logs(broker_log_files)
     try:
-        # The log dir's declared clock (a simulated or copied snapshot) unless now_ms is given.
-        clock = resolve_clock(source.first_dir, configured_ms=request.now_ms, configured_by="--now")
+        # The run's clock, else the log dir's declared clock (a simulated or copied snapshot) unless
+        # now_ms is given.
+        clock = request.clock or resolve_clock(
+            source.first_dir, configured_ms=request.now_ms, configured_by="--now"
+        )
     except ClockError as exc:
         raise AuditInputError(str(exc)) from None
     audit = _audit(request, source, config, thresholds, clock, live, metrics, broker_logs, progress)
@@ -180,6 +190,9 @@ def _cleaner_config(
             raise AuditInputError(
                 f"{exc} (give the config with --config KEY=VALUE instead, or fix --bootstrap)"
             ) from None
+    if request.config_layers is not None:
+        config = config.layered(*request.config_layers, live)
+    elif live is not None:
         config = live.apply(config)
     try:
         return config.with_values(overrides, source="user"), live

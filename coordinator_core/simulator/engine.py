@@ -123,7 +123,10 @@ def simulate(
         fh.write("\n")
     # The data ends at the simulated time: everything that evaluates it must use that clock, not today's.
     write_clock_declaration(
-        out, end_ms, declared_by=f"offsetops simulate, seed {config.seed}, Kafka {profile.kafka_version}"
+        out,
+        end_ms,
+        declared_by=f"offsetops simulate, seed {config.seed}, Kafka {profile.kafka_version}",
+        broker_version=profile.kafka_version,
     )
     total = sum(p.size_bytes for p in logs)
     stats = cluster.stats.to_json()

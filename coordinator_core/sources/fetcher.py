@@ -164,6 +164,7 @@ class PartitionFetch:
             partition=self.partition,
             errors=self.errors,
             verify_crc=self.verify_crc,
+            max_batch_bytes=self.source.max_batch_bytes,
         ):
             # Fetch answers with the whole batch holding `offset`: its earlier records were read
             # with the batch before, or precede the start. A batch sent again is read once.

@@ -36,6 +36,7 @@ from offsetops.coordinator_core.kafka_client import KafkaClientConfig, check_con
 from offsetops.coordinator_core.loader import PartitionFold
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.records.reader import ErrorSink
 from offsetops.coordinator_core.sources.fetcher import (
     MAX_PARTITION_FETCH_BYTES,
@@ -96,9 +97,17 @@ class LiveSource:
     Connects lazily; use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, config: KafkaClientConfig, *, topic: str = CONSUMER_OFFSETS):
+    def __init__(
+        self,
+        config: KafkaClientConfig,
+        *,
+        topic: str = CONSUMER_OFFSETS,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ):
         self.config = config
         self.topic = topic
+        #: the bound on one batch, framed or decompressed, as for segment files (``--max-batch-bytes``)
+        self.max_batch_bytes = max_batch_bytes
         self._client: Any = None
         self._leaders: dict[int, int] = {}
         self._throttled_until = 0.0

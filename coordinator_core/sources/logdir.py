@@ -13,6 +13,7 @@ from typing import Protocol, TypeVar
 from offsetops.coordinator_core.atomic import write_text_atomic
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.records.reader import iter_segment_batches
 from offsetops.coordinator_core.untrusted import read_regular_file
 
@@ -56,15 +57,26 @@ class PartitionDir:
     def size_bytes(self) -> int:
         return sum(s.size for s in self.segments)
 
-    def iter_batches(self, errors: list[DecodeError], *, verify_crc: bool = True) -> Iterator[RecordBatch]:
+    def iter_batches(
+        self,
+        errors: list[DecodeError],
+        *,
+        verify_crc: bool = True,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> Iterator[RecordBatch]:
         """Stream the batches of every segment in order; index files are never consulted.
 
-        The listing's anomalies are reported first, then each segment's errors as it is read.
+        The listing's anomalies are reported first, then each segment's errors as it is read; a batch
+        over ``max_batch_bytes`` (framed or decompressed) is an error, not an allocation.
         """
         errors.extend(self.anomalies)
         for seg in self.segments:
             yield from iter_segment_batches(
-                seg.path, partition=self.partition, errors=errors, verify_crc=verify_crc
+                seg.path,
+                partition=self.partition,
+                errors=errors,
+                verify_crc=verify_crc,
+                max_batch_bytes=max_batch_bytes,
             )
 
 

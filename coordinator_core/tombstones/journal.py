@@ -18,13 +18,13 @@ import hashlib
 import json
 import os
 import signal
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from offsetops.coordinator_core.atomic import open_append, write_json_atomic
+from offsetops.coordinator_core.clock import wall_clock_ms
 from offsetops.coordinator_core.untrusted import read_regular_file
 
 JOURNAL_FORMAT = 1
@@ -109,7 +109,7 @@ class Journal:
             if existing.plan.get("items") != doc["items"]:
                 raise JournalError(f"{path}: holds a different plan under id {plan_id}")
             return existing, True
-        doc.setdefault("created_ms", int(time.time() * 1000))
+        doc.setdefault("created_ms", wall_clock_ms())
         write_json_atomic(path, doc, sort_keys=True)
         journal = cls(d, plan_id, doc)
         journal.event("created", items=len(doc["items"]))
@@ -146,7 +146,7 @@ class Journal:
 
     def record(self, item_ids: Iterable[int], status: str, detail: str | None = None) -> None:
         """Append one outcome line per item (each fsynced before the next is written)."""
-        now = int(time.time() * 1000)
+        now = wall_clock_ms()
         for i in item_ids:
             self._append([{"item": i, "status": status, "detail": detail, "ts": now}])
             fault_point("journal")
@@ -155,7 +155,7 @@ class Journal:
 
     def event(self, name: str, **data: Any) -> None:
         """Append a non-item line, e.g. what the executor saw before its first write."""
-        self._append([{"event": name, "ts": int(time.time() * 1000), **data}])
+        self._append([{"event": name, "ts": wall_clock_ms(), **data}])
 
     def lines(self) -> list[dict[str, Any]]:
         try:

@@ -21,7 +21,9 @@ Settings (environment of the scheduler and workers, read when the DAG file is pa
 ``OFFSETOPS_SPARK_SUBMIT`` (default ``spark-submit``), ``OFFSETOPS_SPARK_MASTER``,
 ``OFFSETOPS_SPARK_CONF`` (``key=value`` pairs separated by commas), ``OFFSETOPS_LOG_DIR``,
 ``OFFSETOPS_OUTPUT_DIR``, ``OFFSETOPS_STATE_DIR`` (default ``$OFFSETOPS_OUTPUT_DIR/state``),
-``OFFSETOPS_NUM_PARTITIONS``, ``OFFSETOPS_FORECAST_HOURS`` (default 24), ``OFFSETOPS_SLACK_CHANNEL``,
+the run model's ``OFFSETOPS_NUM_PARTITIONS``, ``OFFSETOPS_RETENTION_MINUTES``, ``OFFSETOPS_FORECAST_HOURS``,
+``OFFSETOPS_CONFIG`` and ``OFFSETOPS_SERVER_PROPERTIES`` (the jobs and the alert tasks resolve them alike,
+see docs/architecture.md), ``OFFSETOPS_SLACK_CHANNEL``,
 ``OFFSETOPS_SLACK_BASE_URL``,
 ``OFFSETOPS_AIRFLOW_URL``; the Slack token is the ``SLACK_BOT_TOKEN`` environment variable of the
 worker (from a Kubernetes secret or Airflow's secrets backend), never a DAG argument.
@@ -61,10 +63,8 @@ SPARK_CONF = [c.strip() for c in _env("OFFSETOPS_SPARK_CONF", "").split(",") if 
 LOG_DIR = _env("OFFSETOPS_LOG_DIR", "/kafka-data")
 OUTPUT_DIR = _env("OFFSETOPS_OUTPUT_DIR", "/data/offsetops")
 STATE_DIR = _env("OFFSETOPS_STATE_DIR", f"{OUTPUT_DIR}/state")
-NUM_PARTITIONS = _env("OFFSETOPS_NUM_PARTITIONS", "50")
 SLACK_CHANNEL = _env("OFFSETOPS_SLACK_CHANNEL", "#offsetops-alerts")
 SLACK_BASE_URL = _env("OFFSETOPS_SLACK_BASE_URL", "")
-FORECAST_HOURS = float(_env("OFFSETOPS_FORECAST_HOURS", "24"))
 
 DEFAULT_ARGS = {"owner": "kafka-ops", "retries": 1, "retry_delay": timedelta(minutes=5)}
 
@@ -99,7 +99,9 @@ def spark_submit(job: str, *args: str) -> str:
     ]
     for conf in SPARK_CONF:
         argv += ["--conf", conf]
-    argv += [f"{HOME}/{JOB_SCRIPTS[job]}", "--num-partitions", NUM_PARTITIONS, *args]
+    # offsets.topic.num.partitions, retention and the forecast window are the run model's: the job reads
+    # OFFSETOPS_* from the worker's environment (append_env) exactly as the alert task does.
+    argv += [f"{HOME}/{JOB_SCRIPTS[job]}", *args]
     # Templated values (now, run dir) are rendered by Jinja first; quote everything else.
     return " ".join(a if "{{" in a else shlex.quote(a) for a in argv)
 
@@ -119,7 +121,7 @@ def send_alerts(
     run_id: str,
     run_url: str,
     table_dir: str = "",
-    hours: float = 0.0,
+    log_dir: str = "",
     now_ms: str = "0",
     dag_id: str = "",
     failed: str = "",
@@ -166,9 +168,17 @@ def send_alerts(
         if rule == "audit":  # the per-partition metadata the cleaner_audit asset records
             return audit_job_observations(rows, run_id)
         if rule == "forecast":  # the per-partition plan documents the expiration_plan asset writes
-            horizon_ms = int(hours * 3_600_000)
+            from offsetops.coordinator_core.run import resolve_run
+
+            # The settings the expire job resolved: the same run model over the same environment and log dir.
+            run = resolve_run(log_dir=log_dir or None, now=(int(now_ms), "Airflow data interval end"))
             return expire_job_observations(
-                rows, conditions, run_id=run_id, now_ms=int(now_ms), horizon_ms=horizon_ms
+                rows,
+                conditions,
+                run_id=run_id,
+                now_ms=int(now_ms),
+                horizon_ms=run.forecast_horizon_ms,
+                settings=run.to_json(),
             )
         raise ValueError(f"unknown alert rule {rule!r}")
 
@@ -260,15 +270,13 @@ with _dag(
         job_dir("expire"),
         "--now-ms",
         NOW_MS,
-        "--forecast-hours",
-        str(FORECAST_HOURS),
     )
     alert = external(
         "alert_forecast",
         "forecast",
         table_dir=job_dir("expire"),
         now_ms=NOW_MS,
-        hours=FORECAST_HOURS,
+        log_dir=LOG_DIR,
     )
     expire >> alert
     [expire, alert] >> failure_pager()

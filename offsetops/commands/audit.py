@@ -14,6 +14,7 @@ from offsetops.commands._common import (
     parse_partitions,
     print_json,
 )
+from offsetops.commands._run import with_settings
 from offsetops.commands.failover import headline
 from offsetops.coordinator_core.cleaner.config import known_config_keys
 from offsetops.coordinator_core.cleaner.model import CleanerAudit, PartitionAudit, Thresholds, format_bytes
@@ -145,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
         record_history=not args.no_record,
         now_ms=args.now,
         failover_threshold_ms=args.failover_threshold_ms,
+        clock=args.run.clock,
+        config_layers=(
+            (args.run.broker_config, args.run.broker_config_source),
+            (args.run.config_file_values, args.run.config_file_source),
+        ),
     )
     try:
         with _ScanProgress() as progress:
@@ -152,11 +158,12 @@ def run(args: argparse.Namespace) -> int:
     except AuditInputError as exc:
         return die(str(exc))
     if args.json:
-        print_json(result.to_json())
+        print_json(with_settings(result.to_json(), args))
     else:
         print(f"as of {result.clock.describe()}")
         print_table(result.audit)
         print_failover(result.forecast)
+        print(escape(args.run.summary()))
     return EXIT_BY_VERDICT[result.audit.verdict] if args.exit_code else 0
 
 

@@ -131,7 +131,10 @@ def _declare_clock(log_dir: Path, truth: dict[str, Any]) -> None:
 
     if not (log_dir / CLOCK_FILE).exists():
         write_clock_declaration(
-            log_dir, int(truth["simulated_until_ms"]), declared_by="offsetops demo, from truth.json"
+            log_dir,
+            int(truth["simulated_until_ms"]),
+            declared_by="offsetops demo, from truth.json",
+            broker_version=truth.get("kafka_version"),
         )
 
 
@@ -187,7 +190,8 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
     )
     resources = {
         # No as_of_ms: the clock is resolved from the log dir, exactly as in the UI and the CLI.
-        "offsets_source": OffsetsSourceResource(log_dir=str(log_dir), num_partitions=args.partitions),
+        # num_partitions and the expiration settings come from the environment ui_environment set.
+        "offsets_source": OffsetsSourceResource(log_dir=str(log_dir)),
         "spark": SparkResource(master=args.spark_master, app_name="offsetops-demo"),
         "state": StateResource(output_dir=str(out)),
         "slack": slack,
@@ -196,13 +200,9 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
     run_config = {
         # Materialization events are DEBUG (one per asset and partition): keep the console readable.
         "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        # No retention or forecast here: every asset resolves them through the run model from the
+        # environment ui_environment set, exactly as a run launched from the UI does.
         "ops": {
-            "expiration_plan": {
-                "config": {
-                    "retention_minutes": args.retention_minutes,
-                    "forecast_horizon_hours": args.forecast_hours,
-                }
-            },
             "tombstone_execution": {"config": {"mode": "segment" if args.execute_tombstones else "dry_run"}},
         },
     }

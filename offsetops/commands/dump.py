@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_partition_filter(p)
     p.add_argument("--json", action="store_true", help="JSON lines: one object per batch and per record")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
-    add_max_batch_bytes(p)
+    add_max_batch_bytes(p, default=None)
     p.set_defaults(func=run)
 
 
@@ -202,6 +202,8 @@ def _dump_files(
 ) -> int:
     out = sys.stdout
     shown = 0
+    if args.json:  # the stream's first line: what shaped it (the batch bound) and where it came from
+        out.write(json.dumps({"type": "settings", "settings": args.run.to_json()}) + "\n")
     for file, part, anomalies in files:
         errors.extend(anomalies)
         shown = _show_errors(out, errors, shown, args.json)

@@ -22,17 +22,15 @@ from offsetops.commands._common import (
     quote,
     report_errors,
 )
-from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import (
     COORDINATORS,
     DEFAULT_RETENTION_MS,
     ExpirationPlan,
-    coordinator_for_broker_version,
     plan_expiration,
 )
-from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.pipelines.cli_args import add_partition_filter, positive_int
 from offsetops.progress import Progress
@@ -61,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--retention-ms",
         type=positive_int,
         metavar="MS",
-        help=f"offsets.retention.minutes in ms (default {DEFAULT_RETENTION_MS}, 7 days)",
+        help="offsets.retention.minutes in ms (default: $OFFSETOPS_RETENTION_MINUTES, the config file, "
+        f"server.properties, else Kafka's default for the broker version, {DEFAULT_RETENTION_MS} since 2.0)",
     )
     p.add_argument(
         "--coordinator",
@@ -72,14 +71,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--broker-version",
         type=broker_version,
         metavar="X.Y",
-        help="the brokers' Kafka version; picks --coordinator (< 4.0: legacy; default kip848)",
+        help="the brokers' Kafka version; picks --coordinator (< 4.0: legacy) and the retention default "
+        "(default: $OFFSETOPS_BROKER_VERSION, the config file, server.properties, the log dir's declaration)",
     )
     p.add_argument(
         "--forecast-hours",
         type=non_negative_float,
-        default=24.0,
         metavar="H",
-        help="forecast offsets that expire within H hours (default 24)",
+        help="forecast offsets that expire within H hours (default: $OFFSETOPS_FORECAST_HOURS, else 24)",
     )
     p.add_argument(
         "--what-if-retention-ms",
@@ -90,8 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--num-partitions",
         type=positive_int,
-        default=DEFAULT_OFFSETS_PARTITIONS,
-        help="offsets.topic.num.partitions (default 50)",
+        help="offsets.topic.num.partitions (default: $OFFSETOPS_NUM_PARTITIONS, the config file, "
+        "server.properties, else 50)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     ex = p.add_argument_group("execution (dry-run unless --execute)")
@@ -144,23 +143,16 @@ def broker_version(text: str) -> str:
     return text.strip()
 
 
-def _coordinator(args: argparse.Namespace) -> str:
-    if args.coordinator:
-        return args.coordinator
-    return coordinator_for_broker_version(args.broker_version)
+def _load(args: argparse.Namespace) -> list:
+    from offsetops.commands._load import load_with_progress
+    from offsetops.coordinator_core.sources.source import ReadLimits, Source
 
-
-def _load(args: argparse.Namespace, coordinator: str) -> list:
-    from offsetops.coordinator_core.loader import load_partition_dir
-
-    semantics = "scala" if coordinator == "legacy" else "java"
-    logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
-    caches = []
-    with Progress("reading", total=len(logdir.partitions), unit="partitions") as progress:
-        for p in logdir.partitions:
-            caches.append(load_partition_dir(p, num_partitions=args.num_partitions, semantics=semantics))
-            progress.advance(1, p.size_bytes, what=f"__consumer_offsets-{p.partition}")
-    return caches
+    source = Source(
+        log_dir=args.path,
+        partitions=tuple(parse_partitions(args.partition) or ()) or None,
+        limits=ReadLimits(max_batch_bytes=args.run["max_batch_bytes"]),
+    )
+    return load_with_progress(source, args.run)
 
 
 def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> Any:
@@ -205,7 +197,7 @@ def _make_executor(
     output = args.output_dir or target.get("output_dir")
     if not source or not output:
         raise ValueError("--executor segment needs the log dir PATH and --output-dir DIR")
-    return SegmentExecutor(source, output, semantics="scala" if coordinator == "legacy" else "java")
+    return SegmentExecutor(source, output, semantics=args.run["semantics"])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -226,20 +218,14 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     if not args.path:
         return die("give a log dir PATH (or --resume PLAN_ID)")
+    # The run model: --now, else the log dir's declared clock; the retention, the coordinator and the
+    # forecast window from the flags, OFFSETOPS_*, the config file, the broker, Kafka's defaults.
+    coordinator = args.run["coordinator"]
+    now_ms = args.run.now_ms
+    retention_ms = args.run.retention_ms
+    horizon_ms = args.run.forecast_horizon_ms
     try:
-        coordinator = _coordinator(args)
-    except ValueError as exc:
-        return die(str(exc))
-    try:
-        # The log dir's declared clock (a simulated or copied snapshot) unless --now is given.
-        clock = resolve_clock(args.path, configured_ms=args.now, configured_by="--now")
-    except ClockError as exc:
-        return die(str(exc))
-    now_ms = clock.as_of_ms
-    retention_ms = args.retention_ms if args.retention_ms is not None else DEFAULT_RETENTION_MS
-    horizon_ms = int(args.forecast_hours * 3600 * 1000)
-    try:
-        caches = _load(args, coordinator)
+        caches = _load(args)
     except LogDirError as exc:
         return die(str(exc))
     errors = [e for c in caches for e in c.stats.errors]
@@ -279,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
             return die(str(exc))
         doc["execution"] = report.to_json()
     if args.json:
-        print_json(doc)
+        print_json(with_settings(doc, args))
     else:
         _print_text(plan, doc, args)
     if errors:
@@ -334,7 +320,7 @@ def _resume(args: argparse.Namespace) -> int:
     report = _run_with_progress(journal, executor, resumed=True)
     doc = {"plan_id": journal.plan_id, "execution": report.to_json()}
     if args.json:
-        print_json(doc)
+        print_json(with_settings(doc, args))
     else:
         _print_execution(report.to_json())
     return 0 if report.complete and not report.not_gone else 1
@@ -373,6 +359,7 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
         )
     if "execution" in doc:
         _print_execution(doc["execution"])
+    out.write(escape(args.run.summary()) + "\n")
 
 
 def _print_forecast(forecast: list, hours: float, out: Any) -> None:

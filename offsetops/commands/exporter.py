@@ -21,7 +21,7 @@ from prometheus_client.registry import Collector
 from offsetops.commands._common import die
 from offsetops.commands._groupview import lookup_offsets, refuse_bad_source
 from offsetops.commands._load import add_source_args, load_caches
-from offsetops.coordinator_core.clock import resolve_clock
+from offsetops.coordinator_core.clock import WALL, resolve_clock
 from offsetops.coordinator_core.describe import GroupFilter, wanted_partitions
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, read_load_logs
@@ -70,14 +70,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--retention-ms",
         type=int,
-        default=DEFAULT_RETENTION_MS,
-        help="offsets.retention.minutes in ms, for the expiration forecast (default 7 days)",
+        help="offsets.retention.minutes in ms, for the expiration forecast (default: "
+        "$OFFSETOPS_RETENTION_MINUTES, the config file, server.properties, else Kafka's default, "
+        f"{DEFAULT_RETENTION_MS} ms)",
     )
     p.add_argument(
         "--forecast-horizon-ms",
         type=int,
-        default=24 * 3600 * 1000,
-        help="count offsets that expire within this many ms (default one day)",
+        help="count offsets that expire within this many ms (default: $OFFSETOPS_FORECAST_HOURS, else "
+        "one day)",
     )
     p.add_argument(
         "--failover-threshold-ms",
@@ -154,7 +155,10 @@ def build_snapshot(args: argparse.Namespace) -> Snapshot:
     """Reload, describe, audit the cleaner (log dirs only), plan expiration and forecast failover, as of
     ``--now``, else the clock the log dir declares, else the wall clock."""
     started = time.time()
-    now = resolve_clock(args.path, configured_ms=getattr(args, "now", None), configured_by="--now").as_of_ms
+    run = args.run
+    # A real broker's log dir is evaluated at each refresh's wall clock; a configured or declared
+    # instant stays the run's.
+    now = resolve_clock(None).as_of_ms if run.clock.source == WALL else run.now_ms
     caches = load_caches(args)
     offsets, _where = lookup_offsets(args, wanted_partitions(caches, GroupFilter()))
     return compute_snapshot(
@@ -162,11 +166,12 @@ def build_snapshot(args: argparse.Namespace) -> Snapshot:
         offsets,
         log_dir=args.path,
         now_ms=now,
-        retention_ms=args.retention_ms,
-        forecast_horizon_ms=args.forecast_horizon_ms,
+        retention_ms=run.retention_ms,
+        forecast_horizon_ms=run.forecast_horizon_ms,
         observed=read_load_logs(args.broker_log),
         failover_threshold_ms=args.failover_threshold_ms,
         taken_at=started,
+        settings=run,
     )
 
 

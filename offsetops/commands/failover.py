@@ -8,6 +8,7 @@ from typing import Any
 
 from offsetops.commands._common import die, print_json
 from offsetops.commands._load import add_source_args, check_source, load_caches
+from offsetops.commands._run import with_settings
 from offsetops.commands._table import print_table
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.failover import (
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     fc = forecast_failover(loads_from_caches(caches), observed=observed, threshold_ms=args.threshold_ms)
     if args.json:
-        print_json(fc.to_json())
+        print_json(with_settings(fc.to_json(), args))
     else:
         print_forecast(fc)
     return 0

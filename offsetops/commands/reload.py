@@ -14,6 +14,7 @@ from offsetops.commands._common import (
     strict_exit,
 )
 from offsetops.commands._load import add_source_args, check_source, load_caches, parse_until
+from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.errors import DecodeError, count_errors
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="rebuild the cache as it stood then: before log offset OFFSET, or at TIME "
         "(ISO-8601, relative like -2h, or epoch ms as 1700000000000ms)",
     )
-    add_max_batch_bytes(p)
+    add_max_batch_bytes(p, default=None)
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
     p.set_defaults(func=run)
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             doc["as_of"] = args.until.to_json()
         if args.broker_log_dirs:
             doc["replicas"] = [c.to_json() for c in replicas]
-        print_json(doc)
+        print_json(with_settings(doc, args))
     else:
         if args.until is not None:
             _print_cut(args.until)

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from offsetops.commands._common import die, print_json
+from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.simulator import DEFAULT_SEGMENT_BYTES, SimulationConfig, simulate
 from offsetops.progress import Progress
 
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         "stats": result.stats,
     }
     if args.json:
-        print_json(doc)
+        print_json(with_settings(doc, args))
     else:
         s = result.stats
         print(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from offsetops.coordinator_core.loader import load_log_dir
-from offsetops.exporter import _reload_metrics
+from offsetops.coordinator_core.metrics_snapshot import _reload_metrics
 
 from offsetops.cli import main
 from tests.support.client_vectors import (
