@@ -9,6 +9,7 @@ metric names, so the Dagster UI plots what Grafana charts.
 """
 
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -152,6 +153,7 @@ def offsets_metrics(
         retention_ms=run.retention_ms,
         forecast_horizon_ms=run.forecast_horizon_ms,
         failover_threshold_ms=config.failover_threshold_ms,
+        taken_at=time.time(),
         settings=run,
     )
     families = list(snapshot_metrics(snap, granularity=config.granularity))

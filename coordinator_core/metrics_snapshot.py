@@ -9,7 +9,6 @@ turns one snapshot into the families, so every surface that shows these numbers 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,17 +56,17 @@ def compute_snapshot(
     forecast_horizon_ms: int,
     observed: Iterable[ObservedLoad] = (),
     failover_threshold_ms: int = DEFAULT_SLOW_MS,
-    taken_at: float | None = None,
+    taken_at: float,
     settings: RunSettings | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
-    cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note)."""
+    cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note).
+    ``taken_at`` (epoch seconds) is when the caller took it: the core reads no wall clock."""
     from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.expiration import plan_expiration
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
-    taken = time.time() if taken_at is None else taken_at
-    snap = Snapshot(taken, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
+    snap = Snapshot(taken_at, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
     if log_dir:
         snap.audit = audit_log_dir(log_dir, now_ms=now_ms, record_history=False)
     else:

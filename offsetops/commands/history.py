@@ -200,58 +200,66 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.format == "json":
-        print_json(
-            with_settings(
-                {
-                    "group_id": hist.group_id,
-                    "offsets_partition": hist.offsets_partition,
-                    "records_read": hist.records_read,
-                    "total_commits": hist.total_commits,
-                    "dropped_commits": hist.dropped_commits,
-                    "log_range": [hist.first_offset, hist.last_offset],
-                    "summary": _summary(commits),
-                    "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
-                    "group_changes": [
-                        dict(g.to_json(), time=time_json(g.timestamp, now)) for g in hist.changes
-                    ],
-                    "errors": [e.to_dict() for e in hist.errors],
-                },
-                args,
-            )
-        )
+        _print_json(hist, commits, now, args)
     elif args.format == "csv":
-        write_csv(
-            CSV_HEADERS,
-            [
-                (
-                    c.record_offset,
-                    c.timestamp,
-                    iso_utc(c.timestamp),
-                    c.topic,
-                    c.partition,
-                    c.offset,
-                    c.previous_offset,
-                    c.leader_epoch,
-                    c.metadata,
-                    c.transactional,
-                    c.producer_id,
-                    c.outcome,
-                    c.generation,
-                    c.group_state,
-                    c.members,
-                    c.owner.member_id if c.owner else None,
-                    c.owner.client_id if c.owner else None,
-                    c.owner.host if c.owner else None,
-                    " ".join(c.flags),
-                )
-                for c in commits
-            ],
-        )
+        _print_csv(commits)
     else:
         _print_text(hist, commits, now)
     if hist.errors:
         report_errors(hist.errors)
     return 0
+
+
+def _print_json(hist: Any, commits: list[CommitEvent], now: int, args: argparse.Namespace) -> None:
+    """The history as one JSON document, with the run's settings."""
+    print_json(
+        with_settings(
+            {
+                "group_id": hist.group_id,
+                "offsets_partition": hist.offsets_partition,
+                "records_read": hist.records_read,
+                "total_commits": hist.total_commits,
+                "dropped_commits": hist.dropped_commits,
+                "log_range": [hist.first_offset, hist.last_offset],
+                "summary": _summary(commits),
+                "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
+                "group_changes": [dict(g.to_json(), time=time_json(g.timestamp, now)) for g in hist.changes],
+                "errors": [e.to_dict() for e in hist.errors],
+            },
+            args,
+        )
+    )
+
+
+def _print_csv(commits: list[CommitEvent]) -> None:
+    """One CSV row per commit (CSV_HEADERS)."""
+    write_csv(
+        CSV_HEADERS,
+        [
+            (
+                c.record_offset,
+                c.timestamp,
+                iso_utc(c.timestamp),
+                c.topic,
+                c.partition,
+                c.offset,
+                c.previous_offset,
+                c.leader_epoch,
+                c.metadata,
+                c.transactional,
+                c.producer_id,
+                c.outcome,
+                c.generation,
+                c.group_state,
+                c.members,
+                c.owner.member_id if c.owner else None,
+                c.owner.client_id if c.owner else None,
+                c.owner.host if c.owner else None,
+                " ".join(c.flags),
+            )
+            for c in commits
+        ],
+    )
 
 
 def _summary(commits: list[CommitEvent]) -> dict[str, Any]:
