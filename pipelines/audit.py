@@ -161,7 +161,7 @@ def _partition_row(doc: dict, partition: int) -> tuple:
         "reasons": [dict(r) for r in doc["reasons"]],
         "open_transactions": len(doc["open_transactions"]),
         "decode_errors": len(doc["decode_errors"]),
-        "audit_json": json.dumps(doc, sort_keys=True),
+        "audit_json": json.dumps(doc, sort_keys=True, allow_nan=False),
     }
     return tuple(special[n] if n in special else doc[n] for n in CLEANER_AUDIT_SCHEMA.fieldNames())
 

@@ -57,7 +57,7 @@ class Outbox:
 
     def append(self, entry: dict[str, Any]) -> None:
         """Queue ``entry`` durably (it must carry an ``id``)."""
-        data = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode("utf-8")
+        data = (json.dumps(entry, sort_keys=True, default=str, allow_nan=False) + "\n").encode("utf-8")
         with self._locked(), open_append(self.path) as fh:
             fh.write(data)
             fh.flush()
@@ -99,7 +99,7 @@ class Outbox:
                 if isinstance(entry, dict) and entry.get("id") == entry_id:
                     if changes is None:
                         continue
-                    line = json.dumps({**entry, **changes}, sort_keys=True, default=str)
+                    line = json.dumps({**entry, **changes}, sort_keys=True, default=str, allow_nan=False)
                 kept.append(line)
             self._write(kept)
 

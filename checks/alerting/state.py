@@ -138,4 +138,4 @@ class AlertStateStore:
             "firing": {k: asdict(v) for k, v in sorted(state.firing.items())},
             "conditions": {k: asdict(v) for k, v in sorted(state.conditions.items())},
         }
-        write_text_atomic(self.path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+        write_text_atomic(self.path, json.dumps(payload, indent=2, sort_keys=True, allow_nan=False) + "\n")

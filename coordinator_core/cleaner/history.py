@@ -140,7 +140,7 @@ class AuditHistory:
     def append(self, doc: dict[str, Any]) -> None:
         """Append one audit line (the state dir is created when missing)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(doc, separators=(",", ":"), sort_keys=True)
+        line = json.dumps(doc, separators=(",", ":"), sort_keys=True, allow_nan=False)
         with open_append(self.path) as fh:
             fh.write(line.encode("utf-8") + b"\n")
             fh.flush()

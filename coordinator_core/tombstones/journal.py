@@ -140,7 +140,9 @@ class Journal:
                 if fh.read(1) != b"\n":
                     fh.write(b"\n")  # a crash tore the last line; start a fresh one
             for line in lines:
-                fh.write(json.dumps(line, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+                fh.write(
+                    json.dumps(line, sort_keys=True, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+                )
                 fh.flush()
                 os.fsync(fh.fileno())
 

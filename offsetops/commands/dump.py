@@ -169,7 +169,7 @@ def _show_errors(out, errors: list[DecodeError], shown: int, as_json: bool) -> i
     """Print the errors found since the last call where they happened in the dump; returns the count."""
     for err in errors[shown:]:
         if as_json:
-            out.write(json.dumps({"type": "error", **err.to_dict()}) + "\n")
+            out.write(json.dumps({"type": "error", **err.to_dict()}, allow_nan=False) + "\n")
         else:
             out.write(f"{'Notice' if err.is_notice else 'Error'}: {escape(err)}\n")
     return len(errors)
@@ -219,7 +219,7 @@ def _dump_files(
             shown = _show_errors(out, errors, shown, args.json)
             progress.advance(0, batch.size, what=escape(file.name))
             if args.json:
-                out.write(json.dumps(_batch_json(batch, file)) + "\n")
+                out.write(json.dumps(_batch_json(batch, file), allow_nan=False) + "\n")
             else:
                 out.write(_batch_line(batch) + "\n")
             try:
@@ -279,7 +279,7 @@ def _record_out(
         }
         if not batch.is_control:
             rec["key"], rec["payload"] = k, p
-        return json.dumps(rec) + "\n"
+        return json.dumps(rec, allow_nan=False) + "\n"
     line = (
         f"| offset: {offset} CreateTime: {ts} keySize: {-1 if key is None else len(key)} "
         f"valueSize: {-1 if value is None else len(value)} sequence: {seq} headerKeys: []"
