@@ -186,147 +186,102 @@ def offsets_observations(
     for partition, doc in sorted(plans.items()):
         run_id = doc.get("run_id") or run_ids.get(partition)
         as_of = _iso_ms(doc.get("now_ms"))
-        lost = _lost_groups(doc)
-        at_risk = _groups_at_risk(doc, lost)
+        horizon = doc.get("forecast_horizon_ms")
+        lost: dict[str, dict[str, Any]] = {}
+        for t in doc.get("tombstones") or []:
+            if t.get("kind") == "offset_commit":
+                g = lost.setdefault(str(t.get("group_id")), {"offsets": 0, "rules": set(), "dead": False})
+                g["offsets"] += 1
+                g["rules"].add(str(t.get("reason")))
+        for d in doc.get("dead_groups") or []:
+            g = lost.setdefault(str(d.get("group_id")), {"offsets": 0, "rules": set(), "dead": False})
+            g["dead"] = True
+        at_risk: dict[str, dict[str, Any]] = {}
+        for f in doc.get("forecast") or []:
+            gid = str(f.get("group_id"))
+            if gid in lost:
+                continue
+            g = at_risk.setdefault(
+                gid, {"offsets": 0, "first": f.get("expires_at"), "in": f.get("expires_in_ms")}
+            )
+            g["offsets"] += 1
+            if isinstance(f.get("expires_at"), int) and f["expires_at"] < (g["first"] or f["expires_at"] + 1):
+                g["first"], g["in"] = f["expires_at"], f.get("expires_in_ms")
         common = {"kind": "offsets", "partition": partition, "asset": EXPIRATION_ASSET, "run_id": run_id}
-        out += _lost_observations(partition, lost, as_of, common)
-        out += _at_risk_observations(partition, at_risk, doc.get("forecast_horizon_ms"), as_of, common)
+        for gid, g in lost.items():
+            what = []
+            if g["offsets"]:
+                rules = ", ".join(sorted(g["rules"]))
+                what.append(f"{g['offsets']} committed offset(s) expired ({rules})")
+            if g["dead"]:
+                what.append("no committed offset remains, so the group itself is deleted")
+            out.append(
+                Observation(
+                    key=f"offsets:{partition}:{gid}",
+                    level="critical",
+                    state="lost",
+                    reason="; ".join(what),
+                    remedy=LOST_REMEDY,
+                    group=gid,
+                    weight=g["offsets"],
+                    as_of=as_of,
+                    **common,
+                )
+            )
+        for gid, g in at_risk.items():
+            within = f" within {_in_ms(horizon)}" if isinstance(horizon, int) else ""
+            first = (
+                f", first at {_iso_ms(g['first'])} (in {_in_ms(g['in'])})" if isinstance(g["in"], int) else ""
+            )
+            out.append(
+                Observation(
+                    key=f"offsets:{partition}:{gid}",
+                    level="warning",
+                    state="at risk",
+                    reason=f"{g['offsets']} committed offset(s) expire{within}{first}",
+                    remedy=AT_RISK_REMEDY,
+                    group=gid,
+                    weight=-float(g["in"] or 0),  # the sooner the offsets expire, the worse
+                    as_of=as_of,
+                    **common,
+                )
+            )
         present = doc.get("groups")
         if not isinstance(present, Mapping | list):
             continue  # a plan that does not list its groups cannot show one healthy or gone
-        seen = set(lost) | set(at_risk)
-        out += _firing_observations(partition, firing, seen, present, as_of, common)
-    return out
-
-
-def _lost_groups(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The groups of a plan that lose offsets (tombstones) or are deleted (dead groups)."""
-    lost: dict[str, dict[str, Any]] = {}
-    for t in doc.get("tombstones") or []:
-        if t.get("kind") == "offset_commit":
-            g = lost.setdefault(str(t.get("group_id")), {"offsets": 0, "rules": set(), "dead": False})
-            g["offsets"] += 1
-            g["rules"].add(str(t.get("reason")))
-    for d in doc.get("dead_groups") or []:
-        g = lost.setdefault(str(d.get("group_id")), {"offsets": 0, "rules": set(), "dead": False})
-        g["dead"] = True
-    return lost
-
-
-def _groups_at_risk(doc: Mapping[str, Any], lost: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The groups not lost whose offsets expire within the forecast window, with their first expiry."""
-    at_risk: dict[str, dict[str, Any]] = {}
-    for f in doc.get("forecast") or []:
-        gid = str(f.get("group_id"))
-        if gid in lost:
-            continue
-        g = at_risk.setdefault(
-            gid, {"offsets": 0, "first": f.get("expires_at"), "in": f.get("expires_in_ms")}
-        )
-        g["offsets"] += 1
-        if isinstance(f.get("expires_at"), int) and f["expires_at"] < (g["first"] or f["expires_at"] + 1):
-            g["first"], g["in"] = f["expires_at"], f.get("expires_in_ms")
-    return at_risk
-
-
-def _lost_observations(
-    partition: int, lost: Mapping[str, dict[str, Any]], as_of: str | None, common: Mapping[str, Any]
-) -> list[Observation]:
-    out = []
-    for gid, g in lost.items():
-        what = []
-        if g["offsets"]:
-            rules = ", ".join(sorted(g["rules"]))
-            what.append(f"{g['offsets']} committed offset(s) expired ({rules})")
-        if g["dead"]:
-            what.append("no committed offset remains, so the group itself is deleted")
-        out.append(
-            Observation(
-                key=f"offsets:{partition}:{gid}",
-                level="critical",
-                state="lost",
-                reason="; ".join(what),
-                remedy=LOST_REMEDY,
-                group=gid,
-                weight=g["offsets"],
-                as_of=as_of,
-                **common,
-            )
-        )
-    return out
-
-
-def _at_risk_observations(
-    partition: int,
-    at_risk: Mapping[str, dict[str, Any]],
-    horizon: Any,
-    as_of: str | None,
-    common: Mapping[str, Any],
-) -> list[Observation]:
-    out = []
-    for gid, g in at_risk.items():
-        within = f" within {_in_ms(horizon)}" if isinstance(horizon, int) else ""
-        first = f", first at {_iso_ms(g['first'])} (in {_in_ms(g['in'])})" if isinstance(g["in"], int) else ""
-        out.append(
-            Observation(
-                key=f"offsets:{partition}:{gid}",
-                level="warning",
-                state="at risk",
-                reason=f"{g['offsets']} committed offset(s) expire{within}{first}",
-                remedy=AT_RISK_REMEDY,
-                group=gid,
-                weight=-float(g["in"] or 0),  # the sooner the offsets expire, the worse
-                as_of=as_of,
-                **common,
-            )
-        )
-    return out
-
-
-def _firing_observations(
-    partition: int,
-    firing: Mapping[str, ConditionEntry],
-    seen: set[str],
-    present: Mapping[str, Any] | list[Any],
-    as_of: str | None,
-    common: Mapping[str, Any],
-) -> list[Observation]:
-    """Firing groups of the partition the plan no longer shows lost or at risk: ok when the group is
-    still there, lost when it is gone (news only after a warning)."""
-    out = []
-    for key, entry in firing.items():
-        if entry.kind != "offsets" or entry.partition != partition or entry.group is None:
-            continue
-        if entry.group in seen:
-            continue
-        if entry.group in present:
-            out.append(
-                Observation(
-                    key=key,
-                    level="ok",
-                    state="committed again",
-                    reason="the group has committed offsets that are not due to expire",
-                    group=entry.group,
-                    as_of=as_of,
-                    **common,
+        for key, entry in firing.items():
+            if entry.kind != "offsets" or entry.partition != partition or entry.group is None:
+                continue
+            if entry.group in lost or entry.group in at_risk:
+                continue
+            if entry.group in present:
+                out.append(
+                    Observation(
+                        key=key,
+                        level="ok",
+                        state="committed again",
+                        reason="the group has committed offsets that are not due to expire",
+                        group=entry.group,
+                        as_of=as_of,
+                        **common,
+                    )
                 )
-            )
-        elif entry.level != "critical":
-            # Gone after a warning: the loss is news. Gone after the loss was reported: nothing new,
-            # and not observed, so the memory of it lapses (see _forget_long_lost).
-            out.append(
-                Observation(
-                    key=key,
-                    level="critical",
-                    state="lost",
-                    reason="the group is gone from __consumer_offsets: its committed offsets were "
-                    "deleted (expired and cleaned up, or the group was deleted)",
-                    remedy=LOST_REMEDY,
-                    group=entry.group,
-                    as_of=as_of,
-                    **common,
+            elif entry.level != "critical":
+                # Gone after a warning: the loss is news. Gone after the loss was reported: nothing new,
+                # and not observed, so the memory of it lapses (see _forget_long_lost).
+                out.append(
+                    Observation(
+                        key=key,
+                        level="critical",
+                        state="lost",
+                        reason="the group is gone from __consumer_offsets: its committed offsets were "
+                        "deleted (expired and cleaned up, or the group was deleted)",
+                        remedy=LOST_REMEDY,
+                        group=entry.group,
+                        as_of=as_of,
+                        **common,
+                    )
                 )
-            )
     return out
 
 
