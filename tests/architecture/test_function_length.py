@@ -26,8 +26,7 @@ FOLDERS = (
 
 _REWRITE = (
     "in a file the one run model or the findings model rewrites in parallel: split once that lands, "
-    "not beside it (checks/alerting/evidence.py: the split is commit 16c4a6a, reverted to keep the move "
-    "a rename for the merge)"
+    "not beside it"
 )
 _HOT = "the reload's per-batch hot path: split only with a before/after figure from benchmarks/reload.py"
 #: "path:function" -> why it is still longer than MAX_LINES.
