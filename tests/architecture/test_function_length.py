@@ -43,7 +43,6 @@ ALLOWED: dict[str, str] = {
     "coordinator_core/sources/live.py:LiveSource.iter_batches": _REWRITE,
     "coordinator_core/cleaner/audit.py:audit_partition": _REWRITE,
     "coordinator_core/cleaner/audit.py:audit_log_dir": _REWRITE,
-    "coordinator_core/cleaner/collect.py:audit_broker_scans": _REWRITE,
     "checks/alerting/evidence.py:offsets_observations": _REWRITE,
 }
 
