@@ -25,6 +25,8 @@ for top in NAMESPACED:
 setup(
     packages=packages,
     package_dir=package_dir,
+    # The compiled fold's declared interface, for type checkers of an installed offsetops.
+    package_data={"offsetops.coordinator_core.records": ["_cfold.pyi"]},
     ext_modules=[
         Extension(
             "offsetops.coordinator_core.records._cfold",

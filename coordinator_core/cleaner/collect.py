@@ -400,29 +400,12 @@ def audit_broker_scans(
         if -age > max_scan_skew_ms:
             stale.append(future_scan_reason(scan, -age, max_scan_skew_ms))
         elif age > max_scan_age_ms:
-            stale.append(
-                Reason(
-                    DEGRADED,
-                    "stale_broker_scan",
-                    f"broker {scan.broker_id}'s scan ({scan.source}) is {format_duration(age)} old "
-                    f"(limit {format_duration(max_scan_age_ms)}); its partitions are judged on old numbers",
-                    f"check the offsetops collector beside broker {scan.broker_id} (its CronJob or sidecar "
-                    "logs) and that it can write to the shared scans volume",
-                )
-            )
+            stale.append(_stale_scan(scan, age, max_scan_age_ms))
         if scan.config != cfg.to_json():
             notes.append(f"broker {scan.broker_id}: scanned with another cleaner config than this audit's")
         found = {n: pa for n, pa in scan.partitions.items() if wanted is None or n in wanted}
-        logdir = LogDir(
-            path=Path(scan.log_dir),
-            partitions=tuple(
-                PartitionDir(Path(scan.log_dir) / f"{OFFSETS_TOPIC}-{n}", OFFSETS_TOPIC, n, ())
-                for n in sorted(found)
-            ),
-            checkpoint_errors=tuple(scan.notes),
-        )
         one = audit_log_dir(
-            logdir,
+            _scanned_log_dir(scan, found),
             config=cfg,
             thresholds=th,
             now_ms=now,
@@ -451,4 +434,28 @@ def audit_broker_scans(
         live=live,
         notes=notes,
         extra_reasons=stale,
+    )
+
+
+def _stale_scan(scan: BrokerScan, age: int, max_scan_age_ms: int) -> Reason:
+    """The finding for a scan older than the limit: its partitions are judged on old numbers."""
+    return Reason(
+        DEGRADED,
+        "stale_broker_scan",
+        f"broker {scan.broker_id}'s scan ({scan.source}) is {format_duration(age)} old "
+        f"(limit {format_duration(max_scan_age_ms)}); its partitions are judged on old numbers",
+        f"check the offsetops collector beside broker {scan.broker_id} (its CronJob or sidecar "
+        "logs) and that it can write to the shared scans volume",
+    )
+
+
+def _scanned_log_dir(scan: BrokerScan, found: Mapping[int, Any]) -> LogDir:
+    """The broker's log dir as its scan saw it: the scanned partitions (no segments read here)."""
+    return LogDir(
+        path=Path(scan.log_dir),
+        partitions=tuple(
+            PartitionDir(Path(scan.log_dir) / f"{OFFSETS_TOPIC}-{n}", OFFSETS_TOPIC, n, ())
+            for n in sorted(found)
+        ),
+        checkpoint_errors=tuple(scan.notes),
     )
