@@ -26,6 +26,7 @@ from offsetops.coordinator_core.schema.consumer_protocol import (
     EmbeddedReading,
     assignment_from,
     coordinator_read,
+    load_read_fits,
     read_embedded,
 )
 
@@ -119,7 +120,7 @@ def fatal_finding(value: GroupMetadataValue) -> EmbeddedFinding | None:
     if value.protocol_type != "consumer" or value.protocol is None:
         return None
     for m in value.members:
-        if coordinator_read(m.subscription).fatal:
+        if not load_read_fits(m.subscription) and coordinator_read(m.subscription).fatal:
             return _coordinator_error(_who(None, m.member_id), read_embedded("subscription", m.subscription))
     return None
 

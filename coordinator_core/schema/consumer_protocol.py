@@ -149,6 +149,26 @@ def _upgrade(role: str, version: int | None, declared: Read | None, size: int) -
     return declared
 
 
+def load_read_fits(data: Buf) -> bool:
+    """Whether :func:`coordinator_read` succeeds, checked without building anything (the validation pass
+    runs it on every member of every GroupMetadata value; only a failure is read in full, for its reason)."""
+    n = len(data)
+    if n < 10:
+        return False
+    count = int.from_bytes(data[2:6], "big", signed=True)
+    if count < 0 or count > n - 6:
+        return False
+    pos = 6
+    for _ in range(count):
+        if pos + 2 > n or data[pos] & 0x80:
+            return False
+        pos += 2 + ((data[pos] << 8) | data[pos + 1])
+    if pos + 4 > n:
+        return False
+    user_data = int.from_bytes(data[pos : pos + 4], "big", signed=True)
+    return user_data < 0 or pos + 4 + user_data <= n
+
+
 def coordinator_read(data: Buf) -> Read:
     """What every load reads of a subscription: the version, then the v0 fields whatever the version
     (``computeSubscribedTopics``)."""
@@ -157,19 +177,44 @@ def coordinator_read(data: Buf) -> Read:
     return _read(CONSUMER_PROTOCOL_SUBSCRIPTION, 0, data)
 
 
+def _layouts(schema: MessageSchema) -> tuple[int, ...]:
+    """The versions whose fields differ from the version before (the assignment has one layout)."""
+    present = [
+        tuple(f.name for f in schema.fields if f.present(v)) for v in range(schema.valid_versions[1] + 1)
+    ]
+    return tuple(v for v in range(len(present)) if v == 0 or present[v] != present[v - 1])
+
+
+LAYOUTS = {role: _layouts(schema) for role, schema in SCHEMAS.items()}
+
+
 def read_embedded(role: str, data: Buf) -> EmbeddedReading:
-    """Read one member's ``subscription`` or ``assignment`` bytes every way Kafka does (see the module)."""
+    """Read one member's ``subscription`` or ``assignment`` bytes every way Kafka does (see the module).
+
+    The declared version's layout is read first; the other layouts only when it does not fit exactly."""
     schema = SCHEMAS[role]
     highest = schema.valid_versions[1]
     size = len(data)
     version = int.from_bytes(bytes(data[:2]), "big", signed=True) if size >= 2 else None
-    reads = {v: _read(schema, v, data) for v in range(highest + 1)} if version is not None else {}
     declared = min(version, highest) if version is not None and version >= 0 else None
-    seen = _seen(reads, declared, size, version is not None and version > highest)
-    if role == "subscription":
-        coordinator = reads[0] if version is not None else coordinator_read(data)
-    else:
+    newer = version is not None and version > highest
+    reads: dict[int, Read] = {}
+    if declared is not None:
+        reads[declared] = _read(schema, declared, data)
+    first = reads.get(declared) if declared is not None else None
+    if version is not None and not (first is not None and first.ok and (first.end == size or newer)):
+        for v in LAYOUTS[role]:
+            if v not in reads:
+                reads[v] = _read(schema, v, data)
+    seen = _seen(reads, declared, size, newer)
+    if role == "assignment":
         coordinator = Read({}, size)  # never read when loading
+    elif 0 in reads:
+        coordinator = reads[0]
+    elif first is not None and first.ok:
+        coordinator = first  # the v0 fields come first: the v0 read gives the same topics
+    else:
+        coordinator = coordinator_read(data)
     chosen = reads.get(seen) if seen is not None else None
     return EmbeddedReading(
         role=role,
@@ -179,7 +224,7 @@ def read_embedded(role: str, data: Buf) -> EmbeddedReading:
         trailing=size - chosen.end if chosen is not None else 0,
         fields=(chosen.fields or {}) if chosen is not None else {},
         coordinator=coordinator,
-        upgrade=_upgrade(role, version, reads.get(declared) if declared is not None else None, size),
+        upgrade=_upgrade(role, version, first, size),
     )
 
 

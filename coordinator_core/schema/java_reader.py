@@ -12,6 +12,7 @@ Facts from apache/kafka 3.9.0 and the 4.x trunk (``generator/.../MessageDataGene
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any
 
@@ -22,78 +23,106 @@ _FIXED = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "int32": st
 _FIXED["int64"] = struct.Struct(">q")
 
 
-class SchemaFailure(Exception):
+class ReadFailure(Exception):
+    """Where and why a read failed; the field path is filled in on the way out (the hot path builds no
+    text)."""
+
+    def __init__(self, template: str, pos: int) -> None:
+        super().__init__(template)
+        self.template = template  # "{what}" stands for the field path
+        self.pos = pos
+        self.path: list[str] = []
+
+    def __str__(self) -> str:
+        what = "".join(p if p.startswith("[") else f".{p}" for p in self.path).lstrip(".") or "the value"
+        return self.template.format(what=what, pos=self.pos)
+
+
+class SchemaFailure(ReadFailure):
     """A ``SchemaException``: a buffer underflow or an unsupported version (the coordinator catches it)."""
 
 
-class RuntimeFailure(Exception):
+class RuntimeFailure(ReadFailure):
     """A ``RuntimeException`` of the generated reader (nothing in the coordinator catches it)."""
 
 
-def _fixed(type_: str, buf: Buf, pos: int, what: str) -> tuple[int, int]:
+def _fixed(type_: str, buf: Buf, pos: int) -> tuple[int, int]:
     s = _FIXED[type_]
     if pos + s.size > len(buf):
-        raise SchemaFailure(f"buffer underflow reading {what} at byte {pos}")
+        raise SchemaFailure("buffer underflow reading {what} at byte {pos}", pos)
     return s.unpack_from(buf, pos)[0], pos + s.size
 
 
-def _length(nullable: bool, size: int, buf: Buf, pos: int, what: str) -> tuple[int | None, int]:
+def _length(nullable: bool, size: int, buf: Buf, pos: int) -> tuple[int | None, int]:
     """A length or count prefix; None for a null the field allows."""
-    n, pos = _fixed("int16" if size == 2 else "int32", buf, pos, what)
+    n, pos = _fixed("int16" if size == 2 else "int32", buf, pos)
     if n < 0:
         if nullable:
             return None, pos
-        raise RuntimeFailure(f"non-nullable field {what} was serialized as null")
+        raise RuntimeFailure("non-nullable field {what} was serialized as null", pos)
     return n, pos
 
 
-def _value(
-    f: Field, type_: str, nullable: bool, version: int, buf: Buf, pos: int, what: str
-) -> tuple[Any, int]:
+def _value(f: Field, type_: str, nullable: bool, version: int, buf: Buf, pos: int) -> tuple[Any, int]:
     """One value of ``type_`` (the field's own, or its array's element type, never nullable)."""
     if type_ in _FIXED:
-        return _fixed(type_, buf, pos, what)
+        return _fixed(type_, buf, pos)
     if type_ in ("string", "bytes"):
-        n, pos = _length(nullable, 2 if type_ == "string" else 4, buf, pos, what)
-        if n is None:
-            return None, pos
-        if n > len(buf) - pos:
-            raise RuntimeFailure(f"{what} of {n} byte(s) at byte {pos}: only {len(buf) - pos} available")
-        raw = bytes(buf[pos : pos + n])
-        return (raw.decode("utf-8", "surrogateescape") if type_ == "string" else raw), pos + n
-    if type_.startswith("[]"):
-        n, pos = _length(nullable, 4, buf, pos, what)
+        n, pos = _length(nullable, 2 if type_ == "string" else 4, buf, pos)
         if n is None:
             return None, pos
         if n > len(buf) - pos:
             raise RuntimeFailure(
-                f"{what}: a collection of size {n} at byte {pos - 4}, but only {len(buf) - pos} bytes remain"
+                f"{{what}} of {n} byte(s) at byte {{pos}}: only {len(buf) - pos} available", pos
+            )
+        raw = bytes(buf[pos : pos + n])
+        return (raw.decode("utf-8", "surrogateescape") if type_ == "string" else raw), pos + n
+    if type_.startswith("[]"):
+        n, pos = _length(nullable, 4, buf, pos)
+        if n is None:
+            return None, pos
+        if n > len(buf) - pos:
+            raise RuntimeFailure(
+                f"{{what}}: a collection of size {n} at byte {{pos}}, but only {len(buf) - pos} bytes remain",
+                pos - 4,
             )
         items = []
+        elem = type_[2:]
         for i in range(n):
-            if type_ == "[]struct":
-                item, pos = read_struct(f.fields, version, buf, pos, f"{what}[{i}]")
-            else:
-                item, pos = _value(f, type_[2:], False, version, buf, pos, f"{what}[{i}]")
+            try:
+                if elem == "struct":
+                    item, pos = read_struct(f.fields, version, buf, pos)
+                else:
+                    item, pos = _value(f, elem, False, version, buf, pos)
+            except ReadFailure as exc:
+                exc.path.insert(0, f"[{i}]")
+                raise
             items.append(item)
         return items, pos
     if type_ == "struct":
-        return read_struct(f.fields, version, buf, pos, what)
+        return read_struct(f.fields, version, buf, pos)
     raise AssertionError(f"type {type_!r} has no non-flexible reader here")
 
 
-def read_struct(
-    fields: tuple[Field, ...], version: int, buf: Buf, pos: int, prefix: str = ""
-) -> tuple[dict, int]:
+def read_struct(fields: tuple[Field, ...], version: int, buf: Buf, pos: int) -> tuple[dict, int]:
     """The fields of ``version`` read from ``buf[pos:]`` as Kafka reads them; absent fields get defaults.
 
     Bytes after the struct are left unread, as Kafka leaves them. Raises :class:`SchemaFailure` or
     :class:`RuntimeFailure`."""
     out: dict[str, Any] = {}
-    for f in fields:
-        if not f.present(version):
+    for f, present, nullable in _plan(fields, version):
+        if not present:
             out[f.name] = f.default_value(version)
             continue
-        what = f"{prefix}.{f.name}" if prefix else f.name
-        out[f.name], pos = _value(f, f.type, f.is_nullable(version), version, buf, pos, what)
+        try:
+            out[f.name], pos = _value(f, f.type, nullable, version, buf, pos)
+        except ReadFailure as exc:
+            exc.path.insert(0, f.name)
+            raise
     return out, pos
+
+
+@functools.cache
+def _plan(fields: tuple[Field, ...], version: int) -> tuple[tuple[Field, bool, bool], ...]:
+    """Each field with whether ``version`` has it and lets it be null (a few schemas, a few versions)."""
+    return tuple((f, f.present(version), f.is_nullable(version)) for f in fields)

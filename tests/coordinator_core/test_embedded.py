@@ -10,6 +10,8 @@ from offsetops.coordinator_core.embedded import fatal_finding, group_findings, r
 from offsetops.coordinator_core.schema import GroupMetadataValue
 from offsetops.coordinator_core.schema.consumer_protocol import (
     assignment_from,
+    coordinator_read,
+    load_read_fits,
     read_embedded,
     subscription_from,
 )
@@ -108,3 +110,28 @@ def test_only_consumer_groups_are_judged() -> None:
     assert [
         f.kind for f in group_findings("g", GroupMetadataValue(3, "consumer", 1, "range", "m-1", 0, (m,)))
     ] == ["corrupt_embedded"]
+
+
+@pytest.mark.parametrize(
+    "hexes",
+    [
+        "",
+        "0000",
+        "000000000000",
+        "0000000000000000",
+        "0000 00000000 ffffffff",
+        "0000 00000001 0001 61 ffffffff",
+        "0000 00000001 0001 61 00000001",
+        "0000 00000001 0001 61 00000001 ff",
+        "ffff 00000001 0001 61 00000000 ee",
+        "0000 00000002 0001 61 0000",
+        "0000 ffffffff 0000",
+        "0000 7fffffff",
+        "0000 00000001 ffff 00000000",
+        "0000 00000001 0005 61 00000000",
+        "0003 00000001 0001 61 7fffffff",
+    ],
+)
+def test_cheap_load_check_agrees_with_the_read(hexes: str) -> None:
+    data = bytes.fromhex(hexes.replace(" ", ""))
+    assert load_read_fits(data) == coordinator_read(data).ok
