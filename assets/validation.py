@@ -77,6 +77,7 @@ def cache_validation(
         log_dir=offsets_source.log_dir,
         live=offsets_source.kafka_config() if offsets_source.is_live else None,
         topic=offsets_source.topic,
+        max_batch_bytes=offsets_source.settings()["max_batch_bytes"],
     )
     report = validate_cache(
         session,

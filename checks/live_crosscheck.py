@@ -31,8 +31,10 @@ from offsetops.coordinator_core.data_offsets import (
 )
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.kafka_client import KafkaClientConfig, check_connection
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.schema import OffsetCommitKey, decode_key, decode_offset_commit_value
-from offsetops.coordinator_core.sources.live import CONSUMER_OFFSETS, LiveSource, LiveSourceError
+from offsetops.coordinator_core.sources.live import CONSUMER_OFFSETS, LiveSourceError
+from offsetops.coordinator_core.sources.source import ReadLimits, Source
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +146,7 @@ def later_commits(
     *,
     keys: set[OffsetKey] | None = None,
     topic: str = CONSUMER_OFFSETS,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> dict[OffsetKey, list[tuple[int, int | None]]]:
     """OffsetCommit records of ``keys`` (all when None) written to each offsets partition from
     ``start_offsets[p]`` to its end now.
@@ -152,7 +155,8 @@ def later_commits(
     """
     found: dict[OffsetKey, list[tuple[int, int | None]]] = {}
     errors: list[DecodeError] = []
-    with LiveSource(config, topic=topic) as source:
+    limits = ReadLimits(max_batch_bytes=max_batch_bytes)
+    with Source(client=config, topic=topic, limits=limits).live() as source:
         present = set(source.partitions())
         for p, start in sorted(start_offsets.items()):
             if p not in present:
@@ -293,9 +297,10 @@ def cross_check(
     cached_groups: Mapping[str, Mapping[str, Any]],
     *,
     topic: str = CONSUMER_OFFSETS,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> list[CrossCheckRow]:
     """OffsetFetch + DescribeGroups for every cached group, then re-read the offsets partitions past
-    what the cache saw to tell newer commits from mismatches."""
+    what the cache saw (within ``max_batch_bytes``) to tell newer commits from mismatches."""
     groups = sorted({c.group_id for c in cached} | set(cached_groups))
     live_offsets = fetch_committed(config, groups)
     partition_of = {c.group_id: c.offsets_partition for c in cached}
@@ -324,7 +329,7 @@ def cross_check(
                 continue
             start = c.record_offset + 1 if c and c.record_offset is not None else read_past.get(p, -1) + 1
             starts[p] = min(starts.get(p, start), start)
-        later = later_commits(config, starts, keys=suspects, topic=topic)
+        later = later_commits(config, starts, keys=suspects, topic=topic, max_batch_bytes=max_batch_bytes)
         rows = compare_offsets(cached, live_offsets, later, partition_of=partition_of)
     described = describe_groups(config, groups)
     if described is not None:

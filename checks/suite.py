@@ -51,6 +51,7 @@ from offsetops.checks.live_crosscheck import (
 )
 from offsetops.checks.report import ExpectationOutcome, ValidationReport, write_summary
 from offsetops.coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.sources.live import CONSUMER_OFFSETS
 from pyspark.sql import DataFrame, SparkSession
 
@@ -287,6 +288,7 @@ def live_crosscheck_table(
     config: KafkaClientConfig,
     *,
     topic: str = CONSUMER_OFFSETS,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> DataFrame:
     """:func:`offsetops.checks.live_crosscheck.cross_check` of the cache's offsets and groups as a table.
 
@@ -310,7 +312,10 @@ def live_crosscheck_table(
         .toLocalIterator()
     }
     try:
-        rows = [r.to_row() for r in cross_check(config, cached, groups, topic=topic)]
+        rows = [
+            r.to_row()
+            for r in cross_check(config, cached, groups, topic=topic, max_batch_bytes=max_batch_bytes)
+        ]
     except KafkaClientError as exc:
         logger.warning("live cross-check: %s", exc)
         rows = [CrossCheckRow("cluster", None, "", None, None, None, None, UNREACHABLE, str(exc)).to_row()]
@@ -325,6 +330,7 @@ def operator_check_tables(
     log_dir: str | None = None,
     live: KafkaClientConfig | None = None,
     topic: str = CONSUMER_OFFSETS,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
 ) -> dict[str, DataFrame]:
     """The extra tables the operator checks need, from whatever is configured.
 
@@ -344,7 +350,9 @@ def operator_check_tables(
             ranges = live_log_ranges(live, keys)
         except KafkaClientError as exc:
             logger.warning("ListOffsets of the data partitions: %s", exc)
-        out["live_crosscheck"] = live_crosscheck_table(spark, tables, live, topic=topic)
+        out["live_crosscheck"] = live_crosscheck_table(
+            spark, tables, live, topic=topic, max_batch_bytes=max_batch_bytes
+        )
     elif log_dir:  # always set here: the guard above returned otherwise
         ranges = log_dir_log_ranges(log_dir, keys)
     if ranges:

@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         for c in replicas:
             sys.stdout.write(f"partition {c.partition}: reads {escape(c.reason)}\n")
         _print_summary(caches)
+        sys.stdout.write(escape(args.run.summary(("num_partitions", "semantics", "max_batch_bytes"))) + "\n")
     if errors:
         report_errors(errors)
     return strict_exit(errors, args.strict)

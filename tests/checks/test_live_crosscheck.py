@@ -150,3 +150,22 @@ def test_cross_check_on_loopback_broker(kafka_broker) -> None:
     assert (ranges[(data, 0)].log_start_offset, ranges[(data, 0)].log_end_offset) == (0, 5)
     assert ranges[(data, 1)].log_end_offset == 0
     assert ("gone", 0) not in ranges
+
+
+@pytest.mark.broker
+def test_later_commits_keep_max_batch_bytes(kafka_broker) -> None:
+    """The cross-check's re-read obeys the run's batch bound like every other read of the source."""
+    from offsetops.checks.live_crosscheck import later_commits
+
+    from tests.coordinator_core.sources.test_source import BATCHES, LIMIT
+    from tests.support.broker import BrokerClient
+
+    topic = f"crosscheck-limits-{uuid.uuid4().hex[:8]}"
+    with BrokerClient(kafka_broker.bootstrap) as bc:
+        bc.create_topic(topic)
+        for batch in BATCHES:
+            bc.produce_raw(topic, 0, batch)
+    config = KafkaClientConfig(bootstrap_servers=kafka_broker.bootstrap)
+    key = ("g", "orders", 0)
+    assert later_commits(config, {0: 0}, topic=topic)[key] == [(0, 1), (1, 2), (2, 3)]
+    assert later_commits(config, {0: 0}, topic=topic, max_batch_bytes=LIMIT)[key] == [(0, 1), (2, 3)]
