@@ -57,7 +57,7 @@ from offsetops.pipelines.reload import (
     write_blob_tables,
 )
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
-from offsetops.pipelines.secrets import allow_from_env, check_secret_shipping
+from offsetops.pipelines.secret_shipping import allow_from_env, check_secret_shipping
 from offsetops.pipelines.tables import arrow_schema
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession

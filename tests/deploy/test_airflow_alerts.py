@@ -136,7 +136,7 @@ def test_the_forecast_alert_imports_no_dagster(tmp_path: Path) -> None:
             **common(slack, tmp_path / "state"),
             rule="forecast",
             table_dir=str(table_dir),
-            hours=24.0,
+            log_dir="",
             now_ms="1767296400000",
         )
         messages = slack.messages

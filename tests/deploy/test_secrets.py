@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from offsetops.coordinator_core.kafka_client import KafkaClientConfig
-from offsetops.pipelines.secrets import (
+from offsetops.pipelines.secret_shipping import (
     ENV_ALLOW_UNENCRYPTED,
     REQUIRED_SECURITY,
     SparkSecurityError,
