@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -57,7 +58,7 @@ def _child(args: argparse.Namespace) -> None:
     from offsetops.pipelines.session import build_session
 
     spark = build_session(args.master, quiet=True, ship_code=False)
-    out = tempfile.mkdtemp(prefix="offsetops-bench-live-")
+    out = args.out
     config = _config(args)
     options = ReloadOptions(num_partitions=args.num_partitions)
 
@@ -110,6 +111,7 @@ def main() -> None:
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--master", help=argparse.SUPPRESS)
     p.add_argument("--reference", help=argparse.SUPPRESS)
+    p.add_argument("--out", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.fetch_max_wait_ms is None:
         args.fetch_max_wait_ms = 500 if args.bootstrap else 5000
@@ -117,56 +119,73 @@ def main() -> None:
         _child(args)
         return
     broker = None
-    # Stop the broker we start on Ctrl-C and on SIGTERM alike (the finally below).
+    # Stop the broker we start and remove the work dir on Ctrl-C and on SIGTERM alike (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if not args.bootstrap:
-        from offsetops.coordinator_core.simulator import SimulationConfig, simulate
-
-        from tests.support.broker import BrokerClient, TansuBroker, mirror_log_dir
-
-        work = Path(tempfile.mkdtemp(prefix="offsetops-bench-live-"))
-        sim = simulate(
-            SimulationConfig(
-                out_dir=work / "logdir",
-                groups=args.groups,
-                partitions=args.num_partitions,
-                days=args.days,
-                seed=1,
-                kafka_version="4.0",
-                compression="mixed",
-            )
-        )
-        broker = TansuBroker.start()
-        args.bootstrap = broker.bootstrap
-        with BrokerClient(broker.bootstrap) as bc:
-            mirror_log_dir(bc, sim.out_dir, args.topic, partitions=args.num_partitions)
+    work = Path(tempfile.mkdtemp(prefix="offsetops-bench-live-"))
     try:
-        load = os.getloadavg()[0]
-        single_s, single_rows = _single(args)
-        records = sum(row[3] for row in single_rows["load_stats"])  # load_stats.records
-        counts = {name: len(rows) for name, rows in single_rows.items()}
-        reference = Path(tempfile.mkdtemp(prefix="offsetops-bench-live-")) / "reference.pickle"
-        reference.write_bytes(pickle.dumps(_comparable(single_rows)))
-        print(f"load average at start: {load:.1f} on {os.cpu_count()} cores; {records:,} records read")
-        print(f"single process          : {single_s:7.2f} s  {records / single_s:>10,.0f} rec/s  {counts}")
-        for master in args.masters.split(","):
-            child = [
-                sys.executable, __file__, "--child", "--master", master, "--bootstrap", args.bootstrap,
-                "--topic", args.topic, "--num-partitions", str(args.num_partitions),
-                "--max-range-offsets", str(args.max_range_offsets), "--repeat", str(args.repeat),
-                "--fetch-max-wait-ms", str(args.fetch_max_wait_ms), "--reference", str(reference),
-            ]  # fmt: skip
-            done = subprocess.run(child, capture_output=True, text=True, check=True, cwd=ROOT)
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            same = "yes" if not result["differ"] else f"NO ({', '.join(result['differ'])})"
-            best = result["best_s"]
-            print(
-                f"executors {master:<14}: {best:7.2f} s  {records / best:>10,.0f} rec/s  "
-                f"{result['ranges']} ranges, same tables as the single process: {same}"
-            )
+        if not args.bootstrap:
+            broker = _replay_simulation(args, work)
+            args.bootstrap = broker.bootstrap
+        _compare(args, work)
     finally:
         if broker is not None:
             broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _replay_simulation(args: argparse.Namespace, work: Path):
+    """A Tansu broker holding a simulated ``__consumer_offsets`` in ``args.topic``."""
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+
+    from tests.support.broker import BrokerClient, TansuBroker, mirror_log_dir
+
+    sim = simulate(
+        SimulationConfig(
+            out_dir=work / "logdir",
+            groups=args.groups,
+            partitions=args.num_partitions,
+            days=args.days,
+            seed=1,
+            kafka_version="4.0",
+            compression="mixed",
+        )
+    )
+    broker = TansuBroker.start()
+    try:
+        with BrokerClient(broker.bootstrap) as bc:
+            mirror_log_dir(bc, sim.out_dir, args.topic, partitions=args.num_partitions)
+    except BaseException:
+        broker.stop()
+        raise
+    return broker
+
+
+def _compare(args: argparse.Namespace, work: Path) -> None:
+    """Time the single-process read, then each master's job, and compare their tables."""
+    load = os.getloadavg()[0]
+    single_s, single_rows = _single(args)
+    records = sum(row[3] for row in single_rows["load_stats"])  # load_stats.records
+    counts = {name: len(rows) for name, rows in single_rows.items()}
+    reference = work / "reference.pickle"
+    reference.write_bytes(pickle.dumps(_comparable(single_rows)))
+    print(f"load average at start: {load:.1f} on {os.cpu_count()} cores; {records:,} records read")
+    print(f"single process          : {single_s:7.2f} s  {records / single_s:>10,.0f} rec/s  {counts}")
+    for i, master in enumerate(args.masters.split(",")):
+        child = [
+            sys.executable, __file__, "--child", "--master", master, "--bootstrap", args.bootstrap,
+            "--topic", args.topic, "--num-partitions", str(args.num_partitions),
+            "--max-range-offsets", str(args.max_range_offsets), "--repeat", str(args.repeat),
+            "--fetch-max-wait-ms", str(args.fetch_max_wait_ms), "--reference", str(reference),
+            "--out", str(work / f"live-{i}"),
+        ]  # fmt: skip
+        done = subprocess.run(child, capture_output=True, text=True, check=True, cwd=ROOT)
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        same = "yes" if not result["differ"] else f"NO ({', '.join(result['differ'])})"
+        best = result["best_s"]
+        print(
+            f"executors {master:<14}: {best:7.2f} s  {records / best:>10,.0f} rec/s  "
+            f"{result['ranges']} ranges, same tables as the single process: {same}"
+        )
 
 
 if __name__ == "__main__":
