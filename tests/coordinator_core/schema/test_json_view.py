@@ -78,7 +78,7 @@ def test_unknown_and_generic_json() -> None:
     assert key_json(GroupMetadataKey("g")) == {"type": "2", "data": {"group": "g"}}
     assert key_json(UnknownKey(99, b"\x00\x63")) == {"type": "99", "data": "unknown"}
     assert unknown_record_text(99, 12) == "Unknown record type 99 at offset 12, skipping."
-    assert value_json(23, decode_value(23, b"\x00\x00abc")) == {"version": "0", "data": "unknown"}
+    assert value_json(24, decode_value(24, b"\x00\x00abc")) == {"version": "0", "data": "unknown"}
     assert value_json(1, None) is None
     share = decode_value(10, bytes.fromhex("00000002630368310203543100"))
     assert value_json(10, share) == {

@@ -134,19 +134,20 @@ def test_trailing_bytes_are_ignored_unless_strict() -> None:
     assert e.value.kind == "corrupt_value"
 
 
-def test_type_without_value_table_gives_raw_generic_value() -> None:
+def test_unreleased_value_that_does_not_fit_gives_raw_generic_value() -> None:
     raw = bytes.fromhex("0000deadbeef")
-    value = decode_value(RecordType.STREAMS_GROUP_TOPOLOGY, raw)
-    assert value == GenericValue(23, 0, {}, raw)
+    value = decode_value(24, raw)
+    assert value == GenericValue(24, 0, {}, raw)
     assert not value.decoded
     assert encode_value(value) == raw
 
 
-def test_provisional_share_value_that_does_not_fit_is_kept_raw() -> None:
-    raw = bytes.fromhex("000001")
-    value = decode_value(RecordType.SHARE_GROUP_METADATA, raw)
-    assert isinstance(value, GenericValue)
-    assert value.raw == raw
+def test_share_value_that_fits_no_layout_is_corrupt() -> None:
+    # Share groups are no longer in development (4.1+): a value that fits neither the released nor the
+    # early-access layout fails the load, as Kafka's deserializer does.
+    with pytest.raises(SchemaError) as exc:
+        decode_value(RecordType.SHARE_GROUP_METADATA, bytes.fromhex("000001"))
+    assert exc.value.kind == "corrupt_value"
 
 
 def test_kip848_values() -> None:

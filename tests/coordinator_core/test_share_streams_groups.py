@@ -1,0 +1,292 @@
+"""Share (KIP-932) and streams (KIP-1071) groups rebuilt by the loader, on the record sequences of Kafka's own
+tests: each test names the apache/kafka test (``group-coordinator/src/test/java/.../GroupMetadataManagerTest``
+unless said otherwise) whose records and expectations it ports."""
+
+from __future__ import annotations
+
+import uuid
+
+from offsetops.coordinator_core.group_replay import group_record, task_ids
+from offsetops.coordinator_core.loader import load_partition
+from offsetops.coordinator_core.records import build_record_batch, read_batches
+from offsetops.coordinator_core.share_group import SHARE_STATE_TOPIC, ShareGroup
+from offsetops.coordinator_core.streams_group import StreamsGroup
+
+T0 = 1_700_000_000_000
+FOO_ID = uuid.UUID("6d2d6d7d-0000-4000-8000-000000000001")
+BAR_ID = uuid.UUID("6d2d6d7d-0000-4000-8000-000000000002")
+
+
+def load(*records: tuple[bytes, bytes | None]):
+    buf = build_record_batch([(k, v, T0) for k, v in records], base_offset=0)
+    errors: list = []
+    cache = load_partition(read_batches(buf, errors=errors), partition=None)
+    assert errors == [] and cache.stats.errors == []
+    return cache
+
+
+# --- share groups --------------------------------------------------------------------------------
+
+
+def share_member(gid: str, mid: str, topics: list[str]) -> tuple[bytes, bytes | None]:
+    fields = {
+        "rackId": None,
+        "clientId": "client",
+        "clientHost": "/127.0.0.1",
+        "subscribedTopicNames": topics,
+    }
+    return group_record(10, gid, mid, fields)
+
+
+def share_current(gid: str, mid: str, epoch: int, prev: int, parts: dict[uuid.UUID, list[int]]):
+    assigned = [{"topicId": t, "partitions": p} for t, p in parts.items()]
+    fields = {"memberEpoch": epoch, "previousMemberEpoch": prev, "state": 0, "assignedPartitions": assigned}
+    return group_record(14, gid, mid, fields)
+
+
+def share_state(gid: str, initialized: dict[uuid.UUID, tuple[str, list[int]]]):
+    topics = [{"topicId": t, "topicName": n, "partitions": p} for t, (n, p) in initialized.items()]
+    fields = {"initializingTopics": [], "initializedTopics": topics, "deletingTopics": []}
+    return group_record(15, gid, None, fields)
+
+
+def share_join_records(gid: str = "fooup", mid: str = "m1") -> list[tuple[bytes, bytes | None]]:
+    """testShareGroupMemberJoinsEmptyGroupWithAssignments: the records of a member joining an empty group."""
+    assignment = [{"topicId": FOO_ID, "partitions": [0, 1, 2, 3, 4, 5]}]
+    return [
+        share_member(gid, mid, ["foo"]),
+        group_record(11, gid, None, {"epoch": 1, "metadataHash": 42}),
+        group_record(13, gid, mid, {"topicPartitions": assignment}),
+        group_record(12, gid, None, {"assignmentEpoch": 1, "assignmentTimestamp": T0}),
+        share_current(gid, mid, 1, 0, {FOO_ID: [0, 1, 2, 3, 4, 5]}),
+        share_state(gid, {FOO_ID: ("foo", [0, 1, 2, 3, 4, 5])}),
+    ]
+
+
+def test_share_member_joins_empty_group() -> None:
+    """testShareGroupMemberJoinsEmptyGroupWithAssignments: epoch 1, one member owning foo-0..5."""
+    group = load(*share_join_records()).groups["fooup"]
+    assert (group.group_type, group.state, group.generation) == ("share", "Stable", 1)
+    share = group.detail
+    assert isinstance(share, ShareGroup)
+    assert (share.group_epoch, share.assignment_epoch, share.metadata_hash) == (1, 1, 42)
+    (member,) = share.members
+    assert member.subscribed_topics == ("foo",)
+    assert member.assigned_partitions == {"foo": (0, 1, 2, 3, 4, 5)}  # named by the state metadata
+    assert share.target_assignment == {"m1": {"foo": (0, 1, 2, 3, 4, 5)}}
+    assert share.initialized_topics == {"foo": (0, 1, 2, 3, 4, 5)}
+    assert group.members[0].assignment == {"foo": [0, 1, 2, 3, 4, 5]}
+    assert SHARE_STATE_TOPIC in share.to_json()["offsets_note"]
+
+
+def test_share_target_assignment_metadata_creates_the_group() -> None:
+    """testReplayShareGroupTargetAssignmentMetadata: the group is created if it does not exist."""
+    group = load(group_record(12, "foo", None, {"assignmentEpoch": 10, "assignmentTimestamp": 12345})).groups[
+        "foo"
+    ]
+    assert group.detail.assignment_epoch == 10
+    assert group.state == "Empty"
+
+
+def test_share_target_assignment_metadata_tombstone_of_no_group_is_a_no_op() -> None:
+    """testReplayShareGroupTargetAssignmentMetadataTombstone: no group comes of it."""
+    assert "foo" not in load(group_record(12, "foo")).groups
+
+
+def test_share_target_assignment_metadata_tombstone_resets_the_epoch() -> None:
+    """testReplayShareGroupTargetAssignmentMetadataTombstoneExisting: the epoch goes back to -1.
+
+    The group is created by its epoch record here: a load sees only the newest record of each key, so a
+    group whose only record was overwritten by a tombstone is gone, as after compaction on a broker."""
+    created = group_record(11, "foo", None, {"epoch": 10, "metadataHash": 0})
+    cache = load(created, group_record(12, "foo", None, {"assignmentEpoch": 10}), group_record(12, "foo"))
+    assert cache.groups["foo"].detail.assignment_epoch == -1
+
+
+def test_share_member_leaves_and_group_is_deleted() -> None:
+    """The leave and delete sequences of the share heartbeat tests (current assignment, target, member
+    tombstones, then the group's): the member goes first, then the whole group."""
+    gid, mid = "fooup", "m1"
+    leave = [group_record(14, gid, mid), group_record(13, gid, mid), group_record(10, gid, mid)]
+    cache = load(*share_join_records(), *leave, group_record(11, gid, None, {"epoch": 2, "metadataHash": 0}))
+    group = cache.groups[gid]
+    assert (group.state, group.generation, group.members) == ("Empty", 2, [])
+    assert group.detail.findings == ()
+    deleted = load(
+        *share_join_records(), *leave, group_record(12, gid), group_record(15, gid), group_record(11, gid)
+    )
+    assert gid not in deleted.groups
+
+
+def test_share_member_tombstone_before_its_assignment_is_a_finding() -> None:
+    """GroupMetadataManager.replay(ShareGroupMemberMetadataKey, null) refuses a member whose current
+    assignment was not tombstoned first (IllegalStateException); we keep it as a finding."""
+    cache = load(*share_join_records(), group_record(10, "fooup", "m1"))
+    findings = cache.groups["fooup"].detail.findings
+    assert any("before its current assignment" in f for f in findings)
+    assert any("before its target assignment" in f for f in findings)
+
+
+def test_share_group_from_kafka_4_0_is_early_access() -> None:
+    """Kafka 4.0 wrote ShareGroupMetadataValue with the epoch alone and ShareGroupPartitionMetadata (type 9),
+    which 4.1+ no longer defines: such a group is reported as early access, not mis-decoded."""
+    from offsetops.coordinator_core.schema.codec import encode_versioned
+    from offsetops.coordinator_core.schema.fields import F, message
+
+    early_md = message("ShareGroupMetadataValue", "0", "0+", F("epoch", "int32"))
+    key, _ = group_record(11, "old", None, {"epoch": 3, "metadataHash": 0})
+    cache = load(share_member("old", "m1", ["foo"]), (key, encode_versioned(early_md, 0, {"epoch": 3})))
+    group = cache.groups["old"]
+    assert group.state == "EarlyAccess"
+    assert group.generation == 3
+    assert group.detail.early_access == ("ShareGroupMetadataValue (4.0)",)
+
+
+# --- streams groups ------------------------------------------------------------------------------
+
+SUBTOPOLOGY = "subtopology1"
+
+
+def topology_record(gid: str, epoch: int = 0) -> tuple[bytes, bytes | None]:
+    sub = {
+        "subtopologyId": SUBTOPOLOGY,
+        "sourceTopics": ["foo"],
+        "sourceTopicRegex": [],
+        "stateChangelogTopics": [
+            {"name": "app-store-changelog", "partitions": 0, "replicationFactor": 0, "topicConfigs": []}
+        ],
+        "repartitionSinkTopics": [],
+        "repartitionSourceTopics": [],
+        "copartitionGroups": [],
+    }
+    return group_record(23, gid, None, {"epoch": epoch, "subtopologies": [sub]})
+
+
+def streams_member(gid: str, mid: str) -> tuple[bytes, bytes | None]:
+    fields = {
+        "instanceId": None,
+        "rackId": None,
+        "clientId": "client",
+        "clientHost": "/127.0.0.1",
+        "rebalanceTimeoutMs": 1500,
+        "topologyEpoch": 0,
+        "processId": "process-id",
+        "userEndpoint": {"host": "localhost", "port": 9090},
+        "clientTags": [{"key": "zone", "value": "a"}],
+    }
+    return group_record(19, gid, mid, fields)
+
+
+def streams_metadata(gid: str, epoch: int, validated: int) -> tuple[bytes, bytes | None]:
+    configs = [{"key": "num.standby.replicas", "value": "0"}]
+    fields = {
+        "epoch": epoch,
+        "metadataHash": 7,
+        "validatedTopologyEpoch": validated,
+        "lastAssignmentConfigs": configs,
+    }
+    return group_record(17, gid, None, fields)
+
+
+def streams_current(gid: str, mid: str, epoch: int, active: dict[str, list[int]], state: int = 0):
+    fields = {
+        "memberEpoch": epoch,
+        "previousMemberEpoch": 0,
+        "state": state,
+        "activeTasks": task_ids(active),
+        "standbyTasks": [],
+        "warmupTasks": [],
+        "activeTasksPendingRevocation": [],
+        "standbyTasksPendingRevocation": [],
+        "warmupTasksPendingRevocation": [],
+    }
+    return group_record(22, gid, mid, fields)
+
+
+def streams_join(gid: str, mid: str, validated: int, active: dict[str, list[int]]) -> list:
+    target = {"activeTasks": task_ids(active), "standbyTasks": [], "warmupTasks": []}
+    return [
+        streams_member(gid, mid),
+        topology_record(gid),
+        streams_metadata(gid, 2, validated),
+        group_record(21, gid, mid, target),
+        group_record(20, gid, None, {"assignmentEpoch": 2, "assignmentTimestamp": T0}),
+        streams_current(gid, mid, 2, active),
+    ]
+
+
+def test_streams_member_joins_with_missing_internal_topic_is_not_ready() -> None:
+    """testStreamsGroupMemberJoiningWithMissingInternalTopic: the topology's changelog topic is missing, so
+    the metadata record carries ValidatedTopologyEpoch -1 and the group is NOT_READY, with no tasks."""
+    group = load(*streams_join("fooup", "m1", -1, {})).groups["fooup"]
+    assert (group.group_type, group.state, group.generation) == ("streams", "NotReady", 2)
+    streams = group.detail
+    assert isinstance(streams, StreamsGroup)
+    assert streams.assignment_configs == {"num.standby.replicas": "0"}
+    assert streams.topology is not None and streams.topology.subtopologies[0].state_changelog_topics[
+        0
+    ].name == ("app-store-changelog")
+    (member,) = streams.members
+    assert (member.member_epoch, member.process_id, member.user_endpoint) == (
+        2,
+        "process-id",
+        "localhost:9090",
+    )
+    assert member.client_tags == {"zone": "a"}
+    assert member.assigned_tasks.is_empty
+
+
+def test_streams_member_joins_and_owns_every_task_when_ready() -> None:
+    """The describe test before testStreamsGroupMemberJoiningWithMissingSourceTopic: one member of a ready
+    topology gets active tasks 0-5 of subtopology1 and the group is STABLE at epoch 2."""
+    group = load(*streams_join("fooup", "m1", 0, {SUBTOPOLOGY: [0, 1, 2, 3, 4, 5]})).groups["fooup"]
+    assert group.state == "Stable"
+    (member,) = group.detail.members
+    assert member.assigned_tasks.active == {SUBTOPOLOGY: (0, 1, 2, 3, 4, 5)}
+    assert group.detail.target_assignment["m1"].active == {SUBTOPOLOGY: (0, 1, 2, 3, 4, 5)}
+    # Task (subtopology1, p) reads partition p of the subtopology's source topic.
+    assert group.members[0].assignment == {"foo": [0, 1, 2, 3, 4, 5]}
+    assert group.members[0].subscribed_topics == ["foo"]
+
+
+def test_streams_group_states() -> None:
+    """StreamsGroup.maybeUpdateGroupState (StreamsGroupTest#testGroupState): ASSIGNING while the group
+    epoch is ahead of the assignment epoch, RECONCILING while a member is not STABLE."""
+    base = streams_join("g", "m1", 0, {SUBTOPOLOGY: [0]})
+    assigning = load(*base, streams_metadata("g", 3, 0)).groups["g"]
+    assert assigning.state == "Assigning"
+    reconciling = load(*base, streams_current("g", "m1", 2, {SUBTOPOLOGY: [0]}, state=1)).groups["g"]
+    assert reconciling.state == "Reconciling"
+    assert reconciling.detail.members[0].state == "UNREVOKED_TASKS"
+
+
+def test_streams_current_assignment_tombstone_keeps_the_member_without_tasks() -> None:
+    """replay(StreamsGroupCurrentMemberAssignmentKey, null): the member stays, at epoch -1 and no tasks."""
+    cache = load(*streams_join("g", "m1", 0, {SUBTOPOLOGY: [0, 1]}), group_record(22, "g", "m1"))
+    (member,) = cache.groups["g"].detail.members
+    assert member.member_epoch == -1
+    assert member.assigned_tasks.is_empty
+
+
+def test_streams_topology_tombstone_makes_the_group_not_ready() -> None:
+    """replay(StreamsGroupTopologyKey, null) removes the topology; a group with members is NOT_READY."""
+    cache = load(*streams_join("g", "m1", 0, {SUBTOPOLOGY: [0]}), group_record(23, "g"))
+    assert cache.groups["g"].detail.topology is None
+    assert cache.groups["g"].state == "NotReady"
+
+
+def test_streams_group_delete() -> None:
+    """testStreamsGroupDelete... : tombstones of the members' records, the target assignment epoch, the
+    topology and the group's metadata leave no group behind."""
+    gid = "g"
+    tombstones = [group_record(t, gid, "m1") for t in (22, 21, 19)] + [
+        group_record(t, gid) for t in (20, 23, 17)
+    ]
+    assert gid not in load(*streams_join(gid, "m1", 0, {SUBTOPOLOGY: [0]}), *tombstones).groups
+
+
+def test_streams_group_json_is_in_reload_output() -> None:
+    doc = load(*streams_join("g", "m1", 0, {SUBTOPOLOGY: [0]})).groups["g"].to_json()
+    assert doc["group_type"] == "streams"
+    assert doc["streams"]["topology"]["subtopologies"][0]["source_topics"] == ["foo"]
+    assert doc["streams"]["members"][0]["assigned_tasks"]["active"] == {SUBTOPOLOGY: [0]}
