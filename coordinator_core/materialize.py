@@ -46,6 +46,8 @@ GROUP_PREFIX = b"\x00\x02"
 # Java (4.x ``CoordinatorLoaderImpl``/``GroupCoordinatorRecordSerde``): up to the streams group types.
 _MAX_KNOWN_TYPE = {"java": 24, "scala": 2}
 _REPLAYED_TYPES = SHARE_RECORDS.all | STREAMS_RECORDS.all
+# The records whose tombstone deletes a KIP-848 consumer, share or streams group.
+_GROUP_EPOCH_TYPES = frozenset({3, SHARE_RECORDS.metadata, STREAMS_RECORDS.metadata})
 
 
 class Materializer:
@@ -60,6 +62,8 @@ class Materializer:
         self.kip848: dict[str, dict[int, list[tuple[GroupKey, object]]]] = {}
         # Share and streams groups are replayed record by record, tombstones included.
         self.replayed: dict[str, list[GroupRecord]] = {}
+        # Group id -> log offset of the tombstone that deleted its consumer, share or streams group.
+        self.modern_deleted: dict[str, int] = {}
         self.java = fold.semantics == "java"
 
     def _error(self, kind: str, reason: str, entry: Entry) -> None:
@@ -106,6 +110,8 @@ class Materializer:
                 # Tombstone keys too: the broker decodes every key, and a corrupt one fails the load.
                 self._error(exc.kind, f"record key: {exc}", entry)
                 continue
+            if isinstance(key, GroupKey) and key.record_type in _GROUP_EPOCH_TYPES and entry[3] is None:
+                self.modern_deleted[key.group_id] = max(entry[0], self.modern_deleted.get(key.group_id, -1))
             if self.java and isinstance(key, GroupKey) and key.record_type in _REPLAYED_TYPES:
                 self._replayed(key, entry)
                 continue
@@ -202,6 +208,8 @@ class Materializer:
                 gid = decode_key(GROUP_PREFIX + group_part).group_id
             except SchemaError:
                 continue  # the key itself was reported when its value was decoded
+            if offset < self.modern_deleted.get(gid or "", -1):
+                continue  # committed while its consumer/share/streams group existed, which it never created
             if gid is not None and gid not in self.groups:
                 self.groups[gid] = GroupMetadata(
                     group_id=gid, state="Empty", protocol_type=None, generation=0
