@@ -340,6 +340,10 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
         r["kind"]: int(r["n"])
         for r in tables["decode_errors"].groupBy("kind").agg(F.count("*").alias("n")).collect()
     }
+    group_types = {
+        r["group_type"]: int(r["n"])
+        for r in tables["groups"].groupBy("group_type").agg(F.count("*").alias("n")).collect()
+    }
     return {
         "counts": counts,
         "segments": int(stats["segments"]),
@@ -348,6 +352,7 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
         "bytes": int(stats["bytes"]),
         "tombstones": int(stats["tombstones"]),
         "group_states": states,
+        "group_types": group_types,
         "error_kinds": error_kinds,
     }
 

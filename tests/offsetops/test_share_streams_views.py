@@ -80,3 +80,24 @@ def test_reload_json_carries_share_and_streams_detail(sim_share_streams, capsys)
     for kind in ("share", "streams"):
         for g in truth_groups(truth, kind):
             assert groups[g["group_id"]][kind] == g[kind]
+
+
+def test_exporter_counts_groups_per_type_and_streams_tasks(sim_share_streams, capsys):
+    logdir, truth = sim_share_streams
+    code, out = run(capsys, "exporter", str(logdir), "--num-partitions", "4", "--once")
+    assert code == 0
+    every = [g for p in truth["partitions"] for g in p["groups"]]
+    for kind in ("share", "streams"):
+        want = sum(g["group_type"] == kind for g in every)
+        got = sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in out.splitlines()
+            if line.startswith(f'offsetops_groups{{group_type="{kind}"')
+        )
+        assert got == want
+    g = max(truth_groups(truth, "streams"), key=lambda g: len(g["members"]))
+    active = sum(len(p) for m in g["streams"]["members"] for p in m["assigned_tasks"]["active"].values())
+    assert (
+        f'offsetops_streams_group_tasks{{group_id="{g["group_id"]}",task_type="active"}} {float(active)}'
+        in out
+    )
