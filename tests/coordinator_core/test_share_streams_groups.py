@@ -10,6 +10,7 @@ from offsetops.coordinator_core.streams_group import StreamsGroup
 
 from tests.support.modern_groups import (
     SUBTOPOLOGY,
+    T0,
     load,
     share_join_records,
     share_member,
@@ -178,3 +179,20 @@ def test_streams_group_json_is_in_reload_output() -> None:
     assert doc["group_type"] == "streams"
     assert doc["streams"]["topology"]["subtopologies"][0]["source_topics"] == ["foo"]
     assert doc["streams"]["members"][0]["assigned_tasks"]["active"] == {SUBTOPOLOGY: [0]}
+
+
+def test_offsets_committed_by_a_deleted_streams_group_leave_no_classic_group() -> None:
+    """OffsetMetadataManager.replay creates a classic group for a commit only when no group exists: the
+    commits of a streams group, deleted since with its offsets, leave nothing behind."""
+    from offsetops.coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
+
+    key = encode_key(OffsetCommitKey("g", "foo", 0))
+    commit = (key, encode_value(OffsetCommitValue(3, 42, 0, "", T0)))
+    tombstones = [group_record(t, "g", "m1") for t in (22, 21, 19)] + [
+        group_record(t, "g") for t in (20, 23, 17)
+    ]
+    cache = load(*streams_join("g", "m1", 0, {SUBTOPOLOGY: [0]}), commit, (key, None), *tombstones)
+    assert cache.groups == {}
+    # A commit after the deletion is a standalone consumer's: that one does create a classic group.
+    later = load(*streams_join("g", "m1", 0, {SUBTOPOLOGY: [0]}), *tombstones, commit, (key, None))
+    assert later.groups["g"].group_type == "classic"

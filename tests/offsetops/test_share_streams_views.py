@@ -101,3 +101,24 @@ def test_exporter_counts_groups_per_type_and_streams_tasks(sim_share_streams, ca
         f'offsetops_streams_group_tasks{{group_id="{g["group_id"]}",task_type="active"}} {float(active)}'
         in out
     )
+
+
+def test_describe_says_an_early_access_group_is_not_upgradable():
+    """A Kafka 4.0 share group (ShareGroupMetadataValue with the epoch alone) is named, not misread."""
+    import io
+
+    from offsetops.coordinator_core.describe import describe_groups
+    from offsetops.coordinator_core.schema.codec import encode_versioned
+    from offsetops.coordinator_core.schema.share_streams import EARLY_ACCESS_VALUE_SCHEMAS
+
+    from offsetops.commands.describe import print_group
+    from tests.support.modern_groups import group_record, load, share_member
+
+    key, _ = group_record(11, "old-queue", None, {"epoch": 3, "metadataHash": 0})
+    early = encode_versioned(EARLY_ACCESS_VALUE_SCHEMAS[11][0], 0, {"epoch": 3})
+    (view,) = describe_groups([load(share_member("old-queue", "m1", ["foo"]), (key, early))], {})
+    out = io.StringIO()
+    print_group(view, 0, out)
+    text = out.getvalue()
+    assert "share group, EarlyAccess, group epoch 3" in text
+    assert "EARLY ACCESS, NOT UPGRADABLE" in text and "ShareGroupMetadataValue (4.0)" in text
