@@ -79,9 +79,9 @@ def _replay_metadata(g: ReplayedGroup, offset: int, value: dict[str, Any] | None
             f"{len(g.members)} member(s); Kafka's replay refuses this (IllegalStateException)"
         )
     # removeGroup: everything of the group goes, whatever was left.
-    fresh = ReplayedGroup(g.group_id, early_access=g.early_access, findings=g.findings)
-    for name in ReplayedGroup.__slots__:
-        setattr(g, name, getattr(fresh, name))
+    g.exists = False
+    g.metadata, g.members, g.current, g.target, g.others = {}, {}, {}, {}, {}
+    g.assignment_epoch = -1
 
 
 def _replay_member(g: ReplayedGroup, offset: int, member_id: str, value: dict[str, Any] | None) -> None:

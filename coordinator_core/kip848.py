@@ -1,5 +1,6 @@
-"""KIP-848 groups rebuilt from their records: consumer groups (types 3-8, 16), share groups (9-15) and
-streams groups (17-24), as the Java group coordinator replays them (``GroupMetadataManager.replay``)."""
+"""KIP-848 groups rebuilt from their records: consumer groups (types 3-8, 16) from their surviving records,
+and share groups (9-15) and streams groups (17-24) replayed record by record (:mod:`.group_replay`), as the
+Java group coordinator does (``GroupMetadataManager.replay``)."""
 
 from __future__ import annotations
 
