@@ -252,7 +252,7 @@ def derive_state(
         return "NotReady"
     if group_epoch > assignment_epoch:
         return "Assigning"
-    if any(m.state != "STABLE" for m in members):
+    if any(m.state != "STABLE" or m.member_epoch != assignment_epoch for m in members):
         return "Reconciling"
     return "Stable"
 

@@ -207,8 +207,8 @@ GROUPS_SCHEMA = StructType(
             "member_count",
             IntegerType(),
             False,
-            "Number of members stored in the group's metadata record.",
-            "Length of GroupMetadataValue `members`.",
+            "Number of members of the group (stored in its metadata record for classic groups).",
+            "Length of GroupMetadataValue `members`; member records of consumer, share and streams groups.",
         ),
         _field(
             "group_type",

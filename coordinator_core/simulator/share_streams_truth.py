@@ -88,7 +88,7 @@ def _streams_state(g: Group, members: list[Member]) -> str:
         return "NotReady"
     if g.group_epoch > g.assignment_epoch:
         return "Assigning"
-    if any(m.state != 0 for m in members):
+    if any(m.state != 0 or m.member_epoch != g.assignment_epoch for m in members):
         return "Reconciling"
     return "Stable"
 

@@ -139,14 +139,19 @@ def test_streams_member_joins_and_owns_every_task_when_ready() -> None:
 
 
 def test_streams_group_states() -> None:
-    """StreamsGroup.maybeUpdateGroupState (StreamsGroupTest#testGroupState): ASSIGNING while the group
-    epoch is ahead of the assignment epoch, RECONCILING while a member is not STABLE."""
+    """StreamsGroupTest#testGroupState: ASSIGNING while the group epoch is ahead of the target assignment
+    epoch; RECONCILING while a member is not at the target epoch or not STABLE; then STABLE."""
     base = streams_join("g", "m1", 0, {SUBTOPOLOGY: [0]})
     assigning = load(*base, streams_metadata("g", 3, 0)).groups["g"]
     assert assigning.state == "Assigning"
-    reconciling = load(*base, streams_current("g", "m1", 2, {SUBTOPOLOGY: [0]}, state=1)).groups["g"]
-    assert reconciling.state == "Reconciling"
-    assert reconciling.detail.members[0].state == "UNREVOKED_TASKS"
+    target_2 = group_record(20, "g", None, {"assignmentEpoch": 3})
+    behind = load(*base, streams_metadata("g", 3, 0), target_2).groups["g"]
+    assert behind.state == "Reconciling"  # m1 is STABLE but still at epoch 2
+    unrevoked = load(*base, streams_current("g", "m1", 2, {SUBTOPOLOGY: [0]}, state=1)).groups["g"]
+    assert unrevoked.state == "Reconciling"
+    assert unrevoked.detail.members[0].state == "UNREVOKED_TASKS"
+    caught_up = [streams_metadata("g", 3, 0), target_2, streams_current("g", "m1", 3, {SUBTOPOLOGY: [0]})]
+    assert load(*base, *caught_up).groups["g"].state == "Stable"
 
 
 def test_streams_current_assignment_tombstone_keeps_the_member_without_tasks() -> None:

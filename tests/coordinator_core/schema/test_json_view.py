@@ -85,3 +85,14 @@ def test_unknown_and_generic_json() -> None:
         "version": "0",
         "data": {"rackId": None, "clientId": "c", "clientHost": "h1", "subscribedTopicNames": ["T1"]},
     }
+
+
+def test_early_access_values_are_shown_in_their_own_layout_and_named() -> None:
+    from offsetops.coordinator_core.schema.codec import encode_versioned
+    from offsetops.coordinator_core.schema.share_streams import EARLY_ACCESS_VALUE_SCHEMAS
+
+    layout = EARLY_ACCESS_VALUE_SCHEMAS[11][0]
+    value = decode_value(11, encode_versioned(layout, 0, {"epoch": 3}))
+    assert value_json(11, value) == {"version": "0", "earlyAccess": layout.name, "data": {"epoch": 3}}
+    released = decode_value(11, bytes.fromhex("000000000003000000000000000700"))
+    assert value_json(11, released) == {"version": "0", "data": {"epoch": 3, "metadataHash": 7}}
