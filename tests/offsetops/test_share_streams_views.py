@@ -122,3 +122,12 @@ def test_describe_says_an_early_access_group_is_not_upgradable():
     text = out.getvalue()
     assert "share group, EarlyAccess, group epoch 3" in text
     assert "EARLY ACCESS, NOT UPGRADABLE" in text and "ShareGroupMetadataValue (4.0)" in text
+
+
+def test_reload_text_says_where_share_offsets_are(sim_share_streams, capsys):
+    logdir, truth = sim_share_streams
+    code, out = run(capsys, "reload", str(logdir), "--num-partitions", "4")
+    assert code == 0
+    group = truth_groups(truth, "share")[0]
+    line = next(ln for ln in out.splitlines() if f"'{group['group_id']}'" in ln)
+    assert "protocol_type='share'" in line and "0 offsets (its offsets live in __share_group_state)" in line
