@@ -165,6 +165,10 @@ EARLY_ACCESS_VALUE_SCHEMAS: dict[int, tuple[MessageSchema, ...]] = {
             "ShareGroupPartitionMetadataValue (4.0)",
             F("topics", "[]struct", fields=_PARTITION_METADATA_TOPIC),
         ),
+        _v0(
+            "ShareGroupPartitionMetadataValue (4.0, without racks)",
+            F("topics", "[]struct", fields=_PARTITION_METADATA_TOPIC[:3]),
+        ),
     ),
     11: (_v0("ShareGroupMetadataValue (4.0)", F("epoch", "int32")),),
     15: (
