@@ -126,8 +126,10 @@ def test_streams_member_joins_with_missing_internal_topic_is_not_ready() -> None
 
 
 def test_streams_member_joins_and_owns_every_task_when_ready() -> None:
-    """The describe test before testStreamsGroupMemberJoiningWithMissingSourceTopic: one member of a ready
-    topology gets active tasks 0-5 of subtopology1 and the group is STABLE at epoch 2."""
+    """The join records of testStreamsGroupMemberJoiningWithMissingSourceTopic (member, topology, metadata,
+    target, target epoch, current assignment), with the topology validated: the member gets active tasks
+    0-5 of subtopology1 and the group is STABLE at epoch 2, as the describe of the join test before it
+    in GroupMetadataManagerTest expects."""
     group = load(*streams_join("fooup", "m1", 0, {SUBTOPOLOGY: [0, 1, 2, 3, 4, 5]})).groups["fooup"]
     assert group.state == "Stable"
     (member,) = group.detail.members
@@ -170,8 +172,8 @@ def test_streams_topology_tombstone_makes_the_group_not_ready() -> None:
 
 
 def test_streams_group_delete() -> None:
-    """testStreamsGroupDelete... : tombstones of the members' records, the target assignment epoch, the
-    topology and the group's metadata leave no group behind."""
+    """The tombstones StreamsGroup.createGroupTombstoneRecords writes, after the member's (current
+    assignment, target assignment, member metadata), leave no group behind."""
     gid = "g"
     tombstones = [group_record(t, gid, "m1") for t in (22, 21, 19)] + [
         group_record(t, gid) for t in (20, 23, 17)
