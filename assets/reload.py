@@ -348,6 +348,10 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
     }
     # Notices (a zero tail, a client's own consumer-protocol layout) are rows of the table, not errors.
     counts["decode_errors"] -= sum(n for kind, n in error_kinds.items() if kind in NOTICE_KINDS)
+    group_types = {
+        r["group_type"]: int(r["n"])
+        for r in tables["groups"].groupBy("group_type").agg(F.count("*").alias("n")).collect()
+    }
     return {
         "counts": counts,
         "segments": int(stats["segments"]),
@@ -356,6 +360,7 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
         "bytes": int(stats["bytes"]),
         "tombstones": int(stats["tombstones"]),
         "group_states": states,
+        "group_types": group_types,
         "error_kinds": error_kinds,
     }
 

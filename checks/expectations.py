@@ -39,12 +39,19 @@ DEFAULT_MAX_METADATA_BYTES = 4096
 """``offset.metadata.max.bytes`` (OffsetConfig.DefaultMaxMetadataSize)."""
 
 REQUIRED_TABLES = ("offsets", "groups", "members", "decode_errors")
-OPTIONAL_TABLES = ("pending_offsets", "load_stats", "offset_log_ranges", "live_crosscheck")
+OPTIONAL_TABLES = (
+    "pending_offsets",
+    "group_assignments",
+    "load_stats",
+    "offset_log_ranges",
+    "live_crosscheck",
+)
 TABLE_ORDER = (
     "offsets",
     "pending_offsets",
     "groups",
     "members",
+    "group_assignments",
     "decode_errors",
     "load_stats",
     "offset_log_ranges",
@@ -176,6 +183,43 @@ class _Builder:
         )
 
 
+def _group_assignment_checks(b: _Builder, num_partitions: int) -> None:
+    """Share and streams groups: epochs consistent, assignment only to members, one owner per task."""
+    b.columns_match_schema("group_assignments")
+    b.not_null("group_assignments", "offsets_partition", "group_id", "member_id", "partition")
+    b.in_offsets_partition_range("group_assignments", num_partitions)
+    b.group_in_partition_for("group_assignments", num_partitions)
+    b.rows(
+        "group_assignments",
+        "member_epoch_not_above_group_epoch",
+        "error",
+        "A member's epoch is not above its group's epoch (ShareGroupMember / StreamsGroupMember: a member "
+        "only ever reaches the group's target epoch).",
+        "SELECT offsets_partition, group_id, member_id, member_epoch, group_epoch FROM {batch} "
+        "WHERE member_epoch IS NOT NULL AND member_epoch > group_epoch",
+    )
+    b.rows(
+        "group_assignments",
+        "assigned_to_existing_member",
+        "error",
+        "Partitions and tasks are assigned only to members of the group: Kafka's replay refuses to "
+        "delete a member whose target assignment is still there.",
+        "SELECT DISTINCT offsets_partition, group_id, member_id, assignment FROM {batch} "
+        "WHERE NOT member_exists",
+    )
+    b.rows(
+        "group_assignments",
+        "one_owner_per_active_task",
+        "error",
+        "Each active task of a streams group is owned by one member at most (CurrentAssignmentBuilder "
+        "gives a task only once its previous owner revoked it).",
+        "SELECT offsets_partition, group_id, subtopology_id, partition, count(DISTINCT member_id) AS owners "
+        "FROM {batch} WHERE group_type = 'streams' AND task_type = 'active' AND assignment = 'current' "
+        "GROUP BY offsets_partition, group_id, subtopology_id, partition "
+        "HAVING count(DISTINCT member_id) > 1",
+    )
+
+
 def build_checks(
     *,
     now_ms: int,
@@ -199,6 +243,7 @@ def build_checks(
     _pending_offsets_checks(b, num_partitions=num_partitions)
     _groups_checks(b, max_ts=max_ts, num_partitions=num_partitions)
     _members_checks(b)
+    _group_assignment_checks(b, num_partitions)
     _decode_errors_checks(b)
     _load_stats_checks(b, num_partitions=num_partitions)
     _offset_log_ranges_checks(b)
@@ -351,6 +396,15 @@ def _groups_checks(b: _Builder, *, max_ts: int, num_partitions: int) -> None:
         "SELECT offsets_partition, group_id, member_count, protocol, leader FROM {batch} "
         "WHERE state = 'Stable' AND coalesce(group_type, 'classic') = 'classic' "
         "AND (member_count = 0 OR protocol IS NULL OR leader IS NULL)",
+    )
+    b.rows(
+        "groups",
+        "assignment_epoch_not_above_group_epoch",
+        "error",
+        "A share or streams group's target assignment epoch is not above its group epoch (`generation`): "
+        "the coordinator computes a target only for an epoch it has reached.",
+        "SELECT offsets_partition, group_id, group_type, generation, assignment_epoch FROM {batch} "
+        "WHERE assignment_epoch IS NOT NULL AND assignment_epoch > generation",
     )
 
 

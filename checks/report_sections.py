@@ -31,6 +31,7 @@ from offsetops.checks.report_verdicts import (
 )
 from offsetops.coordinator_core.cleaner.model import HEALTHY, format_bytes
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.share_group import SHARE_OFFSETS_NOTE
 from offsetops.coordinator_core.timefmt import format_duration
 
 
@@ -356,6 +357,8 @@ def reload_section(reload: Mapping[str, Any] | None, validation: Mapping[str, An
         ]
     )
     states = ", ".join(f"{esc(k)} {int(v)}" for k, v in sorted((reload.get("group_states") or {}).items()))
+    group_types = reload.get("group_types") or {}
+    types = ", ".join(f"{esc(k)} {int(v)}" for k, v in sorted(group_types.items()))
     kinds = ", ".join(f"{esc(k)} {int(v)}" for k, v in sorted((reload.get("error_kinds") or {}).items()))
     sample = (validation or {}).get("decode_errors_sample") or []
     sample_table = decode_errors_table(sample, "decode-errors")
@@ -365,6 +368,13 @@ def reload_section(reload: Mapping[str, Any] | None, validation: Mapping[str, An
         f"{len(reload.get('partitions', []))} partitions in "
         f"{esc(reload.get('elapsed_s'))} s.</p><div class=cards>{cards}</div>"
         f"<p>Group states: {states or '-'}</p>"
+        + (f'<p id="reload-group-types">Group types: {types}</p>' if types else "")
+        + (
+            f'<p id="reload-share-note">{int(group_types["share"])} share group(s): '
+            f"{esc(SHARE_OFFSETS_NOTE)}.</p>"
+            if group_types.get("share")
+            else ""
+        )
         + (f"<p>Decode errors by kind: {kinds}</p>" if kinds else "")
         + (f"<h3>Decode errors (first rows)</h3>{sample_table}" if sample_table else "")
         + "</section>"

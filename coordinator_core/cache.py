@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.share_group import EARLY_ACCESS_STATE, ShareGroup
+from offsetops.coordinator_core.streams_group import StreamsGroup
 
 # Kafka's group states (GroupState / ClassicGroupState / ConsumerGroupState), as printed by the tools.
 GROUP_STATES = frozenset(
@@ -22,6 +24,7 @@ GROUP_STATES = frozenset(
         "Assigning",
         "Reconciling",
         "NotReady",
+        EARLY_ACCESS_STATE,
     }
 )
 
@@ -99,6 +102,8 @@ class GroupMetadata:
     group_type: str = "classic"  # classic | consumer (KIP-848) | share | streams
     metadata_record_offset: int | None = None  # None: no GroupMetadata record (offsets-only group)
     metadata_version: int | None = None
+    # Share and streams groups: the coordinator's own view (epochs, target assignment, topology, tasks).
+    detail: ShareGroup | StreamsGroup | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -120,6 +125,12 @@ class GroupMetadata:
         return topics
 
     def to_json(self) -> dict[str, Any]:
+        doc = self._to_json()
+        if self.detail is not None:
+            doc[self.detail.group_type] = self.detail.to_json()
+        return doc
+
+    def _to_json(self) -> dict[str, Any]:
         return {
             "group_id": self.group_id,
             "group_type": self.group_type,

@@ -16,6 +16,8 @@ from typing import Any
 
 from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata
 from offsetops.coordinator_core.data_offsets import PartitionOffsets
+from offsetops.coordinator_core.share_group import ShareGroup
+from offsetops.coordinator_core.streams_group import StreamsGroup
 
 TopicPartition = tuple[str, int]
 
@@ -86,6 +88,8 @@ class GroupView:
     coordinator_partition: int | None
     members: int
     rows: list[OffsetRow] = field(default_factory=list)
+    # Share and streams groups: epochs, assignments or tasks, the topology (``GroupMetadata.detail``).
+    detail: ShareGroup | StreamsGroup | None = None
 
     @property
     def total_lag(self) -> int | None:
@@ -124,6 +128,7 @@ class GroupView:
             "out_of_range": self.out_of_range,
             "last_commit_timestamp": self.last_commit_timestamp,
             "rows": [r.to_json() for r in self.rows],
+            **({} if self.detail is None else {self.detail.group_type: self.detail.to_json()}),
         }
 
 
@@ -207,6 +212,7 @@ def describe_groups(
                 generation=group.generation,
                 coordinator_partition=cache.partition,
                 members=len(group.members),
+                detail=group.detail,
             )
             for tp in tps:
                 om = group.offsets.get(tp)

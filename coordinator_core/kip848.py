@@ -1,12 +1,16 @@
-"""KIP-848 groups rebuilt from their records: consumer groups (types 3-8, 16), share groups (9-15) and
-streams groups (17-24), as the Java group coordinator replays them (``GroupMetadataManager.replay``)."""
+"""KIP-848 groups rebuilt from their records: consumer groups (types 3-8, 16) from their surviving records,
+and share groups (9-15) and streams groups (17-24) replayed record by record (:mod:`.group_replay`), as the
+Java group coordinator does (``GroupMetadataManager.replay``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from offsetops.coordinator_core.cache import GroupMetadata, MemberMetadata
+from offsetops.coordinator_core.group_replay import GroupRecord, GroupRecordTypes, replay
 from offsetops.coordinator_core.schema import GroupKey
+from offsetops.coordinator_core.share_group import ShareGroup, ShareGroupMember, share_group
+from offsetops.coordinator_core.streams_group import StreamsGroup, StreamsGroupMember, streams_group
 
 
 def _field(fields: dict, name: str, default: Any = None) -> Any:
@@ -91,30 +95,70 @@ def consumer_group(
     )
 
 
-def member_group(
-    gid: str, by_type: dict[int, list[tuple[GroupKey, object]]], kind: str, meta_type: int, member_type: int
-) -> GroupMetadata:
-    epoch = 0
-    for _k, v in by_type.get(meta_type, []):
-        epoch = _field(_fields(v), "Epoch", 0) or 0
-    members = [
-        MemberMetadata(
-            member_id=_field(k.fields, "memberId", ""),
-            group_instance_id=None,
-            client_id=_field(_fields(v), "ClientId", "") or "",
-            client_host=_field(_fields(v), "ClientHost", "") or "",
-            session_timeout_ms=None,
-            rebalance_timeout_ms=None,
-            subscribed_topics=_field(_fields(v), "SubscribedTopicNames"),
-            assignment=None,
+def modern_group(
+    gid: str, types: GroupRecordTypes, records: list[GroupRecord], topic_ids: dict[str, str]
+) -> GroupMetadata | None:
+    """A share or streams group replayed from its records (None when the replay leaves no group)."""
+    replayed = replay(gid, types, records)
+    if not replayed.exists and not replayed.early_access:
+        return None
+    detail: ShareGroup | StreamsGroup
+    if types.kind == "share":
+        detail = share_group(replayed, topic_ids)
+        members = [
+            _member_view(
+                m.member_id, m, subscribed=list(m.subscribed_topics), assignment=dict(m.assigned_partitions)
+            )
+            for m in detail.members
+        ]
+    else:
+        detail = streams_group(replayed)
+        sources = (
+            sorted({t for s in detail.topology.subtopologies for t in s.source_topics})
+            if detail.topology
+            else []
         )
-        for k, v in by_type.get(member_type, [])
-    ]
+        members = [
+            _member_view(
+                m.member_id,
+                m,
+                subscribed=sources,
+                assignment=detail.member_partitions(m.assigned_tasks.active),
+                instance_id=m.instance_id,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+            )
+            for m in detail.members
+        ]
     return GroupMetadata(
         group_id=gid,
-        state="Stable" if members else "Empty",
-        protocol_type=kind,
-        generation=epoch,
+        state=detail.state,
+        protocol_type=types.kind,
+        generation=detail.group_epoch,
         members=members,
-        group_type=kind,
+        group_type=types.kind,
+        detail=detail,
+    )
+
+
+def _member_view(
+    member_id: str,
+    m: ShareGroupMember | StreamsGroupMember,
+    *,
+    subscribed: list[str],
+    assignment: dict[str, Any],
+    instance_id: str | None = None,
+    rebalance_timeout_ms: int | None = None,
+) -> MemberMetadata:
+    """The member as every group view shows it (topics subscribed and partitions owned)."""
+    return MemberMetadata(
+        member_id=member_id,
+        group_instance_id=instance_id,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        session_timeout_ms=None,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        subscribed_topics=subscribed,
+        assignment={t: list(p) for t, p in assignment.items()},
+        member_epoch=m.member_epoch,
+        rack_id=m.rack_id,
     )

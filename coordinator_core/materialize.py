@@ -18,7 +18,8 @@ from offsetops.coordinator_core.cache import (
 )
 from offsetops.coordinator_core.embedded import read_member
 from offsetops.coordinator_core.errors import DecodeError
-from offsetops.coordinator_core.kip848 import consumer_group, member_group
+from offsetops.coordinator_core.group_replay import SHARE_RECORDS, STREAMS_RECORDS, GroupRecord
+from offsetops.coordinator_core.kip848 import consumer_group, modern_group
 from offsetops.coordinator_core.partitioner import partition_for
 from offsetops.coordinator_core.schema import (
     GroupKey,
@@ -43,6 +44,9 @@ GROUP_PREFIX = b"\x00\x02"
 # Scala (3.x ``GroupMetadataManager.readMessageKey``): 0-1 offset commits, 2 group metadata.
 # Java (4.x ``CoordinatorLoaderImpl``/``GroupCoordinatorRecordSerde``): up to the streams group types.
 _MAX_KNOWN_TYPE = {"java": 24, "scala": 2}
+_REPLAYED_TYPES = SHARE_RECORDS.all | STREAMS_RECORDS.all
+# The records whose tombstone deletes a KIP-848 consumer, share or streams group.
+_GROUP_EPOCH_TYPES = frozenset({3, SHARE_RECORDS.metadata, STREAMS_RECORDS.metadata})
 
 
 class Materializer:
@@ -55,6 +59,10 @@ class Materializer:
         self.groups: dict[str, GroupMetadata] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         self.kip848: dict[str, dict[int, list[tuple[GroupKey, object]]]] = {}
+        # Share and streams groups are replayed record by record, tombstones included.
+        self.replayed: dict[str, list[GroupRecord]] = {}
+        # Group id -> log offset of the tombstone that deleted its consumer, share or streams group.
+        self.modern_deleted: dict[str, int] = {}
         self.java = fold.semantics == "java"
 
     def _error(self, kind: str, reason: str, entry: Entry) -> None:
@@ -144,6 +152,11 @@ class Materializer:
                 # Tombstone keys too: the broker decodes every key, and a corrupt one fails the load.
                 self._error(exc.kind, f"record key: {exc}", entry)
                 continue
+            if isinstance(key, GroupKey) and key.record_type in _GROUP_EPOCH_TYPES and entry[3] is None:
+                self.modern_deleted[key.group_id] = max(entry[0], self.modern_deleted.get(key.group_id, -1))
+            if self.java and isinstance(key, GroupKey) and key.record_type in _REPLAYED_TYPES:
+                self._replayed(key, entry)
+                continue
             if entry[3] is None or entry[0] in fold.invalid_values:
                 continue
             if isinstance(key, OffsetCommitKey):
@@ -207,6 +220,8 @@ class Materializer:
                 gid = decode_key(GROUP_PREFIX + group_part).group_id
             except SchemaError:
                 continue  # the key itself was reported when its value was decoded
+            if offset < self.modern_deleted.get(gid or "", -1):
+                continue  # committed while its consumer/share/streams group existed, which it never created
             if gid is not None and gid not in self.groups:
                 self.groups[gid] = GroupMetadata(
                     group_id=gid, state="Empty", protocol_type=None, generation=0
@@ -261,12 +276,31 @@ class Materializer:
             metadata_version=v.version,
         )
 
+    def _replayed(self, key: GroupKey, entry: Entry) -> None:
+        """Keep a share or streams record (value decoded, or a tombstone) for the group's replay."""
+        fields = None
+        early = None
+        if entry[3] is not None:
+            if entry[0] in self.fold.invalid_values:
+                return  # reported by the validation pass
+            try:
+                value = decode_value(key.record_type, entry[3])
+            except SchemaError as exc:
+                self._error(exc.kind, f"record type {key.record_type} value: {exc}", entry)
+                return
+            fields = getattr(value, "fields", None) or {}
+            early = getattr(value, "early_access", None)
+        member = key.fields.get("memberId")
+        record = (entry[0], key.record_type, member, fields, early)
+        self.replayed.setdefault(key.group_id, []).append(record)
+
     def _build_kip848(self, topic_ids: dict[str, str]) -> None:
         """KIP-848 consumer groups (types 3-8, 16), share groups (9-15) and streams groups (17-24)."""
         for gid, by_type in self.kip848.items():
             if any(t in by_type for t in range(3, 9)) or 16 in by_type:
                 self.groups[gid] = consumer_group(gid, by_type, topic_ids)
-            elif any(t in by_type for t in range(9, 16)):
-                self.groups[gid] = member_group(gid, by_type, "share", 11, 10)
-            elif any(t in by_type for t in range(17, 25)):
-                self.groups[gid] = member_group(gid, by_type, "streams", 17, 19)
+        for gid, records in self.replayed.items():
+            types = SHARE_RECORDS if records[0][1] in SHARE_RECORDS.all else STREAMS_RECORDS
+            group = modern_group(gid, types, records, topic_ids)
+            if group is not None:
+                self.groups[gid] = group

@@ -24,6 +24,7 @@ from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
 from offsetops.coordinator_core.run import RunSettings
+from offsetops.coordinator_core.streams_group import TASK_TYPES, StreamsGroup
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 PREFIX = "offsetops"
@@ -194,6 +195,39 @@ def _group_metrics(snap: Snapshot, granularity: str) -> Iterator[Metric]:
             low.add_metric([topic, str(part), lo.source], lo.log_start_offset)
     yield from (info, members, generation, topic_lag, part_lag, committed, oor, oor_count, last_commit)
     yield from (high, low)
+    yield from _group_type_metrics(snap.views)
+
+
+def _group_type_metrics(views: list[GroupView]) -> Iterator[Metric]:
+    """Groups per type and state, and what share and streams groups hold beyond offsets."""
+    count = _g("groups", "Groups in the cache per type (classic, consumer, share, streams) and state",
+               ["group_type", "state"])  # fmt: skip
+    epoch = _g(
+        "group_assignment_epoch",
+        "Target assignment epoch of a share or streams group (lags the group epoch while assigning)",
+        ["group_id", "group_type"],
+    )
+    tasks = _g(
+        "streams_group_tasks",
+        "Tasks of a streams group owned by its members, per task type (active, standby, warmup)",
+        ["group_id", "task_type"],
+    )
+    tally: dict[tuple[str, str], int] = {}
+    for v in views:
+        tally[(v.group_type, v.state)] = tally.get((v.group_type, v.state), 0) + 1
+        detail = v.detail
+        if detail is None:
+            continue
+        epoch.add_metric([v.group_id, detail.group_type], detail.assignment_epoch)
+        if isinstance(detail, StreamsGroup):
+            for task_type in TASK_TYPES:
+                owned = sum(
+                    len(p) for m in detail.members for p in m.assigned_tasks.by_type()[task_type].values()
+                )
+                tasks.add_metric([v.group_id, task_type], owned)
+    for (group_type, state), n in sorted(tally.items()):
+        count.add_metric([group_type, state], n)
+    yield from (count, epoch, tasks)
 
 
 def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:

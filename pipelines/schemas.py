@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import (
     ArrayType,
+    BooleanType,
     DataType,
     DoubleType,
     IntegerType,
@@ -161,9 +162,11 @@ GROUPS_SCHEMA = StructType(
             StringType(),
             False,
             "Group state after load: Empty (no members) or Stable (members) for classic groups; "
-            "Empty, Assigning, Reconciling or Stable for KIP-848 consumer groups (by their epochs).",
-            "Derived as GroupMetadata.loadGroup / ConsumerGroup.maybeUpdateGroupState do; not stored in "
-            "the log.",
+            "Empty, Assigning, Reconciling or Stable for KIP-848 consumer groups (by their epochs); Empty or "
+            "Stable for share groups; Empty, NotReady, Assigning, Reconciling or Stable for streams groups; "
+            "EarlyAccess for a share or streams group an early-access coordinator wrote (not upgradable).",
+            "Derived as GroupMetadata.loadGroup / ConsumerGroup, ShareGroup and StreamsGroup "
+            ".maybeUpdateGroupState do; not stored in the log.",
         ),
         _field(
             "protocol_type",
@@ -204,8 +207,8 @@ GROUPS_SCHEMA = StructType(
             "member_count",
             IntegerType(),
             False,
-            "Number of members stored in the group's metadata record.",
-            "Length of GroupMetadataValue `members`.",
+            "Number of members of the group (stored in its metadata record for classic groups).",
+            "Length of GroupMetadataValue `members`; member records of consumer, share and streams groups.",
         ),
         _field(
             "group_type",
@@ -215,6 +218,15 @@ GROUPS_SCHEMA = StructType(
             "streams; expiration rules differ by type.",
             "Record type of the group's records: 2 for classic, 3-8 and 16 consumer, 9-15 share, "
             "17-24 streams.",
+        ),
+        _field(
+            "assignment_epoch",
+            IntegerType(),
+            True,
+            "Epoch of the group's target assignment (share and streams groups; -1 once its record was "
+            "deleted); never above `generation`, the group epoch. Null for other groups.",
+            "ShareGroupTargetAssignmentMetadataValue / StreamsGroupTargetAssignmentMetadataValue "
+            "`assignmentEpoch`.",
         ),
     ]
 )
@@ -277,6 +289,83 @@ MEMBERS_SCHEMA = StructType(
     ]
 )
 """``members``: one row per member of a group with a GroupMetadata record."""
+
+GROUP_ASSIGNMENTS_SCHEMA = StructType(
+    [
+        _offsets_partition(),
+        _group_id("ShareGroup* / StreamsGroup* record key `groupId`."),
+        _field("group_type", StringType(), False, "share or streams.", "Record type (10-15 or 17-23)."),
+        _field(
+            "member_id",
+            StringType(),
+            False,
+            "The member the tasks or partitions are assigned to.",
+            "Record key `memberId`.",
+        ),
+        _field(
+            "assignment",
+            StringType(),
+            False,
+            "current (what the member owns now), target (what the coordinator computed for it) or "
+            "revoking (active tasks it still has to give up).",
+            "ShareGroup/StreamsGroupCurrentMemberAssignmentValue, *TargetAssignmentMemberValue, "
+            "`activeTasksPendingRevocation`.",
+        ),
+        _field(
+            "task_type",
+            StringType(),
+            False,
+            "partition for a share group; active, standby or warmup for a streams group's tasks.",
+            "`assignedPartitions` / `topicPartitions`; `activeTasks`, `standbyTasks`, `warmupTasks`.",
+        ),
+        _field(
+            "topic",
+            StringType(),
+            True,
+            "Share groups: the topic (its id when no record names it). Null for streams tasks.",
+            "`topicId`, named by ShareGroupStatePartitionMetadataValue or v4 offset commits.",
+        ),
+        _field(
+            "subtopology_id",
+            StringType(),
+            True,
+            "Streams groups: the subtopology of the task (task id `<subtopology>_<partition>`). Null for "
+            "share groups.",
+            "TaskIds `subtopologyId`.",
+        ),
+        _field(
+            "partition",
+            IntegerType(),
+            False,
+            "Partition (share) or task partition (streams).",
+            "`partitions`.",
+        ),
+        _field(
+            "member_exists",
+            BooleanType(),
+            False,
+            "Whether the member is in the group: a target assignment for a member the group does not "
+            "have is one Kafka's replay refuses.",
+            "Member records (ShareGroupMemberMetadata / StreamsGroupMemberMetadata) surviving the replay.",
+        ),
+        _field(
+            "member_epoch",
+            IntegerType(),
+            True,
+            "The member's epoch (null for target rows); never above `group_epoch`.",
+            "*CurrentMemberAssignmentValue `memberEpoch`.",
+        ),
+        _field("group_epoch", IntegerType(), False, "The group epoch.", "*GroupMetadataValue `epoch`."),
+        _field(
+            "assignment_epoch",
+            IntegerType(),
+            False,
+            "The target assignment's epoch; never above `group_epoch`.",
+            "*TargetAssignmentMetadataValue `assignmentEpoch`.",
+        ),
+    ]
+)
+"""``group_assignments``: one row per partition of a share member, or task of a streams member."""
 
 DECODE_ERRORS_SCHEMA = StructType(
     [
@@ -374,6 +463,7 @@ TABLE_SCHEMAS: dict[str, StructType] = {
     "pending_offsets": PENDING_OFFSETS_SCHEMA,
     "groups": GROUPS_SCHEMA,
     "members": MEMBERS_SCHEMA,
+    "group_assignments": GROUP_ASSIGNMENTS_SCHEMA,
     "decode_errors": DECODE_ERRORS_SCHEMA,
     "load_stats": LOAD_STATS_SCHEMA,
 }
@@ -383,7 +473,10 @@ TABLE_DOCS: dict[str, str] = {
     "offsets": "One row per committed (group, topic, partition) in the coordinator's cache after load.",
     "pending_offsets": "Transactional offset commits whose transaction has no COMMIT/ABORT marker yet.",
     "groups": "One row per group in the cache, offsets-only groups included (Empty, no protocol type).",
-    "members": "One row per member stored in a group's GroupMetadata record.",
+    "members": "One row per member of a group (its GroupMetadata record, or its member records).",
+    "group_assignments": "Share and streams groups: one row per partition of a share member, or task of a "
+    "streams member, current, target or being revoked. A share group's offsets are not here: they live in "
+    "__share_group_state.",
     "decode_errors": "Every problem found while reading the log, with its file, position, offset and reason.",
     "load_stats": "One row per loaded __consumer_offsets partition: what was read and how long it took.",
 }

@@ -12,6 +12,8 @@ from typing import Any
 import pyarrow as pa
 from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata, LoadStats, MemberMetadata
 from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.share_group import ShareGroup
+from offsetops.coordinator_core.streams_group import StreamsGroup
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
@@ -37,6 +39,7 @@ def cache_rows(cache: CoordinatorCache, *, partition: int | None = None) -> dict
     pending: list[Row] = []
     groups: list[Row] = []
     members: list[Row] = []
+    assignments: list[Row] = []
     for gid in sorted(cache.groups):
         g = cache.groups[gid]
         for (topic, part), om in sorted(g.offsets.items()):
@@ -58,12 +61,15 @@ def cache_rows(cache: CoordinatorCache, *, partition: int | None = None) -> dict
             for (topic, part), om in sorted(offs.items()):
                 pending.append((p, gid, pid, topic, part, om.offset, om.record_offset))
         groups.append(_group_row(p, gid, g))
+        if g.detail is not None:
+            assignments.extend(assignment_rows(p, g.detail))
         members.extend(_member_row(p, gid, m) for m in g.members)
     return {
         "offsets": offsets,
         "pending_offsets": pending,
         "groups": groups,
         "members": members,
+        "group_assignments": assignments,
         "decode_errors": [_error_row(p, e) for e in cache.stats.errors],
         "load_stats": [_load_stats_row(p, cache.stats)],
     }
@@ -81,6 +87,7 @@ def _group_row(p: int, gid: str, g: GroupMetadata) -> Row:
         g.current_state_timestamp,
         len(g.members),
         g.group_type,
+        None if g.detail is None else g.detail.assignment_epoch,
     )
 
 
@@ -117,6 +124,38 @@ def _load_stats_row(p: int, s: LoadStats) -> Row:
         len(s.errors),
         float(s.elapsed_ms),
     )
+
+
+def assignment_rows(partition: int, detail: ShareGroup | StreamsGroup) -> list[Row]:
+    """``group_assignments`` rows of a share or streams group: current, target and revoking."""
+    members = {m.member_id: m for m in detail.members}
+    out: list[Row] = []
+
+    def add(mid: str, kind: str, task_type: str, topic: str | None, sub: str | None, parts: Any) -> None:
+        m = members.get(mid)
+        epoch = m.member_epoch if m is not None and kind != "target" else None
+        for part in parts:
+            out.append(
+                (partition, detail.group_id, detail.group_type, mid, kind, task_type, topic, sub, part,
+                 m is not None, epoch, detail.group_epoch, detail.assignment_epoch)
+            )  # fmt: skip
+
+    if isinstance(detail, ShareGroup):
+        for m in detail.members:
+            for topic, parts in m.assigned_partitions.items():
+                add(m.member_id, "current", "partition", topic, None, parts)
+        for mid, target in detail.target_assignment.items():
+            for topic, parts in target.items():
+                add(mid, "target", "partition", topic, None, parts)
+        return out
+    tuples = [(m.member_id, "current", m.assigned_tasks) for m in detail.members]
+    tuples += [(m.member_id, "revoking", m.tasks_pending_revocation) for m in detail.members]
+    tuples += [(mid, "target", t) for mid, t in detail.target_assignment.items()]
+    for mid, kind, tasks in tuples:
+        for task_type, by_sub in tasks.by_type().items():
+            for sub, parts in by_sub.items():
+                add(mid, kind, task_type, None, sub, parts)
+    return out
 
 
 def rows_to_arrow(rows: Sequence[Row], schema: StructType) -> pa.Table:

@@ -22,6 +22,7 @@ _Reader = Callable[[Buf, int], tuple[Any, int]]
 _FIXED_READERS: dict[str, _Reader] = {
     "int8": t.read_int8,
     "int16": t.read_int16,
+    "uint16": t.read_uint16,
     "int32": t.read_int32,
     "int64": t.read_int64,
     "float64": t.read_float64,
@@ -31,13 +32,23 @@ _FIXED_READERS: dict[str, _Reader] = {
 _FIXED_WRITERS: dict[str, Callable[[bytearray, Any], None]] = {
     "int8": t.write_int8,
     "int16": t.write_int16,
+    "uint16": t.write_uint16,
     "int32": t.write_int32,
     "int64": t.write_int64,
     "float64": t.write_float64,
     "bool": t.write_bool,
     "uuid": t.write_uuid,
 }
-_FIXED_SIZE = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "float64": 8, "bool": 1, "uuid": 16}
+_FIXED_SIZE = {
+    "int8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "int64": 8,
+    "float64": 8,
+    "bool": 1,
+    "uuid": 16,
+}
 
 
 class UnsupportedVersion(Exception):

@@ -19,6 +19,7 @@ from .codec import UNKNOWN_TAGS
 from .consumer_protocol import SCHEMAS, read_embedded
 from .keys import CoordinatorKey, GroupKey, GroupMetadataKey, OffsetCommitKey, UnknownKey
 from .messages import VALUE_SCHEMAS, Field
+from .share_streams import EARLY_ACCESS_VALUE_SCHEMAS
 from .values import CoordinatorValue, GenericValue, GroupMetadataValue, value_fields
 
 
@@ -97,6 +98,11 @@ def value_json(record_type: int, value: CoordinatorValue | None) -> dict[str, An
         return None
     if isinstance(value, GroupMetadataValue):
         return {"version": str(value.version), "data": _group_metadata_json(value)}
+    if isinstance(value, GenericValue) and value.early_access is not None:
+        # Written by an early-access coordinator: shown in its own layout, and named.
+        layout = next(s for s in EARLY_ACCESS_VALUE_SCHEMAS[record_type] if s.name == value.early_access)
+        data = fields_json(layout.fields, value.version, value.fields)
+        return {"version": str(value.version), "earlyAccess": layout.name, "data": data}
     if isinstance(value, GenericValue) and (value.raw is not None or record_type not in VALUE_SCHEMAS):
         return {"version": str(value.version), "data": "unknown"}
     schema = VALUE_SCHEMAS[record_type]

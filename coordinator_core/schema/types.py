@@ -20,6 +20,7 @@ MAX_STRING_LENGTH = 0x7FFF  # generated readers reject longer strings ("had inva
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
+_U16 = struct.Struct(">H")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _F64 = struct.Struct(">d")
@@ -59,6 +60,11 @@ def read_bool(buf: Buf, pos: int) -> tuple[bool, int]:
 def read_int16(buf: Buf, pos: int) -> tuple[int, int]:
     _need(buf, pos, 2, "int16")
     return _I16.unpack_from(buf, pos)[0], pos + 2
+
+
+def read_uint16(buf: Buf, pos: int) -> tuple[int, int]:
+    _need(buf, pos, 2, "uint16")
+    return _U16.unpack_from(buf, pos)[0], pos + 2
 
 
 def read_int32(buf: Buf, pos: int) -> tuple[int, int]:
@@ -159,6 +165,10 @@ def write_bool(out: bytearray, v: bool) -> None:
 
 def write_int16(out: bytearray, v: int) -> None:
     out += _I16.pack(v)
+
+
+def write_uint16(out: bytearray, v: int) -> None:
+    out += _U16.pack(v)
 
 
 def write_int32(out: bytearray, v: int) -> None:

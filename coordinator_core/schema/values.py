@@ -20,7 +20,8 @@ from typing import Any
 
 from . import codec
 from .codec import UNKNOWN_TAGS, UnsupportedVersion
-from .messages import GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE, VALUE_SCHEMAS
+from .messages import GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE, VALUE_SCHEMAS, MessageSchema
+from .share_streams import EARLY_ACCESS_VALUE_SCHEMAS
 from .types import ZERO_UUID, Buf, CorruptData, SchemaError, read_uvarint
 
 TaggedFields = tuple[tuple[int, bytes], ...]
@@ -75,12 +76,14 @@ class GroupMetadataValue:
 @dataclass(frozen=True, slots=True)
 class GenericValue:
     """A value of types 3..24 decoded by its table (``fields`` in camelCase), or, where no table fits,
-    kept as ``raw`` (the whole value, version prefix included) with empty ``fields``."""
+    kept as ``raw`` (the whole value, version prefix included) with empty ``fields``. ``early_access``
+    names the early-access layout (``share_streams.EARLY_ACCESS_VALUE_SCHEMAS``) the value was written in."""
 
     record_type: int
     version: int
     fields: dict[str, Any] = field(default_factory=dict, hash=False)
     raw: bytes | None = None
+    early_access: str | None = None
 
     @property
     def decoded(self) -> bool:
@@ -465,6 +468,9 @@ def decode_value(record_type: int, data: Buf, *, strict: bool = False) -> Coordi
             raise SchemaError("corrupt_value", f"{len(data)} bytes cannot hold the 2-byte version")
         version = _H.unpack_from(data, 0)[0]
         schema = VALUE_SCHEMAS.get(record_type)
+        early = _early_access(record_type, version, data, schema)
+        if early is not None:
+            return early
         if schema is None:
             return GenericValue(record_type, version, {}, bytes(data))
         try:
@@ -483,6 +489,29 @@ def decode_value(record_type: int, data: Buf, *, strict: bool = False) -> Coordi
     return value
 
 
+def _fits(schema: MessageSchema, version: int, data: Buf) -> dict[str, Any] | None:
+    """The fields of ``data`` if it is exactly one ``schema`` struct, else None."""
+    try:
+        fields, end = codec.decode_body(schema, version, data, 2)
+    except (UnsupportedVersion, CorruptData):
+        return None
+    return fields if end == len(data) else None
+
+
+def _early_access(
+    record_type: int, version: int, data: Buf, schema: MessageSchema | None
+) -> GenericValue | None:
+    """The value in an early-access layout, when the released one does not fit exactly and that one does."""
+    layouts = EARLY_ACCESS_VALUE_SCHEMAS.get(record_type)
+    if not layouts or (schema is not None and _fits(schema, version, data) is not None):
+        return None
+    for layout in layouts:
+        fields = _fits(layout, version, data)
+        if fields is not None:
+            return GenericValue(record_type, version, fields, early_access=layout.name)
+    return None
+
+
 def encode_value(value: CoordinatorValue) -> bytes:
     """Serialize a value at its own ``version`` (``MessageUtil.toVersionPrefixedBytes``).
 
@@ -496,6 +525,10 @@ def encode_value(value: CoordinatorValue) -> bytes:
     if value.raw is not None:
         return value.raw
     schema = VALUE_SCHEMAS.get(value.record_type)
+    if value.early_access is not None:
+        schema = next(
+            s for s in EARLY_ACCESS_VALUE_SCHEMAS[value.record_type] if s.name == value.early_access
+        )
     if schema is None:
         raise ValueError(f"no value schema for record type {value.record_type}")
     return codec.encode_versioned(schema, value.version, value.fields)

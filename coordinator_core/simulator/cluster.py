@@ -16,7 +16,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from offsetops.coordinator_core.simulator.kip848 import ConsumerGroupCoordinator
 from offsetops.coordinator_core.simulator.model import (
     CLEANUP_INTERVAL_MS,
     MS_PER_DAY,
@@ -26,9 +25,13 @@ from offsetops.coordinator_core.simulator.model import (
     Offset,
     TopicPartition,
 )
+from offsetops.coordinator_core.simulator.share_streams import ShareStreamsCoordinator
+from offsetops.coordinator_core.simulator.share_streams_truth import modern_group_truth
+
+MODERN = ("share", "streams")
 
 
-class Cluster(ConsumerGroupCoordinator):
+class Cluster(ShareStreamsCoordinator):
     """Consumer groups, their clients, and the coordinator writing ``__consumer_offsets``."""
 
     def _on_start(self, g: Group, _arg: Any) -> None:
@@ -43,10 +46,16 @@ class Cluster(ConsumerGroupCoordinator):
         elif g.kind == "consumer":
             for _ in range(rng.randint(1, 4)):
                 self._join848(g, self._new_member(g))
+        elif g.kind in MODERN:
+            if not g.exists848:
+                g.ready = rng.random() >= 0.1
+                g.standby_replicas = rng.choice((0, 0, 1))
+            for _ in range(rng.randint(1, 4)):
+                self._join_modern(g, self._new_modern_member(g))
         else:
             g.members = [self._new_member(g) for _ in range(rng.randint(1, 4))]
             self._rebalance_classic(g)
-        if g.kind != "connect":
+        if g.kind not in ("connect", "share"):  # share groups keep their offsets in __share_group_state
             self._at(self.now + rng.randint(0, g.commit_interval), g.group_id, "commit", 0)
         self._at(self.now + int(rng.expovariate(1 / (8 * 3_600_000))), g.group_id, "rebalance")
         fate = rng.random()
@@ -67,6 +76,12 @@ class Cluster(ConsumerGroupCoordinator):
                 self._leave848(g, rng.choice(g.members))
             else:
                 self._join848(g, self._new_member(g))
+            return
+        if g.kind in MODERN:
+            if len(g.members) > 1 and rng.random() < 0.5:
+                self._leave_modern(g, rng.choice(g.members))
+            else:
+                self._join_modern(g, self._new_modern_member(g))
             return
         statics = [m for m in g.members if m.instance_id is not None]
         roll = rng.random()
@@ -97,6 +112,9 @@ class Cluster(ConsumerGroupCoordinator):
         if g.kind == "consumer":
             for m in list(g.members):
                 self._leave848(g, m)
+        elif g.kind in MODERN:
+            for m in list(g.members):
+                self._leave_modern(g, m)
         elif g.kind != "simple":
             g.members = []
             self._rebalance_classic(g)
@@ -127,6 +145,9 @@ class Cluster(ConsumerGroupCoordinator):
                 g.exists848 = False
                 g.group_epoch = g.assignment_epoch = 0
                 g.metadata_topics = ()
+        elif g.kind in MODERN:
+            if g.exists848:
+                self._delete_modern(g, records)
         elif self.profile.java_tombstones or g.generation > 0:
             records.append(self._group_tombstone(g))
         if records:
@@ -225,7 +246,9 @@ class Cluster(ConsumerGroupCoordinator):
         for g in self.groups.values():
             if g.deleted or any(g.pending.values()):
                 continue
-            if g.kind == "consumer":
+            if g.kind == "share":
+                continue  # ShareGroup.shouldExpire: share groups have no offsets here to expire
+            if g.kind in ("consumer", "streams"):
                 if g.members or not g.exists848:
                     continue
                 expired = [tp for tp, o in g.offsets.items() if self._expired(g, o, None)]
@@ -270,6 +293,8 @@ class Cluster(ConsumerGroupCoordinator):
         pending = {pid: p for pid, p in g.pending.items() if p}
         if g.kind == "consumer" and g.exists848:
             doc = self._consumer_group_truth(g)
+        elif g.kind in MODERN and g.exists848:
+            doc = modern_group_truth(self, g)
         elif g.metadata_truth is not None:
             doc = dict(g.metadata_truth)
         elif g.offsets or pending:

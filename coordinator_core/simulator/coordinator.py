@@ -97,13 +97,22 @@ class GroupCoordinator:
 
     def _new_group(self, i: int) -> Group:
         rng = self.rng
-        kinds = [(k, w) for k, w in _KIND_WEIGHTS if k != "consumer" or self.profile.kip848]
+        enabled = {
+            "consumer": self.profile.kip848,
+            "share": self.profile.share_groups,
+            "streams": self.profile.streams_groups,
+        }
+        kinds = [(k, w) for k, w in _KIND_WEIGHTS if enabled.get(k, True)]
         kind = rng.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
         word = rng.choice(_WORDS)
         if kind == "connect":
             gid = f"connect-cluster-{word}-{i}"
         elif kind == "simple":
             gid = f"{word}-backfill-{i}"
+        elif kind == "share":
+            gid = f"{word}-queue-{i}"
+        elif kind == "streams":
+            gid = f"{word}-streams-app-{i}"
         elif rng.random() < 0.02:
             gid = f"组-{word}-{i}"  # non-ASCII ids: partition_for hashes UTF-16 units
         else:

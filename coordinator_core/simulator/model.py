@@ -33,7 +33,15 @@ _WORDS = (
     "checkout",
     "events",
 )
-_KIND_WEIGHTS = (("classic", 40), ("simple", 15), ("txn", 15), ("connect", 5), ("consumer", 25))
+_KIND_WEIGHTS = (
+    ("classic", 40),
+    ("simple", 15),
+    ("txn", 15),
+    ("connect", 5),
+    ("consumer", 25),
+    ("share", 10),
+    ("streams", 10),
+)
 _ASSIGNORS = ("range", "roundrobin", "cooperative-sticky", "sticky")
 
 
@@ -83,12 +91,20 @@ class Member:
     member_epoch: int = 0
     producer_id: int = -1  # EOS: this member's transactional producer
     producer_epoch: int = 0
+    # Share and streams members (KIP-932, KIP-1071)
+    previous_epoch: int = 0
+    state: int = 0  # MemberState: 0 STABLE, 1 UNREVOKED_TASKS, 2 UNRELEASED_TASKS
+    tasks: dict[str, dict[str, set[int]]] = field(default_factory=dict)  # task type -> subtopology -> ids
+    target_tasks: dict[str, dict[str, set[int]]] = field(default_factory=dict)
+    pending_tasks: dict[str, set[int]] = field(default_factory=dict)  # active tasks pending revocation
+    process_id: str = ""
+    endpoint: tuple[str, int] | None = None
 
 
 @dataclass(slots=True)
 class Group:
     group_id: str
-    kind: str  # classic | simple | txn | connect | consumer (KIP-848)
+    kind: str  # classic | simple | txn | connect | consumer (KIP-848) | share (KIP-932) | streams (KIP-1071)
     partition: int
     topics: list[str]
     commit_interval: int
@@ -113,6 +129,11 @@ class Group:
     metadata_topics: tuple[str, ...] = ()
     keys: dict[TopicPartition, bytes] = field(default_factory=dict)
     member_seq: int = 0
+    # Share and streams groups
+    metadata_hash: int = 0
+    ready: bool = True  # streams: the topology's topics are there (ValidatedTopologyEpoch = its epoch)
+    standby_replicas: int = 0
+    share_topics: dict[str, str] = field(default_factory=dict)  # topic -> initializing | initialized
 
 
 @dataclass(slots=True)

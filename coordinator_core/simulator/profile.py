@@ -33,6 +33,8 @@ class BrokerProfile:
     java_tombstones: bool  # 4.x: a classic group tombstone does not need generation > 0
     zstd: bool  # KIP-110 (2.1)
     kraft: bool  # meta.properties v1 with node.id (ZooKeeper is gone in 4.0)
+    share_groups: bool = False  # KIP-932 share groups (types 10-15), production-ready in 4.2
+    streams_groups: bool = False  # KIP-1071 streams groups (types 17-23), production-ready in 4.2
 
     @property
     def codecs(self) -> tuple[int, ...]:
@@ -79,4 +81,6 @@ def broker_profile(kafka_version: str) -> BrokerProfile:
         java_tombstones=v >= (4, 0),
         zstd=v >= (2, 1),
         kraft=v >= (4, 0),
+        share_groups=v >= (4, 2),
+        streams_groups=v >= (4, 2),
     )

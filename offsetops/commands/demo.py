@@ -39,7 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--days", type=float, default=0.25, help="simulated days of history (default 0.25)")
     p.add_argument("--seed", type=int, default=7, help="simulation seed (default 7)")
     p.add_argument("--partitions", type=int, default=50, help="offsets.topic.num.partitions (default 50)")
-    p.add_argument("--kafka-version", default="3.9", help="simulated broker version (default 3.9)")
+    p.add_argument(
+        "--kafka-version",
+        default="4.2",
+        help="simulated broker version (default 4.2: classic, consumer, share and streams groups)",
+    )
     p.add_argument(
         "--retention-minutes",
         type=int,

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from offsetops.commands._common import print_json
+from offsetops.commands._group_detail import headline, print_detail
 from offsetops.commands._groupview import add_view_args, build_views, now_of
 from offsetops.commands._run import with_settings
 from offsetops.commands._table import cell, print_table, write_csv
@@ -118,11 +119,15 @@ def print_group(view: GroupView, now: int, out: Any = None) -> None:
     kip848 = view.group_type == "consumer"
     kind = "KIP-848 consumer group" if kip848 else f"{view.group_type} {cell(proto)}"
     epoch = "group epoch" if kip848 else "generation"
+    what = f"{kind}, {view.state}, {epoch} {view.generation}"
+    if view.detail is not None:
+        what = headline(view.detail)
     out.write(
-        f"GROUP {cell(view.group_id)} ({kind}, {view.state}, {epoch} "
-        f"{view.generation}, coordinator __consumer_offsets-{cell(view.coordinator_partition)}, "
-        f"{view.members} members)\n"
+        f"GROUP {cell(view.group_id)} ({what}, "
+        f"coordinator __consumer_offsets-{cell(view.coordinator_partition)}, {view.members} members)\n"
     )
+    if view.detail is not None:
+        print_detail(view.detail, out)
     flagged = [e for e in (explain(r) for r in view.rows) if e]
     if flagged:
         out.write(f"  {len(flagged)} OFFSET(S) OUT OF RANGE:\n")

@@ -9,6 +9,7 @@ from offsetops.commands._common import print_json
 from offsetops.commands._groupview import add_view_args, build_views, now_of
 from offsetops.commands._run import with_settings
 from offsetops.commands._table import print_table, write_csv
+from offsetops.coordinator_core.share_group import SHARE_OFFSETS_NOTE
 from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
 
 HEADERS = (
@@ -48,9 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "groups",
         help="list groups with state, members, total lag and offsets out of range",
         description="Rebuild the coordinator cache and print one line per group: type, state, protocol, "
-        "generation (group epoch for KIP-848 groups), coordinator partition, members, total lag and how "
-        "many committed offsets lie outside their partition's log. `offsetops describe GROUP` shows the "
-        "partitions.",
+        "generation (the group epoch for consumer, share and streams groups), coordinator partition, "
+        "members, total lag and how many committed offsets lie outside their partition's log. `offsetops "
+        "describe GROUP` shows the partitions, and for share and streams groups the members' assignments, "
+        "the topology and the tasks. A share group's offsets live in __share_group_state, not here.",
     )
     p.add_argument("--group", action="append", default=[], metavar="GROUP", help="only this group (repeat)")
     add_view_args(p)
@@ -127,5 +129,8 @@ def run(args: argparse.Namespace) -> int:
         + "\n"
     )
     print_table(HEADERS, rows)
+    shares = sum(v.group_type == "share" for v in views)
+    if shares:
+        sys.stdout.write(f"{shares} share group(s): {SHARE_OFFSETS_NOTE} (no lag here)\n")
     sys.stdout.write(f"log start/end from {where}\n")
     return 0

@@ -18,6 +18,7 @@ from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.errors import DecodeError, count_errors
+from offsetops.coordinator_core.share_group import SHARE_STATE_TOPIC
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import describe_time, now_ms
@@ -111,6 +112,8 @@ def _print_summary(caches: list[CoordinatorCache]) -> None:
             g = c.groups[gid]
             pending = sum(len(v) for v in g.pending_offsets.values())
             extra = f", {pending} pending txn offsets" if pending else ""
+            if g.group_type == "share":
+                extra += f" (its offsets live in {SHARE_STATE_TOPIC})"
             ptype = quote(g.protocol_type) if g.protocol_type else "-"
             out.write(
                 f"  {quote(gid)}: {g.state}, protocol_type={ptype}, "

@@ -53,10 +53,11 @@ def _group(group_id: str, **fields: Any) -> dict[str, Any]:
 
 
 def good_rows() -> Rows:
-    """A healthy cache: consumer and connect groups, a static member, an offsets-only group, a v1 expiry."""
-    rows: Rows = {
-        t: [] for t in ("offsets", "pending_offsets", "groups", "members", "decode_errors", "load_stats")
-    }
+    """A healthy cache: consumer and connect groups, a static member, an offsets-only group, a v1 expiry,
+    a share group and a streams group."""
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+
+    rows: Rows = {t: [] for t in TABLE_SCHEMAS}
     groups = [
         ("payments-consumer", "Stable", "consumer", 42, "range", ["payments", "refunds"]),
         ("console-consumer-48213", "Stable", "consumer", 1, "cooperative-sticky", ["orders"]),
@@ -101,6 +102,7 @@ def good_rows() -> Rows:
                 current_state_timestamp=NOW_MS - (n + 1) * HOUR_MS if ptype else None,
                 member_count=len(members),
                 group_type="classic",
+                assignment_epoch=None,
             )
         )
         for topic in topics or ["events"]:
@@ -119,6 +121,7 @@ def good_rows() -> Rows:
                         record_offset=10_000 + 10 * n + partition,
                     )
                 )
+    _add_modern_groups(rows)
     rows["pending_offsets"].append(
         _group(
             "payments-consumer",
@@ -145,6 +148,28 @@ def good_rows() -> Rows:
             }
         )
     return rows
+
+
+def _add_modern_groups(rows: Rows) -> None:
+    """A share group and a streams group, each with one member joined as in Kafka's tests, as the reload
+    writes them (``pipelines.tables.cache_rows`` of the loaded records)."""
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import cache_rows
+
+    from tests.support.modern_groups import SUBTOPOLOGY, load, share_join_records, streams_join
+
+    for gid, records in (
+        ("orders-queue", share_join_records("orders-queue", "orders-queue-member-1")),
+        (
+            "clicks-streams-app",
+            streams_join("clicks-streams-app", "clicks-member-1", 0, {SUBTOPOLOGY: [0, 1, 2]}),
+        ),
+    ):
+        cache = load(*records, partition=partition_for(gid, NUM_PARTITIONS))
+        for table, table_rows in cache_rows(cache).items():
+            if table in ("groups", "members", "group_assignments"):
+                names = TABLE_SCHEMAS[table].fieldNames()
+                rows[table] += [dict(zip(names, r, strict=True)) for r in table_rows]
 
 
 def make_tables(spark: Any, rows: Rows) -> dict[str, Any]:
@@ -179,6 +204,10 @@ CORRUPTIONS: dict[str, tuple[str, int, Any]] = {
     "groups.state_known": ("error", 1, "Bogus"),
     "groups.generation_non_negative": ("error", 1, -1),
     "groups.group_in_partition_for": ("error", 1, "connect-s3-sink"),
+    "groups.assignment_epoch_not_above_group_epoch": ("error", 1, "orders-queue"),
+    "group_assignments.member_epoch_not_above_group_epoch": ("error", 1, 7),
+    "group_assignments.assigned_to_existing_member": ("error", 1, "ghost-member"),
+    "group_assignments.one_owner_per_active_task": ("error", 1, "clicks-streams-app"),
     "decode_errors.empty": ("error", 1, None),
 }
 
@@ -199,6 +228,16 @@ def corrupted_rows() -> Rows:
     by_id["console-consumer-48213"]["generation"] = -1
     connect = by_id["connect-s3-sink"]
     connect["offsets_partition"] = (connect["offsets_partition"] + 1) % NUM_PARTITIONS
+    by_id["orders-queue"]["assignment_epoch"] = by_id["orders-queue"]["generation"] + 1
+    assignments = rows["group_assignments"]
+    share_row = next(
+        r for r in assignments if r["group_id"] == "orders-queue" and r["assignment"] == "current"
+    )
+    share_row["member_epoch"] = 7  # above the group epoch 1
+    streams = [r for r in assignments if r["group_id"] == "clicks-streams-app"]
+    assignments.append(dict(streams[0], member_id="ghost-member", assignment="target", member_exists=False))
+    active = next(r for r in streams if r["assignment"] == "current" and r["task_type"] == "active")
+    assignments.append(dict(active, member_id="clicks-member-2"))  # a second owner of the same task
     rows["decode_errors"].append(
         {
             "offsets_partition": 12,

@@ -67,6 +67,7 @@ def _rows() -> dict[str, list[dict[str, Any]]]:
         "current_state_timestamp": NOW_MS - HOUR_MS,
         "member_count": 0,
         "group_type": "classic",
+        "assignment_epoch": None,
     }
     rows["groups"].append(evil)  # and on the wrong partition: partition_for fails, showing the id
     assert partition_for(XSS, NUM_PARTITIONS) != 0

@@ -163,3 +163,20 @@ def test_failover_forecast_section_worst_first_and_escaped(tmp_path: Path) -> No
     assert re.findall(r'data-partition="(\d+)"', slow_table) == ["9", "4"]
     assert "__consumer_offsets-9</strong> would get COORDINATOR_LOAD_IN_PROGRESS for about" in section
     assert XSS not in page and "2.0 MiB/s" in section
+
+
+def test_reload_section_counts_groups_per_type_and_says_where_share_offsets_are(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    reload = {
+        "counts": {"groups": 4, "offsets": 9, "decode_errors": 0},
+        "group_states": {"Stable": 3, "NotReady": 1},
+        "group_types": {"classic": 1, "consumer": 1, "share": 1, XSS: 1},
+        "partitions": [0],
+    }
+    _write(reports, reload=reload)
+    page = write_operator_report(reports, run_id="r1").path.read_text(encoding="utf-8")
+    types = re.search(r'<p id="reload-group-types">(.*?)</p>', page)
+    assert types is not None and "classic 1, consumer 1, share 1" in types.group(1)
+    assert XSS not in page  # group types come from the data: escaped
+    note = re.search(r'<p id="reload-share-note">(.*?)</p>', page)
+    assert note is not None and "__share_group_state" in note.group(1)

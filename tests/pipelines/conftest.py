@@ -41,3 +41,20 @@ def sim_txn(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
             compression="mixed",
         )
     )
+
+
+@pytest.fixture(scope="session")
+def sim_share_streams_small(tmp_path_factory: pytest.TempPathFactory) -> SimulationResult:
+    """Kafka 4.2 simulator data: share and streams groups beside classic and consumer ones, 8 KiB segments."""
+    out = tmp_path_factory.mktemp("sim-4.2") / "logdir"
+    return simulate(
+        SimulationConfig(
+            out_dir=Path(out),
+            groups=30,
+            partitions=3,
+            days=0.15,
+            seed=11,
+            segment_bytes=8 * 1024,
+            kafka_version="4.2",
+        )
+    )

@@ -41,3 +41,26 @@ def truth_offsets(truth: dict[str, Any]) -> dict[tuple[str, str, int], dict[str,
 
 def truth_data(truth: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
     return {(d["topic"], d["partition"]): d for d in truth["data_partitions"]}
+
+
+@pytest.fixture(scope="session")
+def sim_share_streams(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
+    """A Kafka 4.2 run: share and streams groups next to classic and consumer ones, with data topics."""
+    out = tmp_path_factory.mktemp("sim-share-streams") / "logdir"
+    config = SimulationConfig(
+        out_dir=out, groups=30, partitions=4, days=0.15, seed=11, kafka_version="4.2", data_topics=True
+    )
+    return out, json.loads(simulate(config).truth_path.read_text())
+
+
+def truth_groups(truth: dict[str, Any], group_type: str) -> list[dict[str, Any]]:
+    """The truth's groups of one type that have members, by group id."""
+    return sorted(
+        (
+            g
+            for p in truth["partitions"]
+            for g in p["groups"]
+            if g["group_type"] == group_type and g["members"]
+        ),
+        key=lambda g: g["group_id"],
+    )

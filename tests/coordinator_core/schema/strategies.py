@@ -23,6 +23,7 @@ def _primitive(type_: str) -> st.SearchStrategy[Any]:
         bits = INT_RANGES[type_]
         return st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
     return {
+        "uint16": st.integers(0, 0xFFFF),
         "string": texts,
         "bytes": blobs,
         "uuid": uuids,

@@ -78,7 +78,7 @@ def test_unknown_and_generic_json() -> None:
     assert key_json(GroupMetadataKey("g")) == {"type": "2", "data": {"group": "g"}}
     assert key_json(UnknownKey(99, b"\x00\x63")) == {"type": "99", "data": "unknown"}
     assert unknown_record_text(99, 12) == "Unknown record type 99 at offset 12, skipping."
-    assert value_json(23, decode_value(23, b"\x00\x00abc")) == {"version": "0", "data": "unknown"}
+    assert value_json(24, decode_value(24, b"\x00\x00abc")) == {"version": "0", "data": "unknown"}
     assert value_json(1, None) is None
     share = decode_value(10, bytes.fromhex("00000002630368310203543100"))
     assert value_json(10, share) == {
@@ -98,3 +98,14 @@ def test_subscription_shown_with_the_fields_of_the_layout_it_follows() -> None:
         0
     ]  # type: ignore[index]
     assert g["subscription"] == "AAD/////"
+
+
+def test_early_access_values_are_shown_in_their_own_layout_and_named() -> None:
+    from offsetops.coordinator_core.schema.codec import encode_versioned
+    from offsetops.coordinator_core.schema.share_streams import EARLY_ACCESS_VALUE_SCHEMAS
+
+    layout = EARLY_ACCESS_VALUE_SCHEMAS[11][0]
+    value = decode_value(11, encode_versioned(layout, 0, {"epoch": 3}))
+    assert value_json(11, value) == {"version": "0", "earlyAccess": layout.name, "data": {"epoch": 3}}
+    released = decode_value(11, bytes.fromhex("000000000003000000000000000700"))
+    assert value_json(11, released) == {"version": "0", "data": {"epoch": 3, "metadataHash": 7}}

@@ -134,19 +134,20 @@ def test_trailing_bytes_are_ignored_unless_strict() -> None:
     assert e.value.kind == "corrupt_value"
 
 
-def test_type_without_value_table_gives_raw_generic_value() -> None:
+def test_unreleased_value_that_does_not_fit_gives_raw_generic_value() -> None:
     raw = bytes.fromhex("0000deadbeef")
-    value = decode_value(RecordType.STREAMS_GROUP_TOPOLOGY, raw)
-    assert value == GenericValue(23, 0, {}, raw)
+    value = decode_value(24, raw)
+    assert value == GenericValue(24, 0, {}, raw)
     assert not value.decoded
     assert encode_value(value) == raw
 
 
-def test_provisional_share_value_that_does_not_fit_is_kept_raw() -> None:
-    raw = bytes.fromhex("000001")
-    value = decode_value(RecordType.SHARE_GROUP_METADATA, raw)
-    assert isinstance(value, GenericValue)
-    assert value.raw == raw
+def test_share_value_that_fits_no_layout_is_corrupt() -> None:
+    # Share groups are no longer in development (4.1+): a value that fits neither the released nor the
+    # early-access layout fails the load, as Kafka's deserializer does.
+    with pytest.raises(SchemaError) as exc:
+        decode_value(RecordType.SHARE_GROUP_METADATA, bytes.fromhex("000001"))
+    assert exc.value.kind == "corrupt_value"
 
 
 def test_kip848_values() -> None:
@@ -194,3 +195,64 @@ def test_record_type_names() -> None:
     assert record_type_name(24) == "StreamsGroupTargetAssignmentResolvedTopicIds"
     assert record_type_name(99) == "Unknown(99)"
     assert len(RecordType) == 25
+
+
+def test_streams_group_metadata_value_bytes() -> None:
+    """StreamsCoordinatorRecordHelpers.newStreamsGroupMetadataRecord (StreamsCoordinatorRecordHelpersTest):
+    a tagged field is written only when it is not its default, in tag order; the bytes are the flexible
+    version-0 layout of StreamsGroupMetadataValue.json."""
+    head = bytes.fromhex("0000000000070102030405060708")
+    bare = GenericValue(17, 0, {"epoch": 7, "metadataHash": 0x0102030405060708})
+    assert encode_value(bare) == head + b"\x00"
+    configs = [{"key": "num.standby.replicas", "value": "0"}]
+    full = GenericValue(
+        17,
+        0,
+        {
+            "epoch": 7,
+            "metadataHash": 0x0102030405060708,
+            "validatedTopologyEpoch": 0,
+            "lastAssignmentConfigs": configs,
+        },
+    )
+    trailer = b"\x02\x00\x04\x00\x00\x00\x00\x01\x19\x02\x15num.standby.replicas\x020\x00"
+    assert encode_value(full) == head + trailer
+    decoded = decode_value(17, head + trailer, strict=True)
+    assert decoded.fields["validatedTopologyEpoch"] == 0
+    assert decoded.fields["lastAssignmentConfigs"] == configs
+    assert decode_value(17, head + b"\x00").fields["validatedTopologyEpoch"] == -1  # the default
+
+
+def test_streams_target_assignment_metadata_value_bytes() -> None:
+    """StreamsGroupTargetAssignmentMetadataValue: AssignmentTimestamp (KIP-1263) is tag 0, omitted at 0."""
+    value = GenericValue(20, 0, {"assignmentEpoch": 12, "assignmentTimestamp": 1_791_331_200_000})
+    raw = bytes.fromhex("00000000000c010008000001a113a8ec00")
+    assert encode_value(value) == raw
+    assert decode_value(20, raw, strict=True) == value
+    assert encode_value(GenericValue(20, 0, {"assignmentEpoch": 12})) == bytes.fromhex("00000000000c00")
+
+
+def test_streams_member_endpoint_port_is_uint16() -> None:
+    """StreamsGroupMemberMetadataValue.Endpoint.Port is a uint16: 65535 is a valid port, two bytes."""
+    fields = {
+        "instanceId": None,
+        "rackId": None,
+        "clientId": "c",
+        "clientHost": "h",
+        "rebalanceTimeoutMs": 1500,
+        "topologyEpoch": 0,
+        "processId": "p",
+        "userEndpoint": {"host": "x", "port": 65535},
+        "clientTags": [],
+    }
+    raw = encode_value(GenericValue(19, 0, fields))
+    assert b"\x01\x02x\xff\xff\x00" in raw  # present, host "x", port 0xffff, the struct's empty tag section
+    assert decode_value(19, raw, strict=True).fields["userEndpoint"] == {"host": "x", "port": 65535}
+
+
+def test_share_and_streams_values_of_an_unknown_version_are_errors() -> None:
+    """GroupCoordinatorRecordSerde: a value version the schema does not define fails the load."""
+    for record_type in (11, 14, 17, 22, 23):
+        with pytest.raises(SchemaError) as exc:
+            decode_value(record_type, bytes.fromhex("0001") + b"\x00" * 16)
+        assert exc.value.kind == "unknown_value_version"

@@ -46,7 +46,7 @@ def _all_groups(truth: dict) -> list[dict]:
 
 @pytest.mark.parametrize("compression", ["none", "mixed"])
 @pytest.mark.parametrize("seed", [1, 7])
-@pytest.mark.parametrize("version", ["2.0", "2.3", "3.9", "4.1"])
+@pytest.mark.parametrize("version", ["2.0", "2.3", "3.9", "4.1", "4.2"])
 def test_reload_equals_truth(tmp_path: Path, version: str, seed: int, compression: str) -> None:
     truth = _sim(tmp_path, kafka_version=version, seed=seed, compression=compression)
     assert _all_groups(truth), "the simulation produced no groups"
@@ -116,6 +116,33 @@ def test_same_seed_same_bytes(tmp_path: Path) -> None:
 
     assert files(a) == files(b)
     assert files(a) != files(c)
+
+
+def test_share_and_streams_groups_reload_to_their_ground_truth(tmp_path: Path) -> None:
+    """Kafka 4.2 brokers hold share and streams groups: members, assignments, topology and tasks reload
+    exactly as the simulated coordinator held them, and a wrong task in the truth is caught."""
+    truth = _sim(tmp_path, kafka_version="4.2", seed=11, groups=40, days=0.6)
+    groups = _all_groups(truth)
+    share = [g for g in groups if g["group_type"] == "share" and g["members"]]
+    streams = [g for g in groups if g["group_type"] == "streams" and g["members"]]
+    assert share and streams
+    assert all(g["offsets"] == [] for g in share)  # their offsets live in __share_group_state
+    assert any(m["assigned_tasks"]["active"] for g in streams for m in g["streams"]["members"])
+    reloaded = _reload(tmp_path, truth)
+    assert diff_truth(truth, reloaded) == []
+
+    bad = copy.deepcopy(truth)
+
+    def has_tasks(g: dict) -> bool:
+        return g["group_type"] == "streams" and any(
+            m["assigned_tasks"]["active"] for m in g["streams"]["members"]
+        )
+
+    victim = next(g for p in bad["partitions"] for g in p["groups"] if has_tasks(g))
+    member = next(m for m in victim["streams"]["members"] if m["assigned_tasks"]["active"])
+    sid = next(iter(member["assigned_tasks"]["active"]))
+    member["assigned_tasks"]["active"][sid] = member["assigned_tasks"]["active"][sid] + [999]
+    assert any("field streams" in d and victim["group_id"] in d for d in diff_truth(bad, reloaded))
 
 
 def test_what_the_log_dir_holds(tmp_path: Path) -> None:
