@@ -23,6 +23,8 @@ from offsetops.commands._common import (
     report_errors,
 )
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.coordinator_core.clock_guard import clock_findings, newest_record_ms
+from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import (
     COORDINATORS,
     DEFAULT_RETENTION_MS,
@@ -34,6 +36,7 @@ from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.timefmt import now_ms as wall_ms
 from offsetops.progress import Progress
 
 EXECUTORS = ("admin", "produce", "segment")
@@ -124,6 +127,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="produce: allow --target-topic __consumer_offsets (dangerous; see docs/expiration.md)",
     )
     ex.add_argument("--output-dir", metavar="DIR", help="segment: where the copy of the log dir is made")
+    ex.add_argument(
+        "--override-clock-guard",
+        action="store_true",
+        help="execute even though the clock is ahead of this host's clock, or past the retention after "
+        "(or before) the newest record in the source (see docs/expiration.md)",
+    )
     p.set_defaults(func=run)
 
 
@@ -251,6 +260,12 @@ def run(args: argparse.Namespace) -> int:
     )
     doc: dict[str, Any] = plan.to_json()
     doc["dry_run"] = not args.execute
+    findings = clock_findings(
+        now_ms, wall_ms=wall_ms(), newest_ms=newest_record_ms(caches), retention_ms=retention_ms
+    )
+    doc["clock_findings"] = [f.to_json() for f in findings]
+    for f in findings:
+        print(f"offsetops: WARNING: {escape(f.message)} (clock: {escape(clock.describe())})", file=sys.stderr)
     if args.what_if_retention_ms is not None:
         what_if = plan_expiration(
             caches,
@@ -265,7 +280,13 @@ def run(args: argparse.Namespace) -> int:
         if errors:
             report_errors(errors)
             return die(
-                f"the reload met {len(errors)} decode error(s); refusing to execute a plan built on it"
+                f"the reload met {count_errors(errors)} decode error(s); "
+                "refusing to execute a plan built on it"
+            )
+        if findings and not args.override_clock_guard:
+            return die(
+                f"refusing to execute at this clock ({'; '.join(f.kind for f in findings)}): check --now "
+                "or the clock file, or pass --override-clock-guard if this instant is intended"
             )
         try:
             report = _execute(args, plan, coordinator)
@@ -288,24 +309,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -> Any:
-    from offsetops.coordinator_core.tombstones.runner import open_or_create_journal, plan_document
+    from offsetops.coordinator_core.tombstones.runner import (
+        open_or_create_journal,
+        plan_document,
+        target_lock,
+    )
 
     executor = _make_executor(args, args.executor, coordinator=coordinator)
     try:
-        journal, resumed = open_or_create_journal(
-            args.journal_dir,
-            plan_document(plan, executor=executor, source=args.path),
-            force_new=args.force_new_plan,
-        )
-    except BaseException:
+        with target_lock(args.journal_dir, executor.name, executor.target()):
+            journal, resumed = open_or_create_journal(
+                args.journal_dir,
+                plan_document(plan, executor=executor, source=args.path),
+                force_new=args.force_new_plan,
+            )
+            print(
+                f"offsetops: plan {journal.plan_id} journaled at {journal.plan_path}"
+                f"{' (resuming)' if resumed else ''}",
+                file=sys.stderr,
+            )
+            return _run_with_progress(journal, executor, resumed=resumed)
+    finally:
         executor.close()
-        raise
-    print(
-        f"offsetops: plan {journal.plan_id} journaled at {journal.plan_path}"
-        f"{' (resuming)' if resumed else ''}",
-        file=sys.stderr,
-    )
-    return _run_with_progress(journal, executor, resumed=resumed)
 
 
 def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
@@ -313,6 +338,8 @@ def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
     from offsetops.coordinator_core.tombstones.runner import run_journal
 
     todo = len(journal.items) - len(journal.applied_ids())
+    if resumed and not todo:
+        print(f"offsetops: plan {journal.plan_id} is already applied; verifying only", file=sys.stderr)
     with Progress(f"applying via {executor.name}", total=todo, unit="tombstones") as progress:
         journal.on_record = lambda n: progress.advance(n)
         try:
@@ -323,13 +350,18 @@ def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
 
 def _resume(args: argparse.Namespace) -> int:
     from offsetops.coordinator_core.tombstones.journal import Journal
+    from offsetops.coordinator_core.tombstones.runner import target_lock
 
     journal = Journal.open(args.journal_dir, args.resume)
     name = journal.plan["executor"]
     if args.executor and args.executor != name:
         raise ValueError(f"plan {journal.plan_id} was made for --executor {name}")
     executor = _make_executor(args, name, journal.plan["target"], journal.plan["coordinator"])
-    report = _run_with_progress(journal, executor, resumed=True)
+    try:
+        with target_lock(args.journal_dir, executor.name, executor.target()):
+            report = _run_with_progress(journal, executor, resumed=True)
+    finally:
+        executor.close()
     doc = {"plan_id": journal.plan_id, "execution": report.to_json()}
     if args.json:
         print_json(doc)
