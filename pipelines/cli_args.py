@@ -13,9 +13,13 @@ from typing import NoReturn
 from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS, KIP848
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.settings import (
+    MAX_DURATION_MS,
     add_max_batch_bytes,
     add_partition_filter,
-    non_negative_int,
+    epoch_ms,
+    float_range,
+    hours,
+    offsets_partitions,
     positive_int,
 )
 from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
@@ -64,7 +68,7 @@ def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--num-partitions",
-        type=positive_int,
+        type=offsets_partitions,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions, for partition_for checks (default 50)",
     )
@@ -107,33 +111,33 @@ def expire_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument(
         "--now-ms",
-        type=non_negative_int,
+        type=epoch_ms,
         help="evaluate expiry at this time, epoch ms (default: the input's declared clock, else now)",
     )
     p.add_argument(
         "--retention-minutes",
-        type=float,
+        type=float_range(0.0, MAX_DURATION_MS / 60_000, above_minimum=True),
         default=DEFAULT_RETENTION_MS / 60_000,
         help="offsets.retention.minutes (default 10080 = 7 days)",
     )
     p.add_argument(
         "--coordinator", choices=COORDINATORS, default=KIP848, help="legacy (<= 3.x) or kip848 (4.x)"
     )
-    p.add_argument("--forecast-hours", type=float, default=24.0, help="forecast horizon (default 24)")
+    p.add_argument("--forecast-hours", type=hours, default=24.0, help="forecast horizon (default 24)")
 
 
 def audit_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument(
         "--now-ms",
-        type=non_negative_int,
+        type=epoch_ms,
         help="audit as of this time, epoch ms (default: the input's declared clock, else now)",
     )
 
 
 def validate_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
-    p.add_argument("--now-ms", type=int, help="upper bound for timestamps, epoch ms (default: now)")
+    p.add_argument("--now-ms", type=epoch_ms, help="upper bound for timestamps, epoch ms (default: now)")
 
 
 JOB_ARGUMENTS = {

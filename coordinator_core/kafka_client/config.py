@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import javaproperties
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
@@ -100,10 +101,15 @@ def parse_properties(text: str) -> dict[str, str]:
     return dict(javaproperties.loads(text))
 
 
-def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
+#: The largest ``.properties`` file read (client configs and meta.properties are a few hundred bytes).
+MAX_PROPERTIES_BYTES = 1 << 20
+
+
+def read_properties(path: str | os.PathLike[str], *, kind: str = "properties file") -> dict[str, str]:
     """:func:`parse_properties` of a file (Java reads ``.properties`` as ISO-8859-1; UTF-8 is what
-    operators write today, and ``\\uXXXX`` escapes mean the same in both)."""
-    raw = Path(path).read_bytes()
+    operators write today, and ``\\uXXXX`` escapes mean the same in both). A regular file of at most
+    :data:`MAX_PROPERTIES_BYTES`, read without blocking, else an ``OSError`` naming it."""
+    raw = read_regular_file(path, kind=kind, max_bytes=MAX_PROPERTIES_BYTES)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -335,11 +341,9 @@ class KafkaClientConfig:
         """
         p = Path(path)
         try:
-            props = read_properties(p)
+            props = read_properties(p, kind="Kafka client properties")
         except OSError as exc:
-            raise ClientConfigError(
-                f"cannot read Kafka client properties {p}: {exc.strerror or exc}"
-            ) from None
+            raise ClientConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
         values = _env_values(environ) if environ is not None else {}
         values.update(_property_values(props, str(p)))
         return cls._build(values, overrides, source=str(p))

@@ -13,17 +13,11 @@ from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
 from offsetops.coordinator_core.kafka_client import KafkaClientError
+from offsetops.coordinator_core.settings import bounded_regex
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.timefmt import now_ms
 
 FORMATS = ("text", "json", "csv")
-
-
-def _regex(text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({exc})") from None
 
 
 def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
@@ -35,9 +29,11 @@ def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
         metavar="DIR",
         help="another broker log dir to look for data-topic partitions in (repeat; PATH is always searched)",
     )
-    p.add_argument("--group-regex", type=_regex, metavar="REGEX", help="groups whose id fully matches REGEX")
+    p.add_argument(
+        "--group-regex", type=bounded_regex, metavar="REGEX", help="groups whose id fully matches REGEX"
+    )
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC", help="only this topic (repeat)")
-    p.add_argument("--topic-regex", type=_regex, metavar="REGEX", help="topics that fully match REGEX")
+    p.add_argument("--topic-regex", type=bounded_regex, metavar="REGEX", help="topics that fully match REGEX")
     p.add_argument(
         "--state",
         action="append",

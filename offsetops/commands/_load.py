@@ -18,7 +18,12 @@ from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.loader import load_partition_dir
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from offsetops.coordinator_core.settings import add_partition_filter, positive_int
+from offsetops.coordinator_core.settings import (
+    INT64_MAX,
+    MAX_EPOCH_MS,
+    add_partition_filter,
+    offsets_partitions,
+)
 from offsetops.coordinator_core.sources.logdir import LogDirError, PartitionDir, open_log_dir
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice, open_log_dirs, split_broker_prefix
 from offsetops.coordinator_core.timefmt import parse_time
@@ -52,7 +57,7 @@ def add_source_args(
     p.add_argument(topic_flag, dest="offsets_topic", default="__consumer_offsets", help=argparse.SUPPRESS)
     p.add_argument(
         "--num-partitions",
-        type=positive_int,
+        type=offsets_partitions,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions, for partition_for checks (default 50)",
     )
@@ -88,12 +93,17 @@ def check_source(args: argparse.Namespace) -> str | None:
 def parse_until(text: str) -> Cut:
     """``--until``: a plain integer is a log offset; anything else a time (ISO-8601, -2h, 1700000000000ms)."""
     body = text.strip()
-    if re.fullmatch(r"\d+", body):
+    if re.fullmatch(r"\d{1,19}", body) and int(body) <= INT64_MAX:
         return Cut(until_offset=int(body))
     try:
-        return Cut(until_ms=parse_time(body))
+        until_ms = parse_time(body)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--until takes a log offset (e.g. 1200) or a time: {exc}") from None
+    if not 0 <= until_ms <= MAX_EPOCH_MS:
+        raise argparse.ArgumentTypeError(
+            f"{body[:40]!r} is neither a log offset (0 to 2^63-1) nor a time from 1970 to the year 9999"
+        )
+    return Cut(until_ms=until_ms)
 
 
 def load_caches(

@@ -37,7 +37,13 @@ from offsetops.coordinator_core.cleaner.model import (
 )
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
-from offsetops.coordinator_core.settings import add_partition_filter, positive_int
+from offsetops.coordinator_core.settings import (
+    add_partition_filter,
+    broker_id,
+    duration_ms,
+    http_url,
+    int_range,
+)
 from offsetops.coordinator_core.sources.logdir import LogDir, LogDirError, open_log_dir
 from offsetops.coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
 from offsetops.coordinator_core.timefmt import format_duration
@@ -76,13 +82,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--client-config", metavar="FILE", help=f"live config: {CLIENT_CONFIG_HELP}")
     p.add_argument(
         "--timeout-ms",
-        type=int,
+        type=int_range(1, 3_600_000),
         help="--bootstrap connect and request timeout (default: the client config's, else 10000 / 30000)",
     )
-    p.add_argument("--broker-id", type=int, help="broker for DescribeConfigs (default: meta.properties)")
+    p.add_argument(
+        "--broker-id", type=broker_id, help="broker for DescribeConfigs (default: meta.properties)"
+    )
     p.add_argument(
         "--metrics-url",
         metavar="[BROKER_ID=]URL",
+        type=_metrics_url,
         action="append",
         help="Prometheus endpoint exposing the cleaner JMX metrics (with --log-dir: BROKER_ID=URL, repeat)",
     )
@@ -119,7 +128,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--failover-threshold-ms",
-        type=positive_int,
+        type=duration_ms,
         default=DEFAULT_SLOW_MS,
         metavar="MS",
         help="flag partitions whose replay after a coordinator failover would take longer "
@@ -309,8 +318,18 @@ def print_failover(forecast: FailoverForecast | str) -> None:
         )
 
 
-def _whose(broker_id: int | None) -> str:
-    return "the log dir" if broker_id is None else f"broker {broker_id}"
+def _whose(bid: int | None) -> str:
+    return "the log dir" if bid is None else f"broker {bid}"
+
+
+def _metrics_url(text: str) -> str:
+    """``--metrics-url``'s type: ``[BROKER_ID=]URL`` with an http(s) URL (checked while parsing)."""
+    try:
+        _bid, url = split_broker_prefix(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    http_url(url)
+    return text.strip()
 
 
 def _per_broker(values: list[str] | None, flag: str, known: set[int] | None) -> dict[int | None, list[str]]:

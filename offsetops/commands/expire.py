@@ -16,7 +16,6 @@ from offsetops.commands._common import (
     epoch_time,
     escape,
     kafka_client_config,
-    non_negative_float,
     parse_partitions,
     print_json,
     quote,
@@ -33,7 +32,7 @@ from offsetops.coordinator_core.expiration import (
     plan_expiration,
 )
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from offsetops.coordinator_core.settings import add_partition_filter, positive_int
+from offsetops.coordinator_core.settings import add_partition_filter, duration_ms, hours, offsets_partitions
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.coordinator_core.timefmt import now_ms as wall_ms
@@ -61,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--retention-ms",
-        type=positive_int,
+        type=duration_ms,
         metavar="MS",
         help=f"offsets.retention.minutes in ms (default {DEFAULT_RETENTION_MS}, 7 days)",
     )
@@ -78,20 +77,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--forecast-hours",
-        type=non_negative_float,
+        type=hours,
         default=24.0,
         metavar="H",
         help="forecast offsets that expire within H hours (default 24)",
     )
     p.add_argument(
         "--what-if-retention-ms",
-        type=positive_int,
+        type=duration_ms,
         metavar="MS",
         help="also plan and forecast at this retention (reported under what_if)",
     )
     p.add_argument(
         "--num-partitions",
-        type=positive_int,
+        type=offsets_partitions,
         default=DEFAULT_OFFSETS_PARTITIONS,
         help="offsets.topic.num.partitions (default 50)",
     )

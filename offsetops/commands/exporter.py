@@ -12,6 +12,7 @@ from offsetops.commands._groupview import refuse_bad_source
 from offsetops.commands._load import add_source_args
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
+from offsetops.coordinator_core.settings import duration_ms, float_range
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,10 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--interval",
-        type=float,
+        type=float_range(1.0, 86_400.0),
         default=60.0,
         metavar="SECONDS",
-        help="seconds between refreshes (default 60)",
+        help="seconds between refreshes, 1 to 86400 (default 60)",
     )
     p.add_argument(
         "--log-dir",
@@ -53,19 +54,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--retention-ms",
-        type=int,
+        type=duration_ms,
         default=DEFAULT_RETENTION_MS,
         help="offsets.retention.minutes in ms, for the expiration forecast (default 7 days)",
     )
     p.add_argument(
         "--forecast-horizon-ms",
-        type=int,
+        type=duration_ms,
         default=24 * 3600 * 1000,
         help="count offsets that expire within this many ms (default one day)",
     )
     p.add_argument(
         "--failover-threshold-ms",
-        type=int,
+        type=duration_ms,
         default=DEFAULT_SLOW_MS,
         help=f"a coordinator load longer than this is slow (default {DEFAULT_SLOW_MS})",
     )

@@ -22,6 +22,7 @@ from offsetops.coordinator_core.history import (
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.partitioner import partition_for
 from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.settings import int_range
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
 from offsetops.progress import Progress
@@ -69,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--flagged", action="store_true", help="only commits with a flag")
     p.add_argument(
         "--max-commits",
-        type=int,
+        type=int_range(1, 100_000_000),
         default=1_000_000,
         metavar="N",
         help="keep at most the newest N selected commits in memory (default 1000000)",
