@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -28,6 +29,7 @@ from offsetops.coordinator_core.describe import (
     describe_groups,
     wanted_partitions,
 )
+from offsetops.coordinator_core.errors import printable
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
 
@@ -309,6 +311,7 @@ class OffsetsCollector(Collector):
         self._errors = 0
         self._last_duration = 0.0
         self.last_error: str | None = None
+        self._rendered = b""
 
     def refresh(self) -> None:
         started = time.monotonic()
@@ -320,13 +323,29 @@ class OffsetsCollector(Collector):
                 self._errors += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 self._last_duration = time.monotonic() - started
-            log.error("refresh failed: %s", self.last_error)
+            log.error("refresh failed: %s", printable(self.last_error))
+            self._render()
             return
         with self._lock:
             self._snapshot = snap
             self._up = 1
             self.last_error = None
             self._last_duration = time.monotonic() - started
+        self._render()
+
+    def _render(self) -> None:
+        """Render the text exposition once per refresh: a scrape sends these bytes and renders nothing
+        (the refresh thread is the only writer, so no newer snapshot can be overwritten)."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        rendered = generate_latest(registry)
+        with self._lock:
+            self._rendered = rendered
+
+    def exposition(self) -> bytes:
+        """The latest rendered exposition (Prometheus text format 0.0.4)."""
+        with self._lock:
+            return self._rendered
 
     def run_forever(self, interval_s: float, stop: threading.Event) -> None:
         """Refresh every ``interval_s`` until ``stop`` is set (the first refresh is the caller's)."""

@@ -7,12 +7,13 @@ import signal
 import sys
 import threading
 
-from offsetops.commands._common import die
+from offsetops.commands._common import die, escape
 from offsetops.commands._groupview import refuse_bad_source
 from offsetops.commands._load import add_source_args
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
-from offsetops.coordinator_core.settings import duration_ms, float_range
+from offsetops.coordinator_core.settings import duration_ms, float_range, int_range
+from offsetops.exporter_http import MAX_CONNECTIONS, READ_TIMEOUT_S
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,6 +77,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="partition",
         help="lag per partition (default) or per topic only, to bound the series count",
     )
+    p.add_argument(
+        "--max-connections",
+        type=int_range(1, 10_000),
+        default=MAX_CONNECTIONS,
+        metavar="N",
+        help=f"open connections served at once (default {MAX_CONNECTIONS}); at the cap the oldest one still "
+        f"waiting for its request is dropped, and every client has {READ_TIMEOUT_S:g} s to send it",
+    )
     p.add_argument("--once", action="store_true", help="print the metrics once on stdout and exit")
     p.set_defaults(func=run)
 
@@ -88,15 +97,14 @@ def _listen(text: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+    from prometheus_client import CollectorRegistry, generate_latest
 
     from offsetops.exporter import OffsetsCollector, build_snapshot
+    from offsetops.exporter_http import MetricsServer
 
     bad = refuse_bad_source(args)
     if bad is not None:
         return bad
-    if args.interval <= 0:
-        return die(f"--interval must be positive, got {args.interval}")
     try:
         host, port = _listen(args.listen)
     except ValueError as exc:
@@ -107,17 +115,18 @@ def run(args: argparse.Namespace) -> int:
     if collector.last_error is not None:
         # The first refresh must work: a wrong path or cluster is a usage error, not a metric.
         return die(f"cannot build the first snapshot: {collector.last_error}")
-    registry = CollectorRegistry()
-    registry.register(collector)
     if args.once:
+        registry = CollectorRegistry()
+        registry.register(collector)
         sys.stdout.write(generate_latest(registry).decode())
         return 0
+    server = MetricsServer(host, port, collector.exposition, max_connections=args.max_connections)
     try:
-        server, _thread = start_http_server(port, addr=host, registry=registry)
+        bound = server.start()
     except OSError as exc:
         return die(f"cannot listen on {host}:{port}: {exc}")
     print(
-        f"serving http://{host}:{server.server_port}/metrics (refresh every {args.interval:g} s)",
+        f"serving http://{escape(host)}:{bound}/metrics (refresh every {args.interval:g} s)",
         file=sys.stderr,
         flush=True,
     )
@@ -128,5 +137,5 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.shutdown()
+        server.stop()
     return 0
