@@ -58,6 +58,7 @@ from offsetops.checks.dagster_checks import (
     table,
 )
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.errors import error_total
 from offsetops.coordinator_core.expiration import (
     DeadGroup,
     ExpirationPlan,
@@ -114,7 +115,7 @@ def partition_plan_doc(plan: ExpirationPlan, cache: CoordinatorCache, *, run_id:
         "retention_ms": plan.retention_ms,
         "coordinator": plan.coordinator,
         "forecast_horizon_ms": plan.forecast_horizon_ms,
-        "errors": len(cache.stats.errors),
+        "errors": error_total(cache.stats.errors),
         "groups": {g.group_id: len(g.offsets) for g in cache.groups.values()},
         "tombstones": [t.to_journal() for t in plan.tombstones if t.offsets_partition == p],
         "dead_groups": [d.to_json() for d in plan.dead_groups if d.offsets_partition == p],
@@ -217,7 +218,7 @@ def expiration_plan(
                 _partition_plan_path(state, cache.partition),
                 partition_plan_doc(plan, cache, run_id=context.run_id),
             )
-    errors = {c.partition: len(c.stats.errors) for c in caches}
+    errors = {c.partition: error_total(c.stats.errors) for c in caches}
     _rebuild_report(state)
     report_path = write_json(
         state.reports_path / "expiration" / f"plan-{partitions_label(partitions)}.json",

@@ -29,7 +29,7 @@ from offsetops.coordinator_core.describe import (
     describe_groups,
     wanted_partitions,
 )
-from offsetops.coordinator_core.errors import printable
+from offsetops.coordinator_core.errors import error_total, printable
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
 
@@ -226,7 +226,7 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
         fams["records"].add_metric(p, s.records)
         fams["batches"].add_metric(p, s.batches)
         fams["bytes"].add_metric(p, s.bytes)
-        fams["errors"].add_metric(p, len(s.errors))
+        fams["errors"].add_metric(p, error_total(s.errors))
         fams["groups"].add_metric(p, len(c.groups))
         fams["offsets"].add_metric(p, c.offset_count)
         fams["seconds"].add_metric(p, s.elapsed_ms / 1000)

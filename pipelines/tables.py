@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.errors import DecodeError, error_total
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
@@ -108,7 +108,7 @@ def cache_rows(cache: CoordinatorCache, *, partition: int | None = None) -> dict
                 s.tombstones,
                 s.control_records,
                 s.unknown_record_types,
-                len(s.errors),
+                error_total(s.errors),
                 float(s.elapsed_ms),
             )
         ],

@@ -279,12 +279,47 @@ static int store(PyObject *dest, PyObject *key, PyObject *off, PyObject *base_ob
     return rc;
 }
 
+/* PartitionFold._index_txn_key: txn_keys[key].add(pid), so that a tombstone visits only the open
+ * transactions that stage its key. */
+static int index_txn_key(PyObject *index, PyObject *key, PyObject *pid) {
+    PyObject *pids = PyDict_GetItemWithError(index, key); /* borrowed */
+    if (pids == NULL) {
+        if (PyErr_Occurred()) return -1;
+        pids = PySet_New(NULL);
+        if (pids == NULL) return -1;
+        int rc = PyDict_SetItem(index, key, pids);
+        Py_DECREF(pids);
+        if (rc < 0) return -1;
+    } else if (!PySet_Check(pids)) {
+        PyErr_SetString(PyExc_TypeError, "txn_keys values are sets of producer ids");
+        return -1;
+    }
+    return PySet_Add(pids, pid);
+}
+
+/* PartitionFold._unindex_txn: a resolved transaction's keys no longer point at its producer. */
+static int unindex_txn(PyObject *index, PyObject *pending, PyObject *pid) {
+    Py_ssize_t it = 0;
+    PyObject *key, *entry;
+    while (PyDict_Next(pending, &it, &key, &entry)) {
+        PyObject *pids = PyDict_GetItemWithError(index, key); /* borrowed */
+        if (pids == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (!PySet_Check(pids) || PySet_Discard(pids, pid) < 0) return -1;
+        if (PySet_GET_SIZE(pids) == 0 && PyDict_DelItem(index, key) < 0) return -1;
+    }
+    return 0;
+}
+
 /* Fold one parsed plain or transactional batch into `dest` (latest, or the producer's pending dict);
- * records outside the hot case go to `slow` (with `pending` first for a transactional batch).
+ * records outside the hot case go to `slow` (with the producer id `pid` first for a transactional
+ * batch, whose hot keys are also indexed in `index` when it is not NULL).
  * -1 with an exception set if Python failed. */
 static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *base_obj, PyObject *pos_obj,
-                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pending, long long *hot_count,
-                 kcache_t *kc) {
+                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pid, PyObject *index,
+                 long long *hot_count, kcache_t *kc) {
     for (int32_t r = 0; r < count; r++) {
         const uint8_t *k = st[r].klen >= 0 ? b + st[r].kpos : NULL;
         const uint8_t *v = st[r].vlen >= 0 ? b + st[r].vpos : NULL;
@@ -299,6 +334,7 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
                 return -1;
             }
             int rc = store(dest, key, off, base_obj, pos_obj, value);
+            if (rc == 0 && index != NULL) rc = index_txn_key(index, key, pid);
             Py_DECREF(key);
             if (rc < 0) return -1;
             (*hot_count)++;
@@ -308,8 +344,8 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
         PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
         PyObject *res = NULL;
         if (value != NULL) {
-            if (pending != NULL)
-                res = PyObject_CallFunctionObjArgs(slow, pending, off, key, value, base_obj, pos_obj, file, NULL);
+            if (pid != NULL)
+                res = PyObject_CallFunctionObjArgs(slow, pid, off, key, value, base_obj, pos_obj, file, NULL);
             else
                 res = PyObject_CallFunctionObjArgs(slow, off, key, value, base_obj, pos_obj, file, NULL);
         }
@@ -358,6 +394,7 @@ static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count
 typedef struct {
     PyObject *latest, *open_txns, *small, *fold_record, *fold_txn_record, *fold_control, *order;
     PyObject *first_marker, *created; /* PartitionFold.first_marker and .created (dicts) */
+    PyObject *txn_keys;               /* PartitionFold.txn_keys: key -> set of producer ids (Java only) */
     int scala;                        /* semantics == "scala" */
 } target_t;
 
@@ -371,6 +408,7 @@ static void target_clear(target_t *t) {
     Py_CLEAR(t->order);
     Py_CLEAR(t->first_marker);
     Py_CLEAR(t->created);
+    Py_CLEAR(t->txn_keys);
 }
 
 static int target_get(PyObject *obj, target_t *t) {
@@ -385,9 +423,11 @@ static int target_get(PyObject *obj, target_t *t) {
         !(t->order = PyObject_GetAttrString(obj, "offset_order")) ||
         !(t->first_marker = PyObject_GetAttrString(obj, "first_marker")) || !PyDict_Check(t->first_marker) ||
         !(t->created = PyObject_GetAttrString(obj, "created")) || !PyDict_Check(t->created) ||
+        !(t->txn_keys = PyObject_GetAttrString(obj, "txn_keys")) || !PyDict_Check(t->txn_keys) ||
         !(semantics = PyObject_GetAttrString(obj, "semantics")) || !PyUnicode_Check(semantics)) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "fold target lacks latest/open_txns/_small_types/first_marker/created");
+            PyErr_SetString(PyExc_TypeError,
+                            "fold target lacks latest/open_txns/_small_types/first_marker/created/txn_keys");
         Py_XDECREF(semantics);
         target_clear(t);
         return -1;
@@ -521,9 +561,10 @@ static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32
                 PyErr_SetString(PyExc_TypeError, "open transactions are dicts");
                 rc = -1;
             } else if (PyDict_GET_SIZE(pending) > 0) {
-                if (commit) {
+                if (!t->scala) rc = unindex_txn(t->txn_keys, pending, pid_obj);
+                if (rc == 0 && commit) {
                     rc = commit_core(t->latest, pending, t->scala, t->scala ? NULL : t->created);
-                } else if (!t->scala) {
+                } else if (rc == 0 && !t->scala) {
                     Py_ssize_t it = 0;
                     PyObject *key, *entry;
                     while (rc == 0 && PyDict_Next(pending, &it, &key, &entry))
@@ -577,6 +618,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     staged_t *st = NULL;
     size_t st_cap = 0;
     kcache_t kc = {NULL, 0, 0};
+    PyObject *whole = NULL; /* memoryview of `data`, made at the first compressed batch */
     int failed = 0;
 
     while (pos < limit) {
@@ -604,7 +646,10 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
         PyObject *body = NULL;
         int codec = attrs & CODEC_MASK;
         if (codec) {
-            PyObject *mv = PyMemoryView_FromMemory((char *)rec, rlen, PyBUF_READ);
+            /* A view of `data` itself (not of raw memory): it holds an export of the buffer, so a mapped
+             * segment cannot be unmapped while the codec, or whatever it hands the view to, holds it. */
+            if (whole == NULL && (whole = PyMemoryView_FromObject(data)) == NULL) { failed = 1; break; }
+            PyObject *mv = PySequence_GetSlice(whole, pos + V2_HEADER_SIZE, pos + total);
             if (mv == NULL) { failed = 1; break; }
             body = PyObject_CallFunction(decompress, "iOn", codec, mv, max_batch);
             Py_DECREF(mv);
@@ -629,7 +674,8 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
         PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
         int rc = pos_obj ? 0 : -1;
         if (rc == 0 && kind == 0) {
-            rc = apply(rec, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL, &hot_count, &kc);
+            rc = apply(rec, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL, NULL, &hot_count,
+                       &kc);
             if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
             prev_last = last_offset;
             n_records += count;
@@ -647,8 +693,8 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
                     rc = -1;
                 } else {
                     Py_INCREF(pending);
-                    rc = apply(rec, st, count, base_obj, pos_obj, file, pending, t.fold_txn_record, pending,
-                               &hot_count, &kc);
+                    rc = apply(rec, st, count, base_obj, pos_obj, file, pending, t.fold_txn_record, pid_obj,
+                               t.scala ? NULL : t.txn_keys, &hot_count, &kc);
                     Py_DECREF(pending);
                 }
                 Py_XDECREF(fresh);
@@ -679,6 +725,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     }
     free(st);
     kc_free(&kc);
+    Py_XDECREF(whole);
     PyBuffer_Release(&view);
     if (hot_count) {
         /* The type tally of the hot case (record type 1), as the Python fold keeps it. */
@@ -783,7 +830,7 @@ PyMODINIT_FUNC PyInit__cfold(void) {
 #endif
     PyObject *m = PyModule_Create(&module);
     /* The calling convention of fold_run; records/fold.py refuses a build with another one. */
-    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 5) < 0) {
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 6) < 0) {
         Py_DECREF(m);
         return NULL;
     }

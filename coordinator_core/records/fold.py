@@ -56,6 +56,7 @@ class FoldTarget(Protocol):
     open_txns: dict[int, dict[bytes, tuple[int, int, int, bytes | None]]]
     first_marker: dict[int, tuple[int, bool]]
     created: dict[bytes, int]
+    txn_keys: dict[bytes, set[int]]
     semantics: str
     _small_types: list[int]
 
@@ -72,7 +73,7 @@ class FoldTarget(Protocol):
         """Fold one record of a plain batch that is not the hot case (see the module docstring)."""
 
     def fold_transactional_record(
-        self, pending: dict, offset: int, key: bytes | None, value: bytes | None, base_offset: int,
+        self, pid: int, offset: int, key: bytes | None, value: bytes | None, base_offset: int,
         position: int, file: str | None, /,
     ) -> None:  # fmt: skip
         """Stage one record of a transactional batch that is not the hot case (C twin only)."""

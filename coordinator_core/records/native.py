@@ -19,7 +19,7 @@ from types import ModuleType
 
 __all__ = ["INTERFACE", "NATIVE", "cfold", "native_available"]
 
-INTERFACE = 5  # the calling convention of _cfold that this package speaks
+INTERFACE = 6  # the calling convention of _cfold that this package speaks
 
 
 def _installed_cfold() -> ModuleType | None:

@@ -12,6 +12,7 @@ from offsetops.commands._load import add_source_args, check_source, is_live, loa
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
+from offsetops.coordinator_core.errors import error_total
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.settings import bounded_regex
 from offsetops.coordinator_core.sources.logdir import LogDirError
@@ -80,7 +81,7 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
     missing = sorted(set(groups) - {v.group_id for v in views})
     for gid in missing:
         print(f"offsetops: group {gid!r} not found in the loaded partitions", file=sys.stderr)
-    errors = sum(len(c.stats.errors) for c in caches)
+    errors = sum(error_total(c.stats.errors) for c in caches)
     if errors:
         print(
             f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",

@@ -16,6 +16,7 @@ from offsetops.commands._common import (
 from offsetops.commands._load import add_source_args, check_source, load_caches, parse_until
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.errors import error_total
 from offsetops.coordinator_core.settings import add_max_batch_bytes
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
@@ -95,7 +96,7 @@ def _print_summary(caches: list[CoordinatorCache]) -> None:
             f"partition {c.partition}: {len(c.groups)} groups, {c.offset_count} offsets | "
             f"{s.segments} segments, {s.batches} batches, {s.records} records, {s.bytes} bytes, "
             f"{s.tombstones} tombstones, {s.control_records} control, "
-            f"{s.unknown_record_types} unknown-type, {len(s.errors)} errors, {s.elapsed_ms:.1f} ms\n"
+            f"{s.unknown_record_types} unknown-type, {error_total(s.errors)} errors, {s.elapsed_ms:.1f} ms\n"
         )
         for gid in sorted(c.groups):
             g = c.groups[gid]
