@@ -109,7 +109,7 @@ class ErrorLog(list):  # a list, so every reader of ``stats.errors`` keeps worki
 
     def __init__(self, errors: Iterable[DecodeError] = ()) -> None:
         super().__init__()
-        # (kind, file, partition, position) -> [examples kept, index of the summary or -1, first repeat]
+        # (kind, file, partition, position) -> [examples kept, index of the summary or -1, its first form]
         self._groups: dict[tuple, list[Any]] = {}
         self.extend(errors)
 
@@ -124,10 +124,13 @@ class ErrorLog(list):  # a list, so every reader of ``stats.errors`` keeps worki
             return
         at = group[1]
         if at < 0:
-            group[1], group[2] = len(self), error
-            list.append(self, _summary(error, error.count))
+            group[1], group[2] = len(self), _summary(error, error.count)
+            list.append(self, group[2])
         else:
-            list.__setitem__(self, at, _summary(group[2], list.__getitem__(self, at).count + error.count))
+            first = group[2]  # the summary as first made: its reason and where, built once
+            n = list.__getitem__(self, at).count + error.count
+            list.__setitem__(self, at, DecodeError(first.kind, first.reason, first.file, first.partition,
+                                                   first.position, first.offset, None, n))  # fmt: skip
 
     def extend(self, errors: Iterable[DecodeError]) -> None:
         for error in errors:

@@ -140,9 +140,10 @@ class PartitionFold:
         )
 
     def _add_plain(self, batch: RecordBatch) -> None:
-        records = list(batch.iter_records())  # decoded whole, so a corrupt batch folds nothing
-        self.fold_records(records, batch.base_offset, batch.position, batch.file)
-        self.stats.records += len(records)
+        # Checked whole before the first chunk, so a corrupt batch folds nothing; a chunk at a time after.
+        for records in batch.record_chunks():
+            self.fold_records(records, batch.base_offset, batch.position, batch.file)
+            self.stats.records += len(records)
 
     # -- the fold target of records.fold.fold_buffer ------------------------------------------------
 
@@ -368,9 +369,9 @@ class PartitionFold:
                 _close_map(mm)
 
     def _add_transactional(self, batch: RecordBatch) -> None:
-        records = list(batch.iter_records())  # decoded whole, so a corrupt batch folds nothing
-        self.fold_transactional(batch.producer_id, records, batch.base_offset, batch.position, batch.file)
-        self.stats.records += len(records)
+        for records in batch.record_chunks():  # checked whole first: a corrupt batch folds nothing
+            self.fold_transactional(batch.producer_id, records, batch.base_offset, batch.position, batch.file)
+            self.stats.records += len(records)
 
     def fold_transactional(
         self, pid: int, records: list[Record], base: int, pos: int, file: str | None

@@ -114,10 +114,11 @@ typedef struct {
     Py_ssize_t vpos, vlen; /* vlen < 0: tombstone */
 } staged_t;
 
-/* Parse the `count` records of b[0:n] into `out`; STOP if any does not fit its length (or n is not
- * exactly the records), or cannot be represented exactly. Mirrors batch.decode_v2_records. */
-static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t base_offset, staged_t *out) {
-    Py_ssize_t q = 0;
+/* Parse `count` records of b[*qp:n] into `out` and move *qp past them; STOP if any does not fit its length
+ * or cannot be represented exactly. */
+static int parse_range(const uint8_t *b, Py_ssize_t n, Py_ssize_t *qp, int32_t count, int64_t base_offset,
+                       staged_t *out) {
+    Py_ssize_t q = *qp;
     for (int32_t r = 0; r < count; r++) {
         int64_t length, ts_delta, offset_delta, klen, vlen;
         if (varint(b, n, &q, &length) != OK) return STOP;
@@ -150,6 +151,29 @@ static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t 
         }
         if (q > rec_end) return STOP;
         q = rec_end; /* headers mean nothing on __consumer_offsets */
+    }
+    *qp = q;
+    return OK;
+}
+
+/* Parse the `count` records of b[0:n] into `out`; STOP if any does not fit its length (or n is not
+ * exactly the records), or cannot be represented exactly. Mirrors batch.decode_v2_records. */
+static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t base_offset, staged_t *out) {
+    Py_ssize_t q = 0;
+    return parse_range(b, n, &q, count, base_offset, out) == OK && q == n ? OK : STOP;
+}
+
+/* A batch of more records than this is staged a chunk at a time (batch.RECORD_CHUNK): an inflated batch
+ * of 7-byte records holds millions, and staging them all would cost 48 bytes each. */
+#define STAGE_CHUNK 65536
+
+/* parse_records for a batch of more than STAGE_CHUNK records, into a STAGE_CHUNK scratch area: the whole
+ * section is checked before anything is folded, then parse_range stages it again chunk by chunk. */
+static int check_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t base_offset, staged_t *scratch) {
+    Py_ssize_t q = 0;
+    for (int32_t done = 0; done < count; done += STAGE_CHUNK) {
+        int32_t m = count - done < STAGE_CHUNK ? count - done : STAGE_CHUNK;
+        if (parse_range(b, n, &q, m, base_offset, scratch) != OK) return STOP;
     }
     return q == n ? OK : STOP;
 }
@@ -354,6 +378,24 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
         Py_DECREF(off);
         if (res == NULL) return -1;
         Py_DECREF(res);
+    }
+    return 0;
+}
+
+/* apply() over a batch: in one go when its records are all staged (count <= STAGE_CHUNK), else staging
+ * and folding STAGE_CHUNK records at a time (the section was checked whole by check_records). */
+static int apply_all(const uint8_t *b, Py_ssize_t n, int64_t base_offset, staged_t *st, int32_t count,
+                     PyObject *base_obj, PyObject *pos_obj, PyObject *file, PyObject *dest, PyObject *slow,
+                     PyObject *pid, PyObject *index, long long *hot_count, kcache_t *kc) {
+    if (count <= STAGE_CHUNK) return apply(b, st, count, base_obj, pos_obj, file, dest, slow, pid, index, hot_count, kc);
+    Py_ssize_t q = 0;
+    for (int32_t done = 0; done < count; done += STAGE_CHUNK) {
+        int32_t m = count - done < STAGE_CHUNK ? count - done : STAGE_CHUNK;
+        if (parse_range(b, n, &q, m, base_offset, st) != OK) {
+            PyErr_SetString(PyExc_RuntimeError, "records section changed between its check and its fold");
+            return -1;
+        }
+        if (apply(b, st, m, base_obj, pos_obj, file, dest, slow, pid, index, hot_count, kc) < 0) return -1;
     }
     return 0;
 }
@@ -661,21 +703,28 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
         /* Bounded before allocating. Plain batches are parsed by their records' lengths alone (the fold
          * always has); the other two kinds go through RecordBatch.records(), which checks the count. */
         if ((Py_ssize_t)count > rlen / (kind ? MIN_RECORD_SIZE : MIN_PARSED_RECORD)) { Py_XDECREF(body); break; }
-        if ((size_t)count > st_cap) {
-            size_t cap = (size_t)count < 64 ? 64 : (size_t)count;
+        /* A control batch is always staged whole: it goes to fold_markers or fold_control in one piece. */
+        if (count > STAGE_CHUNK && kind == CONTROL) { Py_XDECREF(body); break; }
+        size_t need = (size_t)count > STAGE_CHUNK ? STAGE_CHUNK : (size_t)count;
+        if (need > st_cap) {
+            size_t cap = need < 64 ? 64 : need;
             staged_t *grown = (staged_t *)realloc(st, cap * sizeof(staged_t));
             if (grown == NULL) { Py_XDECREF(body); PyErr_NoMemory(); failed = 1; break; }
             st = grown;
             st_cap = cap;
         }
-        if (parse_records(rec, rlen, count, base_offset, st) != OK) { Py_XDECREF(body); break; }
+        if ((count > STAGE_CHUNK ? check_records(rec, rlen, count, base_offset, st)
+                                 : parse_records(rec, rlen, count, base_offset, st)) != OK) {
+            Py_XDECREF(body);
+            break;
+        }
 
         PyObject *base_obj = PyLong_FromLongLong(base_offset);
         PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
         int rc = pos_obj ? 0 : -1;
         if (rc == 0 && kind == 0) {
-            rc = apply(rec, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL, NULL, &hot_count,
-                       &kc);
+            rc = apply_all(rec, rlen, base_offset, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL,
+                           NULL, &hot_count, &kc);
             if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
             prev_last = last_offset;
             n_records += count;
@@ -693,8 +742,8 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
                     rc = -1;
                 } else {
                     Py_INCREF(pending);
-                    rc = apply(rec, st, count, base_obj, pos_obj, file, pending, t.fold_txn_record, pid_obj,
-                               t.scala ? NULL : t.txn_keys, &hot_count, &kc);
+                    rc = apply_all(rec, rlen, base_offset, st, count, base_obj, pos_obj, file, pending,
+                                   t.fold_txn_record, pid_obj, t.scala ? NULL : t.txn_keys, &hot_count, &kc);
                     Py_DECREF(pending);
                 }
                 Py_XDECREF(fresh);

@@ -171,9 +171,10 @@ def fold_buffer(
         pos = nxt
         if batch is None:
             continue
-        records = batch.plain_records()
-        if records is not None:
-            target.fold_records(records, batch.base_offset, batch.position, file)
+        chunks = batch.plain_record_chunks()
+        if chunks is not None:
+            for records in chunks:
+                target.fold_records(records, batch.base_offset, batch.position, file)
             if batch.base_offset <= prev_last:
                 target.offset_order(file, batch.position, batch.base_offset, prev_last)
             prev_last = batch.last_offset

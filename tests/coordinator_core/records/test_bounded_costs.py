@@ -208,3 +208,48 @@ def test_the_native_fold_pins_the_mapped_segment_while_a_view_lives(tmp_path: Pa
                          cwd=REPO, timeout=60)  # fmt: skip
     assert out.returncode == 0, out.stderr  # before: the process died reading an unmapped view
     assert out.stdout.split() == ["pinned", "True"]
+
+
+def _big_batch(n: int, *, corrupt: bool = False) -> bytes:
+    """A zstd batch of ``n`` records: offset commits (the hot case), tombstones and keyless records."""
+    from offsetops.coordinator_core.records.compression import ZSTD
+
+    from tests.support.hostile import _commit
+
+    records = []
+    for i in range(n):
+        key, value = _commit(f"g{i % 50}", i % 7, i)
+        records.append((key, None if i % 11 == 0 else value, T0) if i % 13 else (None, None, T0))
+    data = bytearray(build_record_batch(records, base_offset=1000, compression=ZSTD if not corrupt else 0))
+    if corrupt:  # a byte left after the last record: nothing of the batch may be folded
+        from tests.support.mutation import fix_crc
+
+        data += b"\x00"
+        data[8:12] = (len(data) - 12).to_bytes(4, "big")
+        fix_crc(data, 0)
+    return bytes(data)
+
+
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_batches_bigger_than_a_chunk_fold_as_one(monkeypatch, corrupt: bool) -> None:
+    """More than RECORD_CHUNK records: the C twin (STAGE_CHUNK), the chunked Python path and an unchunked
+    Python fold give the same state; a corrupt one folds nothing on every path."""
+    from offsetops.coordinator_core.records import batch as batch_mod
+
+    n = batch_mod.RECORD_CHUNK + 4321
+    data = _big_batch(n, corrupt=corrupt)
+    states = []
+    for native, chunk in [(True, batch_mod.RECORD_CHUNK), (False, batch_mod.RECORD_CHUNK), (False, 1 << 30)]:
+        if native and not fold.native_available():
+            continue
+        monkeypatch.setattr(batch_mod, "RECORD_CHUNK", chunk)
+        f = _fold(data, native, monkeypatch)
+        stats = f.stats.to_json()
+        stats.pop("elapsed_ms")
+        states.append((f.latest, f.tomb_max, f.created, stats))
+    assert all(s == states[0] for s in states[1:])
+    latest, _tombs, _created, stats = states[0]
+    if corrupt:
+        assert latest == {} and [e["kind"] for e in stats["errors"]] == ["corrupt_record"]
+    else:
+        assert len(latest) == 50 * 7 and stats["records"] == n
