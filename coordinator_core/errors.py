@@ -122,15 +122,35 @@ class ErrorLog(list):  # a list, so every reader of ``stats.errors`` keeps worki
             group[0] += 1
             list.append(self, error)
             return
-        at = group[1]
-        if at < 0:
+        if group[1] < 0:
             group[1], group[2] = len(self), _summary(error, error.count)
             list.append(self, group[2])
         else:
-            first = group[2]  # the summary as first made: its reason and where, built once
-            n = list.__getitem__(self, at).count + error.count
-            list.__setitem__(self, at, DecodeError(first.kind, first.reason, first.file, first.partition,
-                                                   first.position, first.offset, None, n))  # fmt: skip
+            self._count(group, error.count)
+
+    def _count(self, group: list[Any], n: int) -> None:
+        """Add ``n`` to the summary of ``group`` (the summary as first made holds its reason and where)."""
+        at, first = group[1], group[2]
+        n += list.__getitem__(self, at).count
+        list.__setitem__(self, at, DecodeError(first.kind, first.reason, first.file, first.partition,
+                                               first.position, first.offset, None, n))  # fmt: skip
+
+    def report(
+        self,
+        kind: str,
+        reason: str,
+        file: str | None,
+        partition: int | None,
+        position: int | None,
+        offset: int,
+    ) -> None:
+        """``append(DecodeError(...))`` without building the error when it would only be counted (an error
+        storm reports millions)."""
+        group = self._groups.get((kind, file, partition, position))
+        if group is not None and group[1] >= 0:
+            self._count(group, 1)
+        else:
+            self.append(DecodeError(kind, reason, file, partition, position, offset))
 
     def extend(self, errors: Iterable[DecodeError]) -> None:
         for error in errors:

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
-from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.errors import DecodeError, ErrorLog, OffsetsDecodeException
 from offsetops.coordinator_core.materialize import Entry, Materializer
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.batch import Record, RecordBatch
@@ -128,16 +128,12 @@ class PartitionFold:
             stats.errors.append(exc.error)
 
     def _missing_key(self, file: str | None, position: int, offset: int) -> None:
-        self.stats.errors.append(
-            DecodeError(
-                "missing_key",
-                "record has no key; every __consumer_offsets record must have one",
-                file,
-                self.partition,
-                position,
-                offset,
-            )
-        )
+        errors = self.stats.errors
+        reason = "record has no key; every __consumer_offsets record must have one"
+        if isinstance(errors, ErrorLog):
+            errors.report("missing_key", reason, file, self.partition, position, offset)
+        else:
+            errors.append(DecodeError("missing_key", reason, file, self.partition, position, offset))
 
     def _add_plain(self, batch: RecordBatch) -> None:
         # Checked whole before the first chunk, so a corrupt batch folds nothing; a chunk at a time after.
