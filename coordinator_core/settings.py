@@ -124,6 +124,14 @@ epoch_ms = int_range(0, MAX_EPOCH_MS)
 epoch_ms.__doc__ = "An argparse type: an instant in epoch ms, from 1970 to the year 9999."
 
 
+def key_value(text: str) -> str:
+    """An argparse type: ``KEY=VALUE`` with a non-empty key (checked now; :func:`parse_pairs` splits it)."""
+    key, sep, _value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expects KEY=VALUE, got {_shown(text)}")
+    return text
+
+
 def epoch_time(text: str) -> int:
     """An argparse type: a time (epoch ms, ISO-8601, or relative like -2h) from 1970 to the year 9999."""
     from offsetops.coordinator_core.timefmt import time_arg

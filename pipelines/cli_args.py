@@ -19,6 +19,7 @@ from offsetops.coordinator_core.settings import (
     epoch_ms,
     float_range,
     hours,
+    key_value,
     offsets_partitions,
     positive_int,
 )
@@ -57,7 +58,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
     p.add_argument("--app-name", default=None, help="Spark application name")
-    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark setting (repeat)")
+    p.add_argument(
+        "--conf", type=key_value, action="append", metavar="KEY=VALUE", help="extra Spark setting (repeat)"
+    )
     add_partition_filter(p)
     p.add_argument(
         "--partitions-per-task",

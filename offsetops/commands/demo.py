@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.commands._common import die
+from offsetops.commands.simulate import kafka_version
 from offsetops.coordinator_core.settings import (
     hours,
     minutes,
@@ -52,7 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--partitions", type=offsets_partitions, default=50, help="offsets.topic.num.partitions (default 50)"
     )
-    p.add_argument("--kafka-version", default="3.9", help="simulated broker version (default 3.9)")
+    p.add_argument(
+        "--kafka-version", type=kafka_version, default="3.9", help="simulated broker version (default 3.9)"
+    )
     p.add_argument(
         "--retention-minutes",
         type=minutes,

@@ -16,6 +16,7 @@ from offsetops.coordinator_core.settings import (
     simulated_groups,
 )
 from offsetops.coordinator_core.simulator import DEFAULT_SEGMENT_BYTES, SimulationConfig, simulate
+from offsetops.coordinator_core.simulator.profile import broker_profile
 from offsetops.progress import Progress
 
 MAX_SIZE = 10**12
@@ -31,6 +32,17 @@ def parse_size(text: str) -> int:
     if not 1 <= value <= MAX_SIZE:
         raise argparse.ArgumentTypeError(f"size must be from 1 byte to 1TB, got {text[:40]!r}")
     return int(value)
+
+
+def kafka_version(text: str) -> str:
+    """An argparse type: a Kafka version the simulator writes the logs of (2.0 to 4.x)."""
+    try:
+        profile = broker_profile(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if profile.major > 4:
+        raise argparse.ArgumentTypeError(f"the simulator knows Kafka 2.0 to 4.x, not {text.strip()[:20]!r}")
+    return text.strip()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--kafka-version",
+        type=kafka_version,
         default="3.9",
         help="broker version: record versions and coordinator rules (2.0 .. 4.1; default 3.9)",
     )

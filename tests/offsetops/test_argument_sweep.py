@@ -101,6 +101,8 @@ def test_hostile_values_are_one_line_usage_errors(capsys, path: list[str], optio
         ["simulate", "x", "--compacted-fraction", "1.5"],
         ["partition-for", "g", "--partitions", "100000000"],
         ["groups", "x", "--group-regex", "a{99999999999}"],
+        ["simulate", "x", "--kafka-version", "99.1"],
+        ["pipeline", "reload", "--input", "i", "--output", "o", "--conf", "no-equals-sign"],
     ],
 )
 def test_absurd_but_parseable_values_get_a_range_error(capsys, argv: list[str]) -> None:
