@@ -4,7 +4,8 @@ A path from outside (a command line, a scans volume, a log dir) can name a FIFO 
 until someone writes), a device (``/dev/zero`` never ends), a directory, or a file far bigger than
 anything of its kind. :func:`read_regular_file` opens without blocking and without following a final
 symbolic link, checks with ``fstat`` that it holds a regular file within the size stated for its kind,
-and reads at most that much: anything else is one :class:`UntrustedFileError` naming the file.
+and reads at most that much: anything else is one :class:`UntrustedFileError` naming the file (a file
+that cannot be opened raises the ``OSError`` of ``open``, which names it too).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def read_regular_file(path: str | os.PathLike[str], *, kind: str, max_bytes: int
             raise UntrustedFileError(
                 errno.ELOOP, f"{kind}: a symbolic link (give the file it points to)", name
             ) from None
-        raise UntrustedFileError(exc.errno or errno.EIO, f"{kind}: {exc.strerror or exc}", name) from None
+        raise  # FileNotFoundError, PermissionError...: as they are, naming the file
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
