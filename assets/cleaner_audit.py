@@ -28,7 +28,7 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from offsetops.assets.metadata import clock_metadata, write_json
+from offsetops.assets.metadata import clock_metadata, settings_metadata, write_json
 from offsetops.assets.partitions import (
     OFFSETS_PARTITIONS,
     all_partitions_tags,
@@ -61,6 +61,7 @@ from offsetops.coordinator_core.failover import (
 )
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.untrusted import read_regular_file
 from pydantic import Field
 
 GROUP = "cleaner_audit"
@@ -170,7 +171,13 @@ def _latest_dir(state: StateResource) -> Path:
     return state.audit_history_dir / "latest"
 
 
-def _record_latest(state: StateResource, audit: Any, partitions: list[int], clock: Clock) -> None:
+def _record_latest(
+    state: StateResource,
+    audit: Any,
+    partitions: list[int],
+    clock: Clock,
+    settings: dict[str, Any] | None = None,
+) -> None:
     """Keep each partition's latest audit (and the latest topic-wide findings) in the state dir."""
     folder = _latest_dir(state)
     rows: dict[int, list[PartitionAudit]] = {}
@@ -196,6 +203,7 @@ def _record_latest(state: StateResource, audit: Any, partitions: list[int], cloc
             "config": doc["config"],
             "thresholds": doc["thresholds"],
             "notes": doc["notes"],
+            "settings": settings,
         },
     )
 
@@ -218,11 +226,11 @@ def rebuild_audit_report(
     forecast of those partitions (from the audit's own scan)."""
     folder = _latest_dir(state)
     topic = (
-        json.loads((folder / "topic.json").read_text(encoding="utf-8"))
+        json.loads(read_regular_file(folder / "topic.json", kind="report"))
         if (folder / "topic.json").exists()
         else {}
     )
-    partitions = [json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("partition-*.json")]
+    partitions = [json.loads(read_regular_file(p, kind="report")) for p in folder.glob("partition-*.json")]
     partitions.sort(
         key=lambda d: (
             -VERDICT_RANK.get(d["verdict"], 0),
@@ -259,6 +267,7 @@ def rebuild_audit_report(
         "config": topic.get("config"),
         "thresholds": topic.get("thresholds"),
         "notes": topic.get("notes", []),
+        "settings": topic.get("settings"),
         # With several brokers each partition has a copy per broker: a new leader replays its own, so
         # the forecast takes the largest copy (the slowest load the failover can meet).
         "failover": forecast_failover(
@@ -369,7 +378,11 @@ def cleaner_audit(
             "per-broker `offsetops broker-scan` collectors write) or log_dir (a broker's data volume)"
         )
     try:
-        cleaner = CleanerConfig().with_values(config.cleaner_config, source="user")
+        run = offsets_source.settings()
+        cleaner = CleanerConfig().layered(
+            (run.broker_config, run.broker_config_source), (run.config_file_values, run.config_file_source)
+        )
+        cleaner = cleaner.with_values(config.cleaner_config, source="user")
         thresholds = Thresholds().with_overrides(config.thresholds)
     except ValueError as exc:
         raise Failure(f"CleanerAuditConfig: {exc}") from exc
@@ -391,11 +404,17 @@ def cleaner_audit(
             )
     except (LogDirError, InputPathError) as exc:
         raise Failure(str(exc)) from exc
-    doc = {**audit.to_json(), "run_partitions": partitions, "clock": clock.describe()}
+    run = offsets_source.settings()
+    doc = {
+        **audit.to_json(),
+        "run_partitions": partitions,
+        "clock": clock.describe(),
+        "settings": run.to_json(),
+    }
     run_report = write_json(
         state.reports_path / "cleaner_audit" / f"audit-{partitions_label(partitions)}.json", doc
     )
-    _record_latest(state, audit, partitions, clock)
+    _record_latest(state, audit, partitions, clock, run.to_json())
     try:
         observed = read_load_logs(config.broker_logs)
     except OSError as exc:
@@ -404,6 +423,7 @@ def cleaner_audit(
     by_partition = _worst_copy(audit.partitions)
     run_facts = {
         **clock_metadata(clock),
+        **settings_metadata(run),
         "run_report": MetadataValue.path(str(run_report)),
         "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
     }

@@ -32,7 +32,7 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from offsetops.assets.metadata import clock_metadata, write_json
+from offsetops.assets.metadata import clock_metadata, run_config_flags, settings_metadata, write_json
 from offsetops.assets.partitions import (
     OFFSETS_PARTITIONS,
     all_partitions_tags,
@@ -45,7 +45,6 @@ from offsetops.assets.resources import (
     OffsetsSourceResource,
     SparkResource,
     StateResource,
-    expiration_defaults_from_env,
 )
 from offsetops.checks.dagster_checks import (
     EXPIRATION_ASSET,
@@ -58,8 +57,9 @@ from offsetops.checks.dagster_checks import (
     table,
 )
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.errors import error_total
+from offsetops.coordinator_core.errors import count_errors, error_total
 from offsetops.coordinator_core.expiration import (
+    COORDINATORS,
     DeadGroup,
     ExpirationPlan,
     ForecastEntry,
@@ -67,34 +67,54 @@ from offsetops.coordinator_core.expiration import (
     plan_expiration,
 )
 from offsetops.coordinator_core.timefmt import format_duration
-from pydantic import Field, model_validator
+from offsetops.coordinator_core.untrusted import read_regular_file
+from pydantic import Field, field_validator, model_validator
 
 GROUP = "expiration"
 PLAN_REPORT = "expiration_plan.json"
 MS_PER_HOUR = 3_600_000
 
 
-_RETENTION_MINUTES, _FORECAST_HOURS = expiration_defaults_from_env()
-
-
 class ExpirationConfig(Config):
-    """The broker settings cleanup follows, and how far ahead to forecast."""
+    """The broker settings cleanup follows, and how far ahead to forecast; unset, each comes from the
+    run model (``$OFFSETOPS_*``, the config file, the broker's configuration, Kafka's defaults)."""
 
-    retention_minutes: int = Field(
-        default=_RETENTION_MINUTES,
+    retention_minutes: int | None = Field(
+        default=None,
         ge=1,
-        description="offsets.retention.minutes (default $OFFSETOPS_RETENTION_MINUTES, else 7 days).",
+        description="offsets.retention.minutes (default: $OFFSETOPS_RETENTION_MINUTES, the config file, "
+        "server.properties, else Kafka's default for the broker version).",
     )
-    coordinator: Literal["kip848", "legacy"] = Field(
-        default="kip848",
-        description="kip848: Kafka 4.x Java coordinator; legacy: Scala coordinator (<= 3.x).",
+    coordinator: str | None = Field(
+        default=None,
+        description="kip848: Kafka 4.x Java coordinator; legacy: Scala coordinator (<= 3.x); default from "
+        "$OFFSETOPS_COORDINATOR, else the broker version.",
     )
-    forecast_horizon_hours: float = Field(
-        default=_FORECAST_HOURS,
+    forecast_horizon_hours: float | None = Field(
+        default=None,
         gt=0,
         le=24 * 366,
         description="Forecast window in hours (default $OFFSETOPS_FORECAST_HOURS, else 24).",
     )
+
+    @field_validator("coordinator")
+    @classmethod
+    def _coordinator(cls, value: str | None) -> str | None:
+        if value is not None and value not in COORDINATORS:
+            raise ValueError(f"coordinator must be one of {', '.join(COORDINATORS)}, got {value!r}")
+        return value
+
+    def flags(self) -> dict[str, tuple[Any, str]]:
+        """The values this run config sets, as run-model flags."""
+        return run_config_flags(
+            self,
+            "ExpirationConfig",
+            {
+                "retention_minutes": "retention_minutes",
+                "coordinator": "coordinator",
+                "forecast_hours": "forecast_horizon_hours",
+            },
+        )
 
 
 def _partition_plan_path(state: StateResource, partition: int) -> Path:
@@ -131,7 +151,7 @@ def _rebuild_report(state: StateResource) -> dict[str, Any]:
         if folder.exists()
         else []
     )
-    docs = [json.loads(p.read_text(encoding="utf-8")) for p in parts]
+    docs = [json.loads(read_regular_file(p, kind="report")) for p in parts]
     report: dict[str, Any] = {
         "partitions": [d["partition"] for d in docs],
         "tombstones": [t for d in docs for t in d["tombstones"]],
@@ -152,6 +172,7 @@ def _rebuild_report(state: StateResource) -> dict[str, Any]:
             for d in docs
         ],
     }
+    report["settings"] = docs[-1].get("settings") if docs else None
     report["summary"] = {
         "offset_tombstones": sum(t["kind"] == "offset_commit" for t in report["tombstones"]),
         "group_tombstones": sum(t["kind"] != "offset_commit" for t in report["tombstones"]),
@@ -190,9 +211,11 @@ def expiration_plan(
     partitions = run_partitions(context)
     state.ensure()
     clock = offsets_source.clock()
+    run = offsets_source.settings(config.flags())
     now_ms = clock.as_of_ms
-    retention_ms = config.retention_minutes * 60_000
-    horizon_ms = int(config.forecast_horizon_hours * MS_PER_HOUR)
+    retention_ms = run.retention_ms
+    horizon_ms = run.forecast_horizon_ms
+    hours = run["forecast_hours"]
     session = spark.get_session()
     if not path_exists(session, state.table_location("load_stats")):
         raise Failure(
@@ -202,27 +225,33 @@ def expiration_plan(
     tables = read_cache_tables(session, state, partitions)
     caches = caches_from_rows(
         {name: df.collect() for name, df in tables.items()},
-        num_partitions=offsets_source.num_partitions,
+        num_partitions=offsets_source.settings()["num_partitions"],
         partitions=partitions,
     )
     plan = plan_expiration(
         caches,
         now_ms=now_ms,
         retention_ms=retention_ms,
-        coordinator=config.coordinator,
+        coordinator=run["coordinator"],
         forecast_horizon_ms=horizon_ms,
     )
     for cache in caches:
         if cache.partition in partitions:
             write_json(
                 _partition_plan_path(state, cache.partition),
-                partition_plan_doc(plan, cache, run_id=context.run_id),
+                {**partition_plan_doc(plan, cache, run_id=context.run_id), "settings": run.to_json()},
             )
-    errors = {c.partition: error_total(c.stats.errors) for c in caches}
+    errors = {c.partition: count_errors(c.stats.errors) for c in caches}  # notices are not errors
     _rebuild_report(state)
     report_path = write_json(
         state.reports_path / "expiration" / f"plan-{partitions_label(partitions)}.json",
-        {**plan.to_json(), "partitions": partitions, "as_of": clock.iso, "clock": clock.describe()},
+        {
+            **plan.to_json(),
+            "partitions": partitions,
+            "as_of": clock.iso,
+            "clock": clock.describe(),
+            "settings": run.to_json(),
+        },
     )
     by_partition: dict[int, PartitionPlan] = {p: PartitionPlan() for p in partitions}
     for t in plan.tombstones:
@@ -234,9 +263,10 @@ def expiration_plan(
     caches_by_partition = {c.partition: c for c in caches}
     run_facts = {
         **clock_metadata(clock),
-        "retention_minutes": MetadataValue.int(config.retention_minutes),
-        "coordinator": config.coordinator,
-        "forecast_horizon_hours": MetadataValue.float(float(config.forecast_horizon_hours)),
+        "retention_minutes": MetadataValue.float(float(run["retention_minutes"])),
+        "coordinator": run["coordinator"],
+        "forecast_horizon_hours": MetadataValue.float(float(hours)),
+        **settings_metadata(run),
         "plan": MetadataValue.path(str(report_path)),
         "report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
     }
@@ -249,12 +279,12 @@ def expiration_plan(
             {**plan_metadata(by_partition[p], at_risk, cache, errors.get(p, 0)), **run_facts},
             partition_key=str(p),
         )
-        checks.append(forecast_check(p, at_risk, config.forecast_horizon_hours))
+        checks.append(forecast_check(p, at_risk, hours))
     offset_tombs = sum(t.kind == "offset_commit" for t in plan.tombstones)
     context.log.info(
         f"plan as of {clock.describe()}: {offset_tombs} offset tombstones, {len(plan.dead_groups)} dead "
         f"groups, {len(plan.forecast)} offsets of {len({f.group_id for f in plan.forecast})} groups expire "
-        f"within {config.forecast_horizon_hours}h"
+        f"within {hours}h; {run.summary()}"
     )
     yield MaterializeResult()
     yield from partition_evaluations(context, EXPIRATION_ASSET, FORECAST_CHECK, checks)
@@ -363,7 +393,7 @@ def _load_plan(state: StateResource, partitions: list[int]) -> tuple[ExpirationP
         path = _partition_plan_path(state, p)
         if not path.exists():
             raise Failure(f"no expiration plan for partition {p} ({path}); materialize expiration_plan first")
-        docs.append(json.loads(path.read_text(encoding="utf-8")))
+        docs.append(json.loads(read_regular_file(path, kind="report")))
     heads = {(d["now_ms"], d["retention_ms"], d["coordinator"]) for d in docs}
     if len(heads) > 1:
         raise Failure(
@@ -387,7 +417,7 @@ def _executor(
                 "segment mode writes into a copy of a log dir; OffsetsSourceResource.log_dir is not set"
             )
         out = config.output_log_dir or str(state.state_path / "tombstoned-logdir")
-        return SegmentExecutor(source.log_dir, out, semantics="scala" if coordinator == "legacy" else "java")
+        return SegmentExecutor(source.log_dir, out, semantics=source.settings()["semantics"])
     from offsetops.coordinator_core.tombstones.admin import AdminExecutor
 
     if not source.is_live:
@@ -436,6 +466,7 @@ def tombstone_execution(
         "items": len(plan.tombstones),
         "groups": len({t.group_id for t in plan.tombstones}),
         **by_kind,
+        **settings_metadata(offsets_source.settings()),
     }
     if config.mode == "dry_run":
         context.log.info(f"dry run: {len(plan.tombstones)} tombstones would be written; set mode to execute")

@@ -8,6 +8,7 @@ from typing import Any
 from dagster import MetadataValue
 from offsetops.coordinator_core.atomic import write_json_atomic
 from offsetops.coordinator_core.clock import Clock
+from offsetops.coordinator_core.run import RunSettings
 
 
 def clock_metadata(clock: Clock) -> dict[str, Any]:
@@ -22,3 +23,19 @@ def clock_metadata(clock: Clock) -> dict[str, Any]:
 def write_json(path: Path, doc: Any) -> Path:
     """Write a report as indented JSON, atomically (a reader never sees half a report)."""
     return write_json_atomic(path, doc, default=str)
+
+
+def settings_metadata(run: RunSettings) -> dict[str, Any]:
+    """The settings the asset was computed with and where each came from (the run model's JSON), and
+    one line for the UI's summary."""
+    return {"settings": MetadataValue.json(run.to_json()), "settings_summary": run.summary()}
+
+
+def run_config_flags(config: Any, owner: str, fields: dict[str, str]) -> dict[str, tuple[Any, str]]:
+    """The run-model flags a Dagster run config sets: ``{setting: (value, "Dagster run config ...")}``
+    for each of ``fields`` (``{setting: config field}``) that is not None."""
+    return {
+        name: (getattr(config, attr), f"Dagster run config {owner}.{attr}")
+        for name, attr in fields.items()
+        if getattr(config, attr) is not None
+    }

@@ -9,11 +9,13 @@ metric names, so the Dagster UI plots what Grafana charts.
 """
 
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from dagster import AssetExecutionContext, Config, Definitions, MaterializeResult, MetadataValue, asset
+from offsetops.assets.metadata import run_config_flags, settings_metadata
 from offsetops.assets.resources import OffsetsSourceResource, StateResource
 from offsetops.assets.summary import offsets_topic_summary
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
@@ -56,8 +58,15 @@ class MetricsConfig(Config):
         description="The .prom file for node-exporter's textfile collector (default "
         f"${ENV_TEXTFILE}, else reports/{TEXTFILE}).",
     )
-    retention_minutes: int = Field(default=DEFAULT_RETENTION_MS // 60_000, ge=1)
-    forecast_horizon_hours: float = Field(default=24.0, gt=0)
+    retention_minutes: int | None = Field(
+        default=None,
+        ge=1,
+        description="offsets.retention.minutes (default: the run model: $OFFSETOPS_RETENTION_MINUTES, the "
+        f"config file, server.properties, else Kafka's default, {DEFAULT_RETENTION_MS // 60_000}).",
+    )
+    forecast_horizon_hours: float | None = Field(
+        default=None, gt=0, description="Forecast window (default $OFFSETOPS_FORECAST_HOURS, else 24)."
+    )
     failover_threshold_ms: int = Field(default=DEFAULT_SLOW_MS, gt=0)
     granularity: Literal["partition", "topic"] = Field(
         default="partition",
@@ -118,11 +127,17 @@ def offsets_metrics(
     """One snapshot of the source as of the run's clock, written as ``.prom`` and summarised."""
     from offsetops.coordinator_core.data_offsets import live_offsets, offline_offsets
     from offsetops.coordinator_core.describe import GroupFilter, wanted_partitions
-
-    from offsetops.exporter import compute_snapshot, snapshot_metrics
+    from offsetops.coordinator_core.metrics_snapshot import compute_snapshot, snapshot_metrics
 
     clock = offsets_source.clock()
-    caches = offsets_source.load_caches(list(range(offsets_source.num_partitions)))
+    run = offsets_source.settings(
+        run_config_flags(
+            config,
+            "MetricsConfig",
+            {"retention_minutes": "retention_minutes", "forecast_hours": "forecast_horizon_hours"},
+        )
+    )
+    caches = offsets_source.load_caches(list(range(offsets_source.settings()["num_partitions"])))
     wanted = wanted_partitions(caches, GroupFilter())
     if offsets_source.is_live:
         log_offsets = live_offsets(offsets_source.kafka_config(), wanted)
@@ -135,9 +150,11 @@ def offsets_metrics(
         log_offsets,
         log_dir=log_dir,
         now_ms=clock.as_of_ms,
-        retention_ms=config.retention_minutes * 60_000,
-        forecast_horizon_ms=int(config.forecast_horizon_hours * 3_600_000),
+        retention_ms=run.retention_ms,
+        forecast_horizon_ms=run.forecast_horizon_ms,
         failover_threshold_ms=config.failover_threshold_ms,
+        taken_at=time.time(),
+        settings=run,
     )
     families = list(snapshot_metrics(snap, granularity=config.granularity))
     target = Path(config.textfile or os.environ.get(ENV_TEXTFILE) or state.reports_path / TEXTFILE)
@@ -152,6 +169,7 @@ def offsets_metrics(
             "series": MetadataValue.int(series),
             "textfile": MetadataValue.path(str(target)),
             "as_of": clock.describe(),
+            **settings_metadata(run),
         }
     )
 

@@ -21,11 +21,13 @@ from dagster import (
     TableSchema,
     asset,
 )
-from offsetops.assets.metadata import write_json
+from offsetops.assets.metadata import settings_metadata, write_json
 from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
+from offsetops.coordinator_core.errors import NOTICE_KINDS
 from offsetops.coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 if TYPE_CHECKING:
     from offsetops.pipelines.reload import ReloadOptions
@@ -89,9 +91,7 @@ def _inventory_uri(spark: "SparkSession", log_dir: str, partitions: list[int]) -
 
 
 def _inventory_live(source: OffsetsSourceResource, partitions: list[int]) -> dict[int, dict[str, Any]]:
-    from offsetops.coordinator_core.sources.live import LiveSource
-
-    with LiveSource(source.kafka_config(), topic=source.topic) as live:
+    with source.source().live() as live:
         present = [p for p in partitions if p in set(live.partitions())]
         start = live.start_offsets(present) if present else {}
         end = live.end_offsets(present) if present else {}
@@ -158,6 +158,7 @@ def raw_segments(
         metadata={
             "source": offsets_source.describe(),
             "inventory": MetadataValue.path(str(path)),
+            **settings_metadata(offsets_source.settings()),
         }
     )
 
@@ -188,7 +189,7 @@ def _merge_partitions(path: Path, update: dict[int, dict[str, Any]], **extra: An
     doc: dict[str, Any] = {"partitions": {}}
     if path.exists():
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_file(path, kind="report"))
         except ValueError:
             doc = {"partitions": {}}
     doc.setdefault("partitions", {})
@@ -232,7 +233,12 @@ def _reload_to_staging(
     from offsetops.pipelines.reload import ReloadOptions, read_tables, run_reload
     from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
-    options = ReloadOptions(num_partitions=source.num_partitions, semantics=source.semantics)
+    run = source.settings()
+    options = ReloadOptions(
+        num_partitions=run["num_partitions"],
+        semantics=run["semantics"],
+        max_batch_bytes=run["max_batch_bytes"],
+    )
     if source.is_live:
         return _live_to_staging(spark, source, partitions, staging, options)
     present = _present_partitions(spark, source, partitions)
@@ -249,7 +255,7 @@ def _live_to_staging(
     staging: str,
     options: "ReloadOptions",
 ) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
-    from offsetops.coordinator_core.sources.live import LiveSource, plan_fetch_ranges
+    from offsetops.coordinator_core.sources.live import plan_fetch_ranges
     from offsetops.coordinator_core.sources.ranges import fetch_on_executors
     from offsetops.pipelines.reload import read_tables
     from offsetops.pipelines.schemas import TABLE_SCHEMAS
@@ -257,10 +263,10 @@ def _live_to_staging(
 
     ranges = []
     if source.live_reload != "driver":
-        with LiveSource(source.kafka_config(), topic=source.topic) as live:
+        with source.source().live() as live:
             present = set(live.partitions())
             # Folds merge under the Java coordinator's rules only: Scala replay reads whole partitions.
-            cut = source.live_range_offsets if source.semantics == "java" else 1 << 62
+            cut = source.live_range_offsets if options.semantics == "java" else 1 << 62
             ranges = plan_fetch_ranges(live, [p for p in partitions if p in present], max_offsets=cut)
     master = spark.sparkContext.master or "local[*]"  # always set on a running context
     if not ranges or not fetch_on_executors(
@@ -340,6 +346,8 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
         r["kind"]: int(r["n"])
         for r in tables["decode_errors"].groupBy("kind").agg(F.count("*").alias("n")).collect()
     }
+    # Notices (a zero tail, a client's own consumer-protocol layout) are rows of the table, not errors.
+    counts["decode_errors"] -= sum(n for kind, n in error_kinds.items() if kind in NOTICE_KINDS)
     return {
         "counts": counts,
         "segments": int(stats["segments"]),
@@ -423,6 +431,7 @@ def coordinator_cache(
             "tables": MetadataValue.path(state.tables_location),
             "summary": MetadataValue.path(str(path)),
             "dagster/column_schema": _offsets_table_schema(),
+            **settings_metadata(offsets_source.settings()),
         }
     )
 

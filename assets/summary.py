@@ -7,6 +7,7 @@ partition updates the summary without losing the others.
 """
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,14 @@ from offsetops.checks.dagster_checks import (
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, Reason, format_bytes
 from offsetops.coordinator_core.expiration import ForecastEntry
 from offsetops.coordinator_core.timefmt import iso_utc
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 GROUP = "summary"
 SUMMARY_ASSET = "offsets_topic_summary"
 
 
 def _read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return json.loads(read_regular_file(path, kind="report")) if os.path.lexists(path) else {}
 
 
 def audit_summary_metadata(audit: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +121,7 @@ def offsets_topic_summary(context: AssetExecutionContext, state: StateResource) 
             **meta,
             "audit_report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
             "plan_report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
+            **({"settings": MetadataValue.json(plan["settings"])} if plan.get("settings") else {}),
         }
     )
 

@@ -19,7 +19,7 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from offsetops.assets.metadata import clock_metadata, write_json
+from offsetops.assets.metadata import clock_metadata, settings_metadata, write_json
 from offsetops.assets.partitions import (
     OFFSETS_PARTITIONS,
     all_partitions_tags,
@@ -83,7 +83,7 @@ def cache_validation(
         {**tables, **extra},
         output_dir=state.output_path,
         now_ms=offsets_source.clock().as_of_ms,
-        num_partitions=offsets_source.num_partitions,
+        num_partitions=offsets_source.settings()["num_partitions"],
         skew_ms=config.skew_ms,
     )
     doc = {**report.to_dict(), "partitions": partitions}
@@ -103,6 +103,7 @@ def cache_validation(
         check_results=gx_results(context, report, label),
         metadata={
             **clock_metadata(offsets_source.clock()),
+            **settings_metadata(offsets_source.settings()),
             "validated_partitions": label,
             "success": report.success,
             "success_error_level": report.success_error_level,

@@ -351,7 +351,7 @@ def ensure_data(size: int, compression: str, args: argparse.Namespace) -> tuple[
     return path, result.elapsed_s
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10MB,100MB", help="comma-separated log dir sizes (10MB,100MB,1GB)")
     p.add_argument("--compression", default="none,zstd", help="comma-separated codecs (none,zstd,mixed,...)")
@@ -366,7 +366,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3, help="runs per mode (interleaved); the median is kept")
     p.add_argument("--repeat-large", type=int, default=1, help="runs per mode from 1 GB up (default 1)")
     p.add_argument("--measure", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.measure:
         print(json.dumps(measure(args.measure[0], Path(args.measure[1]))))
         return 0
@@ -421,8 +425,13 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 gen = ""
             rows.append((compression, size_text, results))
+    _print_curve_and_machine(args.compression.split(","), rows)
+    return 0
+
+
+def _print_curve_and_machine(compressions: list[str], rows: list[tuple[str, str, dict]]) -> None:
     print("\ncost per record (native), ns: the curve should be flat across sizes")
-    for compression in args.compression.split(","):
+    for compression in compressions:
         curve = [
             f"{s}={1e9 * r['native']['seconds'] / r['native']['records']:.0f}"
             for c, s, r in rows
@@ -433,7 +442,6 @@ def main(argv: list[str] | None = None) -> int:
     with open("/proc/cpuinfo") as fh:
         cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "?")
     print(f"\nmachine: {os.cpu_count()} cores, {cpu}, Python {sys.version.split()[0]}")
-    return 0
 
 
 if __name__ == "__main__":

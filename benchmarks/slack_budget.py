@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from offsetops.assets.alerting import Alert, SlackNotifier
+from offsetops.checks.alerting import Alert, SlackNotifier
 
 from tests.support.slack_server import SlackTestServer
 

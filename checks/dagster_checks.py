@@ -39,6 +39,7 @@ from dagster import (
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
+from offsetops.checks.asset_names import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
 from offsetops.checks.report import ValidationReport
 from offsetops.coordinator_core.cleaner.model import (
     CRITICAL,
@@ -50,11 +51,6 @@ from offsetops.coordinator_core.cleaner.model import (
 )
 from offsetops.coordinator_core.expiration import ForecastEntry
 from offsetops.coordinator_core.timefmt import format_duration, iso_utc
-
-# The names of the assets the checks and the alerts watch, defined once (assets/ imports them).
-VALIDATION_ASSET = "cache_validation"
-AUDIT_ASSET = "cleaner_audit"
-EXPIRATION_ASSET = "expiration_plan"
 
 PARTITION_VERDICT = "partition_verdict"
 CLEANER_VERDICT = "cleaner_verdict"

@@ -21,13 +21,14 @@ import html
 import importlib
 import os
 import re
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from great_expectations.render.view import DefaultJinjaIndexPageView, DefaultJinjaPageView
 from jinja2 import ChoiceLoader, DictLoader, pass_context
+from offsetops.coordinator_core.atomic import write_bytes_atomic, write_text_atomic
+from offsetops.coordinator_core.untrusted import read_regular_file, read_regular_text
 
 VENDOR_DIR = "static/vendor"
 
@@ -176,6 +177,13 @@ def _package_data(module: str, relative: str) -> Path:
     return base / relative
 
 
+def _files_under(source: Path, dest: Path) -> list[tuple[Path, Path]]:
+    """(file, where it goes) for ``source`` (a file, or every file under a directory) copied to ``dest``."""
+    if not source.is_dir():
+        return [(source, dest)]
+    return [(f, dest / f.relative_to(source)) for f in sorted(source.rglob("*")) if f.is_file()]
+
+
 def copy_vendor_assets(site_dir: Path) -> list[Path]:
     """Copy the XStatic files into ``site_dir/static/vendor`` (run time, never kept in the repo)."""
     copied = []
@@ -183,10 +191,8 @@ def copy_vendor_assets(site_dir: Path) -> list[Path]:
         source = _package_data(module, relative)
         dest = site_dir / VENDOR_DIR / target
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, dest, dirs_exist_ok=True)
-        else:
-            shutil.copyfile(source, dest)
+        for src, out in _files_under(source, dest):
+            write_bytes_atomic(out, src.read_bytes())  # packaged files; never through a link at ``out``
         copied.append(dest)
     return copied
 
@@ -226,16 +232,16 @@ def localize_site(site_dir: str | Path) -> list[str]:
     site = Path(site_dir)
     copy_vendor_assets(site)
     for page in site.rglob("*.html"):
-        text = page.read_text(encoding="utf-8")
+        text = read_regular_text(page, kind="report")
         new = localize_page(text, page, site)
         if new != text:
-            page.write_text(new, encoding="utf-8")
+            write_text_atomic(page, new)
     for sheet in (site / "static" / "styles").glob("*.css"):
         # GX's stylesheet pulls a dark-mode logo from S3: without it the plain background shows
-        text = sheet.read_text(encoding="utf-8")
+        text = read_regular_text(sheet, kind="report")
         new = _CSS_URL_CALL.sub("none", text)
         if new != text:
-            sheet.write_text(new, encoding="utf-8")
+            write_text_atomic(sheet, new)
     return external_references(site)
 
 
@@ -248,7 +254,7 @@ def external_references(site_dir: str | Path, *, include_links: bool = False) ->
     found = []
     files: Iterable[Path] = [*site.rglob("*.html"), *site.rglob("*.css")]
     for path in files:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_regular_file(path, kind="report").decode("utf-8", errors="replace")
         if path.suffix == ".html" and not include_links:
             text = _ANCHOR_EXTERNAL.sub("<a ", text)
         for m in (*_ANY_EXTERNAL.finditer(text), *_CSS_URL.finditer(text)):

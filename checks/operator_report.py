@@ -208,8 +208,27 @@ def render_operator_report(
 {plan_section(inputs.plan)}
 {reload_section(inputs.reload, inputs.validation)}
 {validation_section(inputs.validation, docs_href, summary_href)}
+{settings_footer(inputs)}
 </main></body></html>
 """
+
+
+def settings_footer(inputs: ReportInputs) -> str:
+    """The settings the reports were computed with and where each came from (the run model's JSON the
+    expiration plan, else the cleaner audit, carries)."""
+    doc = (inputs.plan or {}).get("settings") or (inputs.audit or {}).get("settings")
+    if not isinstance(doc, dict) or not doc:
+        return '<footer id="settings" class="muted">Settings: not recorded by these reports.</footer>'
+    rows = "".join(
+        f"<tr><td>{esc(name)}</td><td>{esc(entry.get('iso') or entry.get('value'))}</td>"
+        f"<td>{esc(entry.get('source'))}</td></tr>"
+        for name, entry in doc.items()
+        if isinstance(entry, dict)
+    )
+    return (
+        '<footer id="settings"><h2>Settings</h2><table><thead><tr><th>setting</th><th>value</th>'
+        f"<th>from</th></tr></thead><tbody>{rows}</tbody></table></footer>"
+    )
 
 
 def write_operator_report(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.checks.report_html import decode_errors_table
+from offsetops.coordinator_core.atomic import write_json_atomic, write_text_atomic
 
 SEVERITIES = ("error", "warning")
 
@@ -193,9 +194,8 @@ validated in {report.elapsed_ms / 1000:.1f} s.</p>
 
 def write_summary(report: ValidationReport) -> Path:
     """Write :func:`render_summary_html` and a ``summary.json`` beside it; returns the HTML path."""
-    report.summary_path.parent.mkdir(parents=True, exist_ok=True)
-    report.summary_path.write_text(render_summary_html(report), encoding="utf-8")
-    (report.summary_path.parent / "summary.json").write_text(
-        json.dumps(report.to_dict(), indent=2, default=str), encoding="utf-8"
+    write_text_atomic(report.summary_path, render_summary_html(report))
+    write_json_atomic(
+        report.summary_path.parent / "summary.json", report.to_dict(), indent=2, default=str, nan_as_null=True
     )
     return report.summary_path

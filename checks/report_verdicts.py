@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 VERDICTS = (HEALTHY, DEGRADED, CRITICAL)
 NOT_RUN = "NOT RUN"
@@ -46,7 +47,7 @@ class ReportInputs:
             if not path.exists():
                 return None
             try:
-                return json.loads(path.read_text(encoding="utf-8"))
+                return json.loads(read_regular_file(path, kind="report"))
             except (OSError, ValueError) as exc:
                 raise ReportInputError(f"{path}: not a readable JSON report ({exc})") from exc
 

@@ -164,21 +164,11 @@ def validate_cache(
     names = [t for t in TABLE_ORDER if t in tables]
 
     reports_dir = Path(output_dir) / "reports"
-    data_docs_dir = reports_dir / "data_docs"
-    if data_docs_dir.exists():
-        shutil.rmtree(data_docs_dir)  # only this run's results belong in the site
-    data_docs_dir.mkdir(parents=True)
-
-    specs = [
-        s
-        for s in build_checks(
-            now_ms=now_ms,
-            num_partitions=num_partitions,
-            skew_ms=skew_ms,
-            max_metadata_bytes=max_metadata_bytes,
-        )
-        if s.table in tables
-    ]
+    data_docs_dir = _fresh_data_docs_dir(reports_dir)
+    checks = build_checks(
+        now_ms=now_ms, num_partitions=num_partitions, skew_ms=skew_ms, max_metadata_bytes=max_metadata_bytes
+    )
+    specs = [s for s in checks if s.table in tables]
     run_time = dt.datetime.now(dt.UTC)
     run_id = RunIdentifier(run_name=f"offsetops-{run_time:%Y%m%dT%H%M%SZ}", run_time=run_time)
     temp_view_existed = spark.catalog.tableExists(_GX_TEMP_VIEW)
@@ -190,44 +180,9 @@ def validate_cache(
     try:
         counts = {t: views[t].count() for t in names}
         decode_errors_sample = (
-            [
-                r.asDict()
-                for r in views["decode_errors"]
-                .orderBy("offsets_partition", "position")
-                .limit(SAMPLE_SIZE)
-                .collect()
-            ]
-            if counts["decode_errors"]
-            else []
+            _decode_errors_sample(views["decode_errors"]) if counts["decode_errors"] else []
         )
-
-        context = _context(data_docs_dir)
-        datasource = context.data_sources.add_spark(name=DATASOURCE_NAME, persist=False)
-        results: dict[str, ExpectationValidationResult] = {}
-        for table in names:
-            suite = context.suites.add(gx.ExpectationSuite(name=suite_name(table)))
-            for spec in specs:
-                if spec.table == table:
-                    suite.add_expectation(spec.expectation)
-            asset = datasource.add_dataframe_asset(name=table)
-            batch_definition = asset.add_batch_definition_whole_dataframe(BATCH_DEFINITION_NAME)
-            validation = context.validation_definitions.add(
-                gx.ValidationDefinition(name=suite_name(table), data=batch_definition, suite=suite)
-            )
-            checkpoint = context.checkpoints.add(
-                gx.Checkpoint(
-                    name=suite_name(table),
-                    validation_definitions=[validation],
-                    actions=[UpdateDataDocsAction(name="update_data_docs", site_names=[DATA_DOCS_SITE])],
-                    result_format=RESULT_FORMAT,
-                )
-            )
-            checkpoint_result = checkpoint.run(batch_parameters={"dataframe": views[table]}, run_id=run_id)
-            for run_result in checkpoint_result.run_results.values():
-                for r in run_result.results:
-                    meta = (r.expectation_config.meta if r.expectation_config else None) or {}
-                    if "check_id" in meta:
-                        results[meta["check_id"]] = r
+        results = _run_suites(views, specs, data_docs_dir, run_id)
     finally:
         if cache:
             for view in views.values():
@@ -261,6 +216,56 @@ def validate_cache(
         len(report.failed),
     )
     return report
+
+
+def _fresh_data_docs_dir(reports_dir: Path) -> Path:
+    """``reports/data_docs``, emptied: only this run's results belong in the site."""
+    data_docs_dir = reports_dir / "data_docs"
+    if data_docs_dir.exists():
+        shutil.rmtree(data_docs_dir)
+    data_docs_dir.mkdir(parents=True)
+    return data_docs_dir
+
+
+def _decode_errors_sample(decode_errors: DataFrame) -> list[dict[str, Any]]:
+    """The first decode errors in log order (partition, then position)."""
+    rows = decode_errors.orderBy("offsets_partition", "position").limit(SAMPLE_SIZE).collect()
+    return [r.asDict() for r in rows]
+
+
+def _run_suites(
+    views: Mapping[str, DataFrame], specs: list[CheckSpec], data_docs_dir: Path, run_id: RunIdentifier
+) -> dict[str, ExpectationValidationResult]:
+    """One suite, validation and checkpoint per table (in ``views``' order), run on its DataFrame; the
+    Data Docs are updated by each checkpoint. The results by check id."""
+    context = _context(data_docs_dir)
+    datasource = context.data_sources.add_spark(name=DATASOURCE_NAME, persist=False)
+    results: dict[str, ExpectationValidationResult] = {}
+    for table, view in views.items():
+        suite = context.suites.add(gx.ExpectationSuite(name=suite_name(table)))
+        for spec in specs:
+            if spec.table == table:
+                suite.add_expectation(spec.expectation)
+        asset = datasource.add_dataframe_asset(name=table)
+        batch_definition = asset.add_batch_definition_whole_dataframe(BATCH_DEFINITION_NAME)
+        validation = context.validation_definitions.add(
+            gx.ValidationDefinition(name=suite_name(table), data=batch_definition, suite=suite)
+        )
+        checkpoint = context.checkpoints.add(
+            gx.Checkpoint(
+                name=suite_name(table),
+                validation_definitions=[validation],
+                actions=[UpdateDataDocsAction(name="update_data_docs", site_names=[DATA_DOCS_SITE])],
+                result_format=RESULT_FORMAT,
+            )
+        )
+        checkpoint_result = checkpoint.run(batch_parameters={"dataframe": view}, run_id=run_id)
+        for run_result in checkpoint_result.run_results.values():
+            for r in run_result.results:
+                meta = (r.expectation_config.meta if r.expectation_config else None) or {}
+                if "check_id" in meta:
+                    results[meta["check_id"]] = r
+    return results
 
 
 def offset_log_ranges_table(spark: SparkSession, offsets: DataFrame, ranges: list[LogRange]) -> DataFrame:

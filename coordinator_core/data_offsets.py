@@ -28,6 +28,7 @@ from offsetops.coordinator_core.sources.logdir import (
     open_log_dir,
     read_offset_checkpoint,
 )
+from offsetops.coordinator_core.untrusted import open_regular_file, read_regular_file
 
 TopicPartition = tuple[str, int]
 
@@ -66,7 +67,7 @@ def _index_tail_position(seg: Segment) -> int:
     """
     index = seg.path.with_suffix(".index")
     try:
-        raw = index.read_bytes()
+        raw = read_regular_file(index, kind="index")
     except OSError:
         return 0
     used = len(raw.rstrip(b"\0"))
@@ -83,7 +84,7 @@ def _last_offset(seg: Segment, partition: int, errors: list[DecodeError]) -> int
         probe: list[DecodeError] = []
         last = None
         try:
-            with open(seg.path, "rb") as fh:
+            with open_regular_file(seg.path, kind="segment", follow_symlinks=True) as fh:
                 fh.seek(tail)
                 data = fh.read()
         except OSError:

@@ -16,7 +16,7 @@ class DecodeError:
     corrupt_record, missing_key, unknown_value_version, corrupt_key, corrupt_value,
     corrupt_embedded (consumer-protocol bytes inside a group value), offset_order (a batch whose base
     offset is not after the previous batch's last offset), io, and the log-dir anomalies
-    (see :data:`LOG_DIR_KINDS`). ``zero_tail`` is a notice (see :data:`NOTICE_KINDS`).
+    (see :data:`LOG_DIR_KINDS`). ``zero_tail`` and ``embedded_layout`` are notices (see :data:`NOTICE_KINDS`).
     ``skipped_bytes`` says how many bytes of the file were not read because of this problem.
     ``count`` is how many problems this entry stands for: 1, or more for the summary an
     :class:`ErrorLog` keeps of the repeats of one kind in one batch beyond its first examples.
@@ -52,8 +52,10 @@ class DecodeError:
 
 
 #: Kinds that are reported but are not errors. A zero-filled tail is what ``log.preallocate=true``
-#: leaves after the last batch of an active segment: the data before it is intact.
-NOTICE_KINDS = frozenset({"zero_tail"})
+#: leaves after the last batch of an active segment: the data before it is intact. ``embedded_layout``:
+#: a member's consumer-protocol bytes do not follow the standard layout of their declared version, but
+#: Kafka loads them as usual (see ``coordinator_core.embedded``).
+NOTICE_KINDS = frozenset({"zero_tail", "embedded_layout"})
 
 #: Kinds found while listing a partition dir and ordering its segments (``LogLoader``).
 LOG_DIR_KINDS = frozenset(

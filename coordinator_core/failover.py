@@ -29,6 +29,7 @@ from typing import Any
 
 from offsetops.coordinator_core.cleaner.broker_log import _entries as log4j_entries
 from offsetops.coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.untrusted import iter_lines
 
 OFFSETS_TOPIC = "__consumer_offsets"
 # Assumed replay rate when no broker log calibrates it: 20 MiB/s. It is a conservative figure for a
@@ -118,8 +119,7 @@ def read_load_logs(paths: Iterable[str | os.PathLike[str]]) -> list[ObservedLoad
     """Parse broker logs (``server.log``); an unreadable file raises OSError naming it."""
     out: list[ObservedLoad] = []
     for path in paths:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            out.extend(parse_load_lines(fh, source=str(path)))
+        out.extend(parse_load_lines(iter_lines(path, kind="broker log"), source=str(path)))
     return out
 
 

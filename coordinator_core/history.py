@@ -28,7 +28,7 @@ from typing import Any
 from offsetops.coordinator_core.cache import GroupMetadata
 from offsetops.coordinator_core.data_offsets import PartitionOffsets
 from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
-from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.batch import Record, RecordBatch
 from offsetops.coordinator_core.schema import (
     SchemaError,
     decode_assignment,
@@ -285,16 +285,7 @@ def replay_history(
         hist.last_offset = batch.last_offset
         hist.records_read += len(records)
         if batch.is_control:
-            for _off, _ts, key, _value in records:
-                try:
-                    ctype = decode_control_key(key or b"").type
-                except SchemaError:
-                    continue
-                if ctype in (_CONTROL_ABORT, _CONTROL_COMMIT):
-                    for ev in open_txn.pop(batch.producer_id, []):
-                        ev.outcome = "committed" if ctype == _CONTROL_COMMIT else "aborted"
-                        if ctype == _CONTROL_COMMIT:
-                            flagger.apply(ev)
+            _end_transactions(records, batch.producer_id, open_txn, flagger)
             continue
         for off, ts, key, value in records:
             # Cheap filter first: the group id's bytes must appear in the key.
@@ -313,9 +304,7 @@ def replay_history(
                     else:
                         flagger.apply(ev)
                     if keep is None or keep(ev):
-                        if hist.commits.maxlen is not None and len(hist.commits) == hist.commits.maxlen:
-                            hist.dropped_commits += 1
-                        hist.commits.append(ev)
+                        _store(hist, ev)
                     continue
                 if isinstance(k, GroupMetadataKey):
                     members.classic(value)
@@ -328,16 +317,7 @@ def replay_history(
                 else:
                     continue
             except (SchemaError, ValueError) as exc:
-                hist.errors.append(
-                    DecodeError(
-                        getattr(exc, "kind", "corrupt_record"),
-                        str(exc),
-                        getattr(batch, "file", None),
-                        offsets_partition,
-                        batch.position,
-                        off,
-                    )
-                )
+                hist.errors.append(_record_error(exc, batch, offsets_partition, off))
                 continue
             last_change = _note_change(hist, members, last_change, off, ts)
         if kip848_at is not None:
@@ -345,6 +325,44 @@ def replay_history(
             last_change = _note_change(hist, members, last_change, *kip848_at)
             kip848_at = None
     return hist
+
+
+def _end_transactions(
+    records: list[Record], producer_id: int, open_txn: dict[int, list[CommitEvent]], flagger: _Flagger
+) -> None:
+    """A control batch: a COMMIT or ABORT marker settles the producer's staged commits (flagged once
+    committed); other control records are not transaction markers."""
+    for _off, _ts, key, _value in records:
+        try:
+            ctype = decode_control_key(key or b"").type
+        except SchemaError:
+            continue
+        if ctype in (_CONTROL_ABORT, _CONTROL_COMMIT):
+            for ev in open_txn.pop(producer_id, []):
+                ev.outcome = "committed" if ctype == _CONTROL_COMMIT else "aborted"
+                if ctype == _CONTROL_COMMIT:
+                    flagger.apply(ev)
+
+
+def _store(hist: CommitHistory, ev: CommitEvent) -> None:
+    """Keep ``ev``; when the history is full the oldest commit gives way, and is counted."""
+    if hist.commits.maxlen is not None and len(hist.commits) == hist.commits.maxlen:
+        hist.dropped_commits += 1
+    hist.commits.append(ev)
+
+
+def _record_error(
+    exc: Exception, batch: RecordBatch, offsets_partition: int | None, offset: int
+) -> DecodeError:
+    """A record of the group that does not decode: the schema's kind when it says one."""
+    return DecodeError(
+        getattr(exc, "kind", "corrupt_record"),
+        str(exc),
+        getattr(batch, "file", None),
+        offsets_partition,
+        batch.position,
+        offset,
+    )
 
 
 def _note_change(

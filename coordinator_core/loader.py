@@ -32,14 +32,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
+from offsetops.coordinator_core.embedded import CORRUPT as EMBEDDED_KIND
 from offsetops.coordinator_core.errors import DecodeError, ErrorLog, OffsetsDecodeException
 from offsetops.coordinator_core.materialize import Entry, Materializer
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.batch import Record, RecordBatch
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from offsetops.coordinator_core.records.fold import fold_buffer, native_commit
+from offsetops.coordinator_core.records.fold import FoldState, fold_buffer, native_commit
 from offsetops.coordinator_core.records.reader import Scan, page_release
 from offsetops.coordinator_core.schema import SchemaError, decode_control_key
+from offsetops.coordinator_core.untrusted import open_regular_file
 from offsetops.coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
 
 __all__ = [
@@ -142,6 +144,22 @@ class PartitionFold:
             self.stats.records += len(records)
 
     # -- the fold target of records.fold.fold_buffer ------------------------------------------------
+
+    def fold_state(self) -> FoldState:
+        """What the C twin reads and updates: this fold's containers and the callbacks it hands back to."""
+        return FoldState(
+            latest=self.latest,
+            open_txns=self.open_txns,
+            first_marker=self.first_marker,
+            created=self.created,
+            txn_keys=self.txn_keys,
+            small_types=self._small_types,
+            scala=self.semantics == "scala",
+            fold_record=self.fold_record,
+            fold_transactional_record=self.fold_transactional_record,
+            fold_control=self.fold_control,
+            offset_order=self.offset_order,
+        )
 
     def fold_records(self, records: list[Record], base: int, pos: int, file: str | None) -> None:
         """Fold the records of one plain batch: last writer wins per key.
@@ -249,8 +267,9 @@ class PartitionFold:
             return
         problem = value_error(rtype, value)
         if problem is not None:
-            self.invalid_values.add(off)
             kind, reason = problem
+            if kind != EMBEDDED_KIND:  # the group itself is read; only its member's bytes are not
+                self.invalid_values.add(off)
             self.stats.errors.append(
                 DecodeError(kind, f"{value_label(rtype)}: {reason}", file, self.partition, pos, off)
             )
@@ -287,7 +306,7 @@ class PartitionFold:
 
     def _reindex_txns(self) -> None:
         """Rebuild ``txn_keys`` from the open transactions (after a merge)."""
-        self.txn_keys = {}
+        self.txn_keys.clear()  # in place: a FoldState handed to the C twin holds this dict
         if self.semantics == "java":
             for pid, pending in self.open_txns.items():
                 for key in pending:
@@ -342,7 +361,7 @@ class PartitionFold:
         """Fold one ``.log`` file, memory-mapped; folded pages are released as the walk goes on."""
         file = str(path)
         try:
-            fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
+            fh = open_regular_file(path, kind="segment", follow_symlinks=True)
         except OSError as exc:
             self.stats.errors.append(DecodeError("io", f"cannot open: {exc}", file, self.partition))
             return

@@ -16,6 +16,7 @@ from offsetops.coordinator_core.cache import (
     MemberMetadata,
     OffsetAndMetadata,
 )
+from offsetops.coordinator_core.embedded import read_member
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.kip848 import consumer_group, member_group
 from offsetops.coordinator_core.partitioner import partition_for
@@ -25,11 +26,9 @@ from offsetops.coordinator_core.schema import (
     OffsetCommitKey,
     SchemaError,
     UnknownKey,
-    decode_assignment,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
-    decode_subscription,
     decode_value,
 )
 
@@ -86,15 +85,58 @@ class Materializer:
 
     def build(self) -> CoordinatorCache:
         fold = self.fold
+        self._count_types()
+        self._decode_winners()
+        # Kafka 4.1 (KIP-1101) no longer writes ConsumerGroupPartitionMetadata, where topic ids got
+        # their names; its v4 offset commits carry the TopicId next to the topic name instead.
+        topic_ids = {
+            str(om.topic_id): topic
+            for offsets in self.offsets.values()
+            for (topic, _p), om in offsets.items()
+            if om.topic_id is not None and getattr(om.topic_id, "int", 1)
+        }
+        self._build_kip848(topic_ids)
+        pending_by_group, open_transactions = self._pending_offsets()
+
+        # Groups with offsets (committed or pending) but no metadata record: Empty, no protocol type.
+        for gid in list(self.offsets) + list(pending_by_group):
+            if gid not in self.groups:
+                self.groups[gid] = GroupMetadata(
+                    group_id=gid, state="Empty", protocol_type=None, generation=0
+                )
+        if self.java:
+            self._groups_created_by_commits()
+        for gid, offs in self.offsets.items():
+            self.groups[gid].offsets = offs
+        for gid, pend in pending_by_group.items():
+            self.groups[gid].pending_offsets = pend
+
+        misplaced = []
+        if fold.partition is not None:
+            misplaced = [g for g in self.groups if partition_for(g, self.num_partitions) != fold.partition]
+        return CoordinatorCache(
+            partition=fold.partition,
+            groups=self.groups,
+            stats=self.stats,
+            misplaced_groups=sorted(misplaced),
+            num_partitions=self.num_partitions,
+            open_transactions=open_transactions,
+        )
+
+    def _count_types(self) -> None:
+        """Records by type, and how many are of a type this coordinator does not know."""
         stats = self.stats
         unknown = 0
-        max_known = _MAX_KNOWN_TYPE[fold.semantics]
-        for rtype, n in fold.type_counts.items():
+        max_known = _MAX_KNOWN_TYPE[self.fold.semantics]
+        for rtype, n in self.fold.type_counts.items():
             stats.records_by_type[rtype] = stats.records_by_type.get(rtype, 0) + n
             if rtype < 0 or rtype > max_known:
                 unknown += n
         stats.unknown_record_types = unknown
 
+    def _decode_winners(self) -> None:
+        """Decode each key's surviving record: committed offsets, classic groups, KIP-848 records."""
+        fold = self.fold
         for raw, entry in fold.latest.items():
             try:
                 key = decode_key(raw)
@@ -122,19 +164,13 @@ class Materializer:
             elif isinstance(key, UnknownKey):
                 continue  # counted in stats.unknown_record_types; Kafka skips them too
 
-        # Kafka 4.1 (KIP-1101) no longer writes ConsumerGroupPartitionMetadata, where topic ids got
-        # their names; its v4 offset commits carry the TopicId next to the topic name instead.
-        topic_ids = {
-            str(om.topic_id): topic
-            for offsets in self.offsets.values()
-            for (topic, _p), om in offsets.items()
-            if om.topic_id is not None and getattr(om.topic_id, "int", 1)
-        }
-        self._build_kip848(topic_ids)
-
+    def _pending_offsets(
+        self,
+    ) -> tuple[dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]], dict[int, set[str]]]:
+        """The offsets of open transactions, by group and producer, and each producer's groups."""
         pending_by_group: dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]] = {}
         open_transactions: dict[int, set[str]] = {}
-        for pid, pending in fold.open_txns.items():
+        for pid, pending in self.fold.open_txns.items():
             for raw, entry in pending.items():
                 if entry[3] is None:
                     continue
@@ -152,31 +188,7 @@ class Materializer:
                     om
                 )
                 open_transactions.setdefault(pid, set()).add(key.group)
-
-        # Groups with offsets (committed or pending) but no metadata record: Empty, no protocol type.
-        for gid in list(self.offsets) + list(pending_by_group):
-            if gid not in self.groups:
-                self.groups[gid] = GroupMetadata(
-                    group_id=gid, state="Empty", protocol_type=None, generation=0
-                )
-        if self.java:
-            self._groups_created_by_commits()
-        for gid, offs in self.offsets.items():
-            self.groups[gid].offsets = offs
-        for gid, pend in pending_by_group.items():
-            self.groups[gid].pending_offsets = pend
-
-        misplaced = []
-        if fold.partition is not None:
-            misplaced = [g for g in self.groups if partition_for(g, self.num_partitions) != fold.partition]
-        return CoordinatorCache(
-            partition=fold.partition,
-            groups=self.groups,
-            stats=stats,
-            misplaced_groups=sorted(misplaced),
-            num_partitions=self.num_partitions,
-            open_transactions=open_transactions,
-        )
+        return pending_by_group, open_transactions
 
     def _groups_created_by_commits(self) -> None:
         """Groups an offset commit created on replay that neither kept an offset nor was removed since.
@@ -212,27 +224,11 @@ class Materializer:
             topics: list[str] | None = None
             assignment: dict[str, list[int]] | None = None
             if protocol_type == "consumer":
-                sub = decode_subscription(m.subscription)
-                topics = sorted(sub.topics) if sub is not None else None
-                asg = decode_assignment(m.assignment)
-                assignment = {t: sorted(p) for t, p in asg.partitions.items()} if asg is not None else None
-                # Lenient, as the broker is (it never parses these bytes), but never silent.
-                for what, raw, got in (
-                    ("subscription", m.subscription, sub),
-                    ("assignment", m.assignment, asg),
-                ):
-                    if raw and (got is None or got.partial):
-                        how = (
-                            "cannot be decoded"
-                            if got is None
-                            else "are truncated or corrupt after the topics"
-                        )
-                        self._error(
-                            "corrupt_embedded",
-                            f"group {group_id!r} member {m.member_id!r}: consumer-protocol {what} bytes "
-                            f"({len(raw)} bytes) {how}; kept as unknown",
-                            entry,
-                        )
+                read = read_member(group_id, v.protocol, m)
+                topics, assignment = read.topics, read.partitions
+                for f in read.findings:
+                    if not f.fatal:  # a fatal one was reported by the validation pass, for every value
+                        self._error(f.kind, f.reason, entry)
             rebalance = m.rebalance_timeout
             # v0 has no rebalance timeout, and both loaders use the session timeout. A stored -1 in v1+
             # is kept by Scala (``readGroupMessageValue`` checks the version only) and replaced by the

@@ -7,8 +7,9 @@ accepts epoch ms, ISO-8601 and relative forms, so an on-call engineer never conv
 from __future__ import annotations
 
 import re
-import time
 from datetime import UTC, datetime
+
+from offsetops.coordinator_core.clock import iso_utc, wall_clock_ms
 
 _UNIT_MS = {
     "ms": 1,
@@ -25,7 +26,8 @@ _RELATIVE = re.compile(r"([+-])\s*((?:\d+(?:\.\d+)?\s*(?:ms|sec|min|s|m|h|d|w)\s
 
 
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    """The wall clock, for relative times a user types (``-2h``); read through the one clock."""
+    return wall_clock_ms()
 
 
 def format_duration(ms: int | float) -> str:
@@ -42,17 +44,6 @@ def format_duration(ms: int | float) -> str:
     if h < 48:
         return f"{h} h"
     return f"{h // 24} d {h % 24} h" if h % 24 else f"{h // 24} d"
-
-
-def iso_utc(ms: int | None) -> str | None:
-    """``2023-11-14T22:13:20.000Z`` (UTC, millisecond precision), or None."""
-    if ms is None:
-        return None
-    try:
-        dt = datetime.fromtimestamp(ms / 1000, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None  # a timestamp outside what datetime can show (corrupt or -1 sentinels)
-    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def ago(ms: int | None, now: int) -> str | None:
@@ -111,13 +102,3 @@ def parse_time(text: str, *, now: int | None = None) -> int:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
-
-
-def time_arg(text: str) -> int:
-    """``argparse`` type for time options (relative forms are taken against the wall clock)."""
-    import argparse
-
-    try:
-        return parse_time(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None

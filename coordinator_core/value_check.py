@@ -7,13 +7,17 @@ those at the end; to still report the others, every value is checked as it is fo
 - offset commits (types 0/1, nearly every record): a structural check without building objects, as
   strict as ``decode_offset_commit_value`` (a known version and a metadata length that fits); only a
   value that fails it is decoded, for the error message;
-- everything else (group metadata, KIP-848 records; few per partition): decoded in full.
+- everything else (group metadata, KIP-848 records; few per partition): decoded in full; for a
+  ``consumer`` group, each member's subscription is also read as the load reads it (``embedded``), since
+  bytes that fail that read outside a ``SchemaException`` fail the load of the whole partition.
 
-A value found corrupt here is not reported again when it survives.
+A value found corrupt here is not reported again when it survives (a ``corrupt_embedded`` one survives
+with the rest of its group, as far as it can be read).
 """
 
 from __future__ import annotations
 
+from offsetops.coordinator_core.embedded import fatal_finding
 from offsetops.coordinator_core.schema import (
     SchemaError,
     decode_group_metadata_value,
@@ -59,7 +63,9 @@ def value_error(record_type: int, value: bytes) -> tuple[str, str] | None:
                 return None
             decode_offset_commit_value(value)
         elif record_type == 2:
-            decode_group_metadata_value(value)
+            fatal = fatal_finding(decode_group_metadata_value(value))
+            if fatal is not None:
+                return fatal.kind, fatal.reason
         elif record_type <= _MAX_KNOWN_TYPE:
             decode_value(record_type, value)
     except SchemaError as exc:

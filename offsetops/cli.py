@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from offsetops import commands
 from offsetops.commands._common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, die, escape
+from offsetops.commands._run import add_run_args, resolve_args
 from offsetops.coordinator_core import __version__
 
 __all__ = ["EXIT_ERRORS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"offsetops {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    add_run_args(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -67,6 +69,14 @@ def main(argv: list[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    from offsetops.coordinator_core.clock import ClockError
+    from offsetops.coordinator_core.run import SettingsError
+
+    try:
+        # The run's settings, resolved once: every command computes with and reports these.
+        resolve_args(args)
+    except (SettingsError, ClockError) as exc:
+        return die(str(exc))
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

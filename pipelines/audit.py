@@ -28,7 +28,6 @@ from offsetops.coordinator_core.cleaner.audit import audit_partition_isolated
 from offsetops.coordinator_core.cleaner.config import CleanerConfig
 from offsetops.coordinator_core.cleaner.model import RANK, PartitionAudit, PartitionFailure, Thresholds, worst
 from offsetops.coordinator_core.cleaner.rules import judge_partition, judge_topic
-from offsetops.coordinator_core.clock import resolve_clock
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.sources.logdir import (
     CLEANER_CHECKPOINT,
@@ -162,7 +161,7 @@ def _partition_row(doc: dict, partition: int) -> tuple:
         "reasons": [dict(r) for r in doc["reasons"]],
         "open_transactions": len(doc["open_transactions"]),
         "decode_errors": len(doc["decode_errors"]),
-        "audit_json": json.dumps(doc, sort_keys=True),
+        "audit_json": json.dumps(doc, sort_keys=True, allow_nan=False),
     }
     return tuple(special[n] if n in special else doc[n] for n in CLEANER_AUDIT_SCHEMA.fieldNames())
 
@@ -398,8 +397,8 @@ def run(args: argparse.Namespace) -> int:
 
     spark = session_from_args(args, "audit")
     started = time.perf_counter()
-    # The input's declared clock (a simulated or copied snapshot) unless --now-ms is given.
-    now_ms = resolve_clock(args.input, configured_ms=args.now_ms, configured_by="--now-ms").as_of_ms
+    # The run model's clock: --now-ms, else the input's declared clock (a simulated or copied snapshot).
+    now_ms = args.run.now_ms
     try:
         listing = list_log_dir(spark, args.input, partitions=args.partition)
     except InputPathError as exc:

@@ -13,7 +13,6 @@ import sys
 import time
 
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.clock import resolve_clock
 from offsetops.coordinator_core.expiration import (
     DEFAULT_RETENTION_MS,
     KIP848,
@@ -196,14 +195,15 @@ def expiration_tables(
 def run(args: argparse.Namespace) -> int:
     spark = session_from_args(args, "expire")
     started = time.perf_counter()
-    # The input's declared clock (a simulated or copied snapshot) unless --now-ms is given.
-    now_ms = resolve_clock(args.input, configured_ms=args.now_ms, configured_by="--now-ms").as_of_ms
+    # The run model: --now-ms, else the input's declared clock (a simulated or copied snapshot); the
+    # retention, coordinator and window from the flags, OFFSETOPS_*, the config file, the broker.
+    now_ms = args.run.now_ms
     try:
         tables, blobs = expiration_tables(
             spark,
             args.input,
             now_ms=now_ms,
-            retention_ms=int(args.retention_minutes * 60_000),
+            retention_ms=args.run.retention_ms,
             coordinator=args.coordinator,
             forecast_horizon_ms=int(args.forecast_hours * 3_600_000),
             options=options_from_args(args),

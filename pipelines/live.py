@@ -40,11 +40,11 @@ from offsetops.coordinator_core.sources.live import (
     CONSUMER_OFFSETS,
     DEFAULT_RANGE_OFFSETS,
     FetchRange,
-    LiveSource,
     LiveSourceError,
     fold_range,
     plan_fetch_ranges,
 )
+from offsetops.coordinator_core.sources.source import ReadLimits, Source
 from offsetops.pipelines.cli_args import submit_main
 from offsetops.pipelines.reload import (
     DEFAULT_OPTIONS,
@@ -57,6 +57,7 @@ from offsetops.pipelines.reload import (
     write_blob_tables,
 )
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.secrets import allow_from_env, check_secret_shipping
 from offsetops.pipelines.tables import arrow_schema
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -112,13 +113,14 @@ class LiveReloadResult:
 
 
 def _fetch_arrow(
-    config: KafkaClientConfig, topic: str, semantics: str, verify_crc: bool
+    config: KafkaClientConfig, topic: str, semantics: str, verify_crc: bool, max_batch_bytes: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     target = arrow_schema(LIVE_FOLD_SCHEMA)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # One connection per task, opened at the first range and reused for the task's other ranges.
-        with LiveSource(config, topic=topic) as source:
+        limits = ReadLimits(max_batch_bytes=max_batch_bytes, verify_crc=verify_crc)
+        with Source(client=config, topic=topic, limits=limits).live() as source:
             for rb in batches:
                 parts, starts, blobs, errors = [], [], [], []
                 for row in rb.to_pylist():
@@ -162,10 +164,23 @@ def fetch_folds(
     *,
     topic: str = CONSUMER_OFFSETS,
     options: ReloadOptions = DEFAULT_OPTIONS,
+    allow_unencrypted_secrets: bool | None = None,
 ) -> DataFrame:
-    """Stage 2: the ranges fetched and folded on the executors (``LIVE_FOLD_SCHEMA``)."""
+    """Stage 2: the ranges fetched and folded on the executors (``LIVE_FOLD_SCHEMA``). The client
+    configuration travels inside the tasks: refused (:func:`check_secret_shipping`) when it holds a
+    secret and the cluster's Spark neither authenticates nor encrypts."""
+    sc = spark.sparkContext
+    check_secret_shipping(
+        sc.master,
+        dict(sc.getConf().getAll()),
+        config,
+        allow_unencrypted=allow_from_env()
+        if allow_unencrypted_secrets is None
+        else allow_unencrypted_secrets,
+    )
     return range_rows(spark, ranges).mapInArrow(
-        _fetch_arrow(config, topic, options.semantics, options.verify_crc), LIVE_FOLD_SCHEMA
+        _fetch_arrow(config, topic, options.semantics, options.verify_crc, options.max_batch_bytes),
+        LIVE_FOLD_SCHEMA,
     )
 
 
@@ -196,6 +211,7 @@ def live_reload_tables(
     *,
     topic: str = CONSUMER_OFFSETS,
     options: ReloadOptions = DEFAULT_OPTIONS,
+    allow_unencrypted_secrets: bool | None = None,
 ) -> tuple[dict[str, DataFrame], DataFrame, DataFrame]:
     """The distributed live reload as DataFrames: ``({table: DataFrame}, blobs, folds)``.
 
@@ -206,7 +222,14 @@ def live_reload_tables(
     if options.semantics != "java" and len(ranges) > len(partitions):
         # PartitionFold.merge follows the Java coordinator's rules only; Scala replay reads whole.
         raise ValueError("with scala semantics, plan one range per partition (folds cannot be merged)")
-    folds = fetch_folds(spark, config, ranges, topic=topic, options=options)
+    folds = fetch_folds(
+        spark,
+        config,
+        ranges,
+        topic=topic,
+        options=options,
+        allow_unencrypted_secrets=allow_unencrypted_secrets,
+    )
     folds.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         raise_failures(folds, config, topic)
@@ -236,11 +259,12 @@ def run_live_reload(
     partitions: list[int] | None = None,
     max_range_offsets: int = DEFAULT_RANGE_OFFSETS,
     ranges: Sequence[FetchRange] | None = None,
+    allow_unencrypted_secrets: bool | None = None,
 ) -> LiveReloadResult:
     """Plan (unless ``ranges`` are given), fetch and fold on the executors, merge, write the tables."""
     started = time.perf_counter()
     if ranges is None:
-        with LiveSource(config, topic=topic) as source:
+        with Source(client=config, topic=topic).live() as source:
             ranges = plan_fetch_ranges(source, partitions, max_offsets=max_range_offsets)
     result = LiveReloadResult(
         output=output,
@@ -251,7 +275,14 @@ def run_live_reload(
     )
     if not ranges:
         raise LiveSourceError(f"topic {topic!r} on {config.describe()} has no partitions to read")
-    tables, blobs, folds = live_reload_tables(spark, config, ranges, topic=topic, options=options)
+    tables, blobs, folds = live_reload_tables(
+        spark,
+        config,
+        ranges,
+        topic=topic,
+        options=options,
+        allow_unencrypted_secrets=allow_unencrypted_secrets,
+    )
     try:
         result.counts = write_blob_tables(tables, blobs, output)
     finally:
@@ -271,11 +302,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = KafkaClientConfig.resolve(args.bootstrap, args.client_config)
         # Plan before starting Spark: a wrong address or credential fails in seconds, in one line.
-        with LiveSource(config, topic=args.topic) as source:
+        with Source(client=config, topic=args.topic).live() as source:
             ranges = plan_fetch_ranges(source, args.partition, max_offsets=args.max_range_offsets)
         spark = session_from_args(args, "live")
         result = run_live_reload(
-            spark, config, args.output, options_from_args(args), topic=args.topic, ranges=ranges
+            spark,
+            config,
+            args.output,
+            options_from_args(args),
+            topic=args.topic,
+            ranges=ranges,
+            allow_unencrypted_secrets=args.allow_unencrypted_secrets or None,
         )
     except KafkaClientError as exc:  # names the cluster (and the executor), never a secret
         print(f"offsetops pipeline live: {printable(exc)}", file=sys.stderr)

@@ -310,7 +310,8 @@ DECODE_ERRORS_SCHEMA = StructType(
             "corrupt_batch, corrupt_record, missing_key, unknown_value_version, corrupt_key, "
             "corrupt_value, corrupt_embedded, offset_order, io; log-dir anomalies unreadable, "
             "dangling_segment, not_a_file, bad_segment_name, leftover_file, duplicate_segment, "
-            "segment_offset_mismatch, overlapping_segments; and zero_tail, a notice (not an error).",
+            "segment_offset_mismatch, overlapping_segments; and the notices (not errors) zero_tail and "
+            "embedded_layout.",
             "DecodeError `kind`.",
         ),
         _field("reason", StringType(), False, "Human-readable explanation.", "DecodeError `reason`."),

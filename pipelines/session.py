@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from offsetops.coordinator_core.atomic import write_bytes_atomic
 from offsetops.coordinator_core.settings import parse_pairs
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
@@ -144,7 +145,7 @@ def package_zip(dest: str | os.PathLike[str]) -> Path:
         for entry, data in sorted(_sources().items()):
             zf.writestr(entry, data)
     out = Path(dest)
-    out.write_bytes(buf.getvalue())
+    write_bytes_atomic(out, buf.getvalue())
     return out
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata, LoadStats, MemberMetadata
 from offsetops.coordinator_core.errors import DecodeError, error_total
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -57,62 +57,66 @@ def cache_rows(cache: CoordinatorCache, *, partition: int | None = None) -> dict
         for pid, offs in sorted(g.pending_offsets.items()):
             for (topic, part), om in sorted(offs.items()):
                 pending.append((p, gid, pid, topic, part, om.offset, om.record_offset))
-        groups.append(
-            (
-                p,
-                gid,
-                g.state,
-                g.protocol_type or None,
-                g.generation,
-                g.protocol,
-                g.leader,
-                g.current_state_timestamp,
-                len(g.members),
-                g.group_type,
-            )
-        )
-        for m in g.members:
-            assignment = (
-                None
-                if m.assignment is None
-                else [{"topic": t, "partitions": list(ps)} for t, ps in sorted(m.assignment.items())]
-            )
-            members.append(
-                (
-                    p,
-                    gid,
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.session_timeout_ms,
-                    m.rebalance_timeout_ms,
-                    None if m.subscribed_topics is None else list(m.subscribed_topics),
-                    assignment,
-                )
-            )
-    s = cache.stats
+        groups.append(_group_row(p, gid, g))
+        members.extend(_member_row(p, gid, m) for m in g.members)
     return {
         "offsets": offsets,
         "pending_offsets": pending,
         "groups": groups,
         "members": members,
-        "decode_errors": [_error_row(p, e) for e in s.errors],
-        "load_stats": [
-            (
-                p,
-                s.segments,
-                s.batches,
-                s.records,
-                s.bytes,
-                s.tombstones,
-                s.control_records,
-                s.unknown_record_types,
-                error_total(s.errors),
-                float(s.elapsed_ms),
-            )
-        ],
+        "decode_errors": [_error_row(p, e) for e in cache.stats.errors],
+        "load_stats": [_load_stats_row(p, cache.stats)],
     }
+
+
+def _group_row(p: int, gid: str, g: GroupMetadata) -> Row:
+    return (
+        p,
+        gid,
+        g.state,
+        g.protocol_type or None,
+        g.generation,
+        g.protocol,
+        g.leader,
+        g.current_state_timestamp,
+        len(g.members),
+        g.group_type,
+    )
+
+
+def _member_row(p: int, gid: str, m: MemberMetadata) -> Row:
+    assignment = (
+        None
+        if m.assignment is None
+        else [{"topic": t, "partitions": list(ps)} for t, ps in sorted(m.assignment.items())]
+    )
+    return (
+        p,
+        gid,
+        m.member_id,
+        m.group_instance_id,
+        m.client_id,
+        m.client_host,
+        m.session_timeout_ms,
+        m.rebalance_timeout_ms,
+        None if m.subscribed_topics is None else list(m.subscribed_topics),
+        assignment,
+    )
+
+
+def _load_stats_row(p: int, s: LoadStats) -> Row:
+    return (
+        p,
+        s.segments,
+        s.batches,
+        s.records,
+        s.bytes,
+        s.tombstones,
+        s.control_records,
+        s.unknown_record_types,
+        error_total(s.errors),  # summaries by their count
+        float(s.elapsed_ms),
+    )
 
 
 def rows_to_arrow(rows: Sequence[Row], schema: StructType) -> pa.Table:
@@ -193,7 +197,7 @@ def caches_from_rows(
     reload wrote instead of reading the log again. ``partitions`` also yields empty caches for
     partitions without rows.
     """
-    from offsetops.coordinator_core.cache import GroupMetadata, LoadStats, MemberMetadata, OffsetAndMetadata
+    from offsetops.coordinator_core.cache import OffsetAndMetadata
     from offsetops.coordinator_core.partitioner import partition_for
 
     caches: dict[int, CoordinatorCache] = {}
@@ -208,32 +212,9 @@ def caches_from_rows(
     for p in partitions or ():
         cache(p)
     for r in _records(rows, "groups"):
-        cache(r["offsets_partition"]).groups[r["group_id"]] = GroupMetadata(
-            group_id=r["group_id"],
-            state=r["state"],
-            protocol_type=r["protocol_type"],
-            generation=r["generation"],
-            protocol=r["protocol"],
-            leader=r["leader"],
-            current_state_timestamp=r["current_state_timestamp"],
-            group_type=r["group_type"],
-        )
+        cache(r["offsets_partition"]).groups[r["group_id"]] = _group_from_row(r)
     for r in _records(rows, "members"):
-        topics, assignment = r["subscribed_topics"], r["assignment"]
-        cache(r["offsets_partition"]).groups[r["group_id"]].members.append(
-            MemberMetadata(
-                member_id=r["member_id"],
-                group_instance_id=r["group_instance_id"],
-                client_id=r["client_id"],
-                client_host=r["client_host"],
-                session_timeout_ms=r["session_timeout_ms"],
-                rebalance_timeout_ms=r["rebalance_timeout_ms"],
-                subscribed_topics=None if topics is None else list(topics),
-                assignment=None
-                if assignment is None
-                else {a["topic"]: list(a["partitions"]) for a in assignment},
-            )
-        )
+        cache(r["offsets_partition"]).groups[r["group_id"]].members.append(_member_from_row(r))
     for r in _records(rows, "offsets"):
         cache(r["offsets_partition"]).groups[r["group_id"]].offsets[(r["topic"], r["partition"])] = (
             OffsetAndMetadata(
@@ -273,3 +254,30 @@ def caches_from_rows(
     for cc in caches.values():
         cc.misplaced_groups = sorted(g for g in cc.groups if partition_for(g, num_partitions) != cc.partition)
     return [caches[p] for p in sorted(caches)]
+
+
+def _group_from_row(r: Mapping[str, Any]) -> GroupMetadata:
+    return GroupMetadata(
+        group_id=r["group_id"],
+        state=r["state"],
+        protocol_type=r["protocol_type"],
+        generation=r["generation"],
+        protocol=r["protocol"],
+        leader=r["leader"],
+        current_state_timestamp=r["current_state_timestamp"],
+        group_type=r["group_type"],
+    )
+
+
+def _member_from_row(r: Mapping[str, Any]) -> MemberMetadata:
+    topics, assignment = r["subscribed_topics"], r["assignment"]
+    return MemberMetadata(
+        member_id=r["member_id"],
+        group_instance_id=r["group_instance_id"],
+        client_id=r["client_id"],
+        client_host=r["client_host"],
+        session_timeout_ms=r["session_timeout_ms"],
+        rebalance_timeout_ms=r["rebalance_timeout_ms"],
+        subscribed_topics=None if topics is None else list(topics),
+        assignment=None if assignment is None else {a["topic"]: list(a["partitions"]) for a in assignment},
+    )

@@ -1,12 +1,4 @@
-"""Slack alerting for offsetops.
+"""The Dagster side of Slack alerting: the sensors, and the evidence they read from the Dagster instance.
 
-``model`` (alerts, observations, transitions), ``lifecycle`` (the per-condition state machine),
-``evidence`` (the assets' results as observations), ``blocks`` (escaped Block Kit messages),
-``notifier`` / ``outbox`` / ``transport`` (time-bounded delivery through a durable outbox) and
-``state`` (what is firing, shared by sensor processes). ``sensors`` holds the Dagster sensors.
+The alerts, their lifecycle, messages and delivery are framework-free, in ``offsetops.checks.alerting``.
 """
-
-from offsetops.assets.alerting.model import SEVERITIES, Alert, SendResult, SendStatus, Severity
-from offsetops.assets.alerting.notifier import SlackNotifier
-
-__all__ = ["SEVERITIES", "Alert", "SendResult", "SendStatus", "Severity", "SlackNotifier"]

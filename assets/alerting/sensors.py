@@ -3,16 +3,16 @@
 * ``slack_on_run_failure`` pages once per failed run (key ``run-failure:<job>:<run_id>``).
 * ``offsetops_alerts`` turns the latest evidence into observations (each audited partition's
   verdict, topic-wide findings, the validation, each group in the expiration plans) and moves each
-  condition's state machine (:mod:`offsetops.assets.alerting.lifecycle`); the changes become messages.
+  condition's state machine (:mod:`offsetops.checks.alerting.lifecycle`); the changes become messages.
 
-Both go through :class:`~offsetops.assets.alerting.SlackNotifier`: bounded in time, through the outbox, so a
+Both go through :class:`~offsetops.checks.alerting.SlackNotifier`: bounded in time, through the outbox, so a
 dead or slow Slack, or a missing token, never fails or stalls anything.
 """
 
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from dagster import (
@@ -25,17 +25,7 @@ from dagster import (
     run_failure_sensor,
     sensor,
 )
-from offsetops.assets.alerting.blocks import condition_blocks, condition_text
-from offsetops.assets.alerting.evidence import (
-    AUDIT_ASSET,
-    EXPIRATION_ASSET,
-    VALIDATION_ASSET,
-    forget_long_lost,
-    observe,
-)
-from offsetops.assets.alerting.lifecycle import advance, message_groups
-from offsetops.assets.alerting.model import Alert, SendResult, Transition
-from offsetops.assets.alerting.notifier import OutgoingMessage
+from offsetops.assets.alerting.dagster_evidence import observe
 from offsetops.assets.partitions import (
     NUM_PARTITIONS,
     PARTITION_RANGE_END_TAG,
@@ -43,6 +33,10 @@ from offsetops.assets.partitions import (
     PARTITION_TAG,
 )
 from offsetops.assets.resources import SlackResource, StateResource
+from offsetops.checks.alerting.model import Observation, SendResult, failure_alert
+from offsetops.checks.alerting.reconcile import reconcile
+from offsetops.checks.alerting.state import ConditionEntry
+from offsetops.checks.asset_names import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
 
 log = logging.getLogger(__name__)
 
@@ -60,23 +54,6 @@ def run_partitions_from_tags(tags: Mapping[str, str]) -> tuple[int, ...]:
     except ValueError:
         pass
     return ()
-
-
-def failure_alert(
-    job_name: str, run_id: str, tags: Mapping[str, str], reason: str, steps: Iterable[str], run_url: str
-) -> Alert:
-    """The page for one failed run."""
-    steps = sorted(set(steps))
-    return Alert(
-        key=f"run-failure:{job_name}:{run_id}",
-        severity="critical",
-        title=f"Dagster run of {job_name} failed",
-        partitions=run_partitions_from_tags(tags),
-        reason=reason[:1500] or "the run failed",
-        remedy="Open the run, read the failed step's error, fix the cause, then re-execute from failure.",
-        run_url=run_url,
-        details={"job": job_name, "run_id": run_id, **({"failed_steps": ", ".join(steps)} if steps else {})},
-    )
 
 
 @run_failure_sensor(
@@ -102,7 +79,12 @@ def slack_on_run_failure(
             messages.append(f"{event.step_key}: {error.message.strip()}")
     reason = "\n".join(messages) or (context.failure_event.message or "")
     alert = failure_alert(
-        run.job_name, run.run_id, run.tags, reason, filter(None, steps), slack.run_url(run.run_id)
+        run.job_name,
+        run.run_id,
+        run_partitions_from_tags(run.tags),
+        reason,
+        filter(None, steps),
+        slack.run_url(run.run_id),
     )
     state.ensure()
     result = slack.notifier(state).send(alert)
@@ -121,23 +103,11 @@ def evaluate_alerts(
     lock) before anything is sent.
     """
     now = time.time() if now is None else now
-    notifier = slack.notifier(state)
-    links = slack.links()
-    with notifier.store.locked() as alert_state:
-        observations = observe(instance, state, alert_state.conditions, NUM_PARTITIONS * 4)
-        changes = advance(alert_state.conditions, observations, now)
-        forget_long_lost(alert_state.conditions, now)  # after advance: what was seen now stays
-        queued = notifier.queue(
-            OutgoingMessage(
-                "recovery" if group[0].transition is Transition.RESOLVED else "alert",
-                ",".join(c.observation.key for c in group),
-                condition_text(group),
-                condition_blocks(group, links, now),
-                {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
-            )
-            for group in message_groups(changes)
-        )
-    return notifier.deliver(queued)
+
+    def evidence(conditions: dict[str, ConditionEntry]) -> list[Observation]:
+        return observe(instance, state, conditions, NUM_PARTITIONS * 4)
+
+    return reconcile(slack.notifier(state), slack.links(), evidence, now)
 
 
 def _cursor(instance: Any) -> str:

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagster import ConfigurableResource, DefaultScheduleStatus, EnvVar
-from offsetops.assets.resources.slack import ENV_SLACK_TOKEN, SlackResource
+from offsetops.assets.resources.slack import ENV_SLACK_TOKEN, ENV_SLACK_TOKEN_FILE, SlackResource
 from offsetops.assets.resources.source import ENV_AS_OF_MS, ENV_BOOTSTRAP, ENV_LOG_DIR, OffsetsSourceResource
 from offsetops.assets.resources.spark import SparkResource
 from offsetops.assets.resources.state import DEFAULT_OUTPUT_DIR, StateResource
 from offsetops.checks.operator_report import ENV_REPORTS_BASE_URL
-from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.settings import parse_pairs
 from pydantic import ValidationError
@@ -36,6 +35,7 @@ ENV_NUM_PARTITIONS = "OFFSETOPS_NUM_PARTITIONS"
 ENV_CLIENT_CONFIG = "OFFSETOPS_CLIENT_CONFIG"
 ENV_TOPIC = "OFFSETOPS_TOPIC"
 ENV_SEMANTICS = "OFFSETOPS_SEMANTICS"
+ENV_SERVER_PROPERTIES = "OFFSETOPS_SERVER_PROPERTIES"
 ENV_RETENTION_MINUTES = "OFFSETOPS_RETENTION_MINUTES"
 ENV_FORECAST_HOURS = "OFFSETOPS_FORECAST_HOURS"
 ENV_OUTPUT_DIR = "OFFSETOPS_OUTPUT_DIR"
@@ -68,8 +68,7 @@ ENVIRONMENT: dict[str, dict[str, str]] = {
         "bootstrap_servers": ENV_BOOTSTRAP,
         "client_config": ENV_CLIENT_CONFIG,
         "topic": ENV_TOPIC,
-        "num_partitions": ENV_NUM_PARTITIONS,
-        "semantics": ENV_SEMANTICS,
+        "server_properties": ENV_SERVER_PROPERTIES,
         "as_of_ms": ENV_AS_OF_MS,
         "live_reload": ENV_LIVE_RELOAD,
         "live_range_offsets": ENV_LIVE_RANGE_OFFSETS,
@@ -84,6 +83,7 @@ ENVIRONMENT: dict[str, dict[str, str]] = {
         "dagster_url": ENV_DAGSTER_URL,
         "reports_url": ENV_REPORTS_BASE_URL,
         "budget_s": ENV_SLACK_BUDGET,
+        "token_file": ENV_SLACK_TOKEN_FILE,
     },
 }
 """``{resource: {field: environment variable}}``: every field a deployment takes from the environment."""
@@ -207,28 +207,16 @@ def num_partitions_from_env(env: Mapping[str, str] | None = None) -> int:
 
 
 def expiration_defaults_from_env(env: Mapping[str, str] | None = None) -> tuple[int, float]:
-    """``offsets.retention.minutes`` and the forecast window the expiration assets default to.
+    """``offsets.retention.minutes`` and the forecast window the run model resolves from ``env`` (the
+    ``OFFSETOPS_*`` variables, the config file, server.properties, Kafka's defaults), for messages and
+    the UI command ``offsetops demo`` prints; the assets resolve them per run the same way."""
+    from offsetops.coordinator_core.run import SettingsError, resolve_run
 
-    ``OFFSETOPS_RETENTION_MINUTES`` (default Kafka's 10080) and ``OFFSETOPS_FORECAST_HOURS`` (default 24):
-    a deployment sets them to its brokers' values, and the UI command ``offsetops demo`` prints sets
-    them to the demo's, so a run launched from the UI plans exactly what the demo planned.
-    """
-    env = os.environ if env is None else env
-    raw_minutes = env.get(ENV_RETENTION_MINUTES, "").strip()
     try:
-        minutes = int(raw_minutes) if raw_minutes else DEFAULT_RETENTION_MS // 60_000
-    except ValueError as exc:
-        raise DeploymentConfigError(f"{ENV_RETENTION_MINUTES}={raw_minutes!r} is not an integer") from exc
-    if minutes < 1:
-        raise DeploymentConfigError(f"{ENV_RETENTION_MINUTES}={minutes} must be at least 1")
-    raw = env.get(ENV_FORECAST_HOURS, "").strip()
-    try:
-        hours = float(raw) if raw else DEFAULT_FORECAST_HOURS
-    except ValueError as exc:
-        raise DeploymentConfigError(f"{ENV_FORECAST_HOURS}={raw!r} is not a number") from exc
-    if not 0 < hours <= 24 * 366:
-        raise DeploymentConfigError(f"{ENV_FORECAST_HOURS}={raw} must be within (0, 8784]")
-    return minutes, hours
+        run = resolve_run(environ=os.environ if env is None else env, now=(0, "not used"))
+    except SettingsError as exc:
+        raise DeploymentConfigError(str(exc)) from exc
+    return run["retention_minutes"], run["forecast_hours"]
 
 
 def schedules_running_by_default(env: Mapping[str, str] | None = None) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from dagster import ConfigurableResource, InitResourceContext
@@ -10,22 +11,30 @@ from offsetops.checks.operator_report import REPORT_FILE
 from pydantic import Field, PrivateAttr, field_validator
 
 if TYPE_CHECKING:
-    from offsetops.assets.alerting import SlackNotifier
-    from offsetops.assets.alerting.blocks import AlertLinks
+    from offsetops.checks.alerting import SlackNotifier
+    from offsetops.checks.alerting.blocks import AlertLinks
 
 DEFAULT_SLACK_CHANNEL = "#offsetops-alerts"
 DEFAULT_DAGSTER_URL = "http://localhost:3000"
 ENV_SLACK_TOKEN = "SLACK_BOT_TOKEN"
+ENV_SLACK_TOKEN_FILE = "SLACK_BOT_TOKEN_FILE"
+log = logging.getLogger(__name__)
 
 
 class SlackResource(ConfigurableResource):
     """Slack paging: a bot token (from ``SLACK_BOT_TOKEN``), a channel, and dedupe settings.
 
-    A missing or invalid token never fails a run: :class:`~offsetops.assets.alerting.SlackNotifier` logs one
+    A missing or invalid token never fails a run: :class:`~offsetops.checks.alerting.SlackNotifier` logs one
     line and appends the alert to the outbox in the state dir.
     """
 
     token: str | None = Field(default=None, description="Slack bot token (xoxb-...).")
+    token_file: str | None = Field(
+        default=None,
+        description="A file holding the bot token (a Kubernetes Secret key mounted as a file); read when "
+        "the notifier is built, so the token is never part of the resource's config. Used when token is "
+        "unset.",
+    )
     channel: str = Field(default=DEFAULT_SLACK_CHANNEL, min_length=1)
     base_url: str | None = Field(default=None, description="Slack Web API base URL (tests, proxies).")
     dedupe_window_s: int = Field(default=3600, ge=0)
@@ -58,6 +67,13 @@ class SlackResource(ConfigurableResource):
             raise ValueError(f"{value!r} is not an http(s) URL")
         return value
 
+    @field_validator("base_url")
+    @classmethod
+    def _slack_url(cls, value: str | None) -> str | None:
+        from offsetops.checks.alerting.transport import check_slack_base_url
+
+        return None if value is None else check_slack_base_url(value)
+
     @field_validator("channel")
     @classmethod
     def _channel(cls, value: str) -> str:
@@ -70,7 +86,7 @@ class SlackResource(ConfigurableResource):
 
     def links(self) -> AlertLinks:
         """Where alerts link: the Dagster UI (asset partitions, runs) and the operator report."""
-        from offsetops.assets.alerting.blocks import AlertLinks
+        from offsetops.checks.alerting.blocks import AlertLinks
 
         return AlertLinks(
             dagster_url=self.dagster_url or DEFAULT_DAGSTER_URL,
@@ -78,15 +94,28 @@ class SlackResource(ConfigurableResource):
             report_path=self.report_path,
         )
 
+    def _token_from_file(self) -> str | None:
+        """The token in ``token_file`` (a regular file of at most 64 KiB), or None without one. An
+        unreadable file is logged by name and treated as no token: the alert goes to the outbox."""
+        if not self.token_file:
+            return None
+        from offsetops.coordinator_core.untrusted import read_regular_text
+
+        try:
+            return read_regular_text(self.token_file, kind="secret").strip() or None
+        except OSError as exc:
+            log.warning("Slack token file unreadable (%s); alerts go to the outbox", exc)
+            return None
+
     def notifier(self, state: StateResource) -> SlackNotifier:
         """A :class:`SlackNotifier` whose dedupe state and outbox live in ``state``'s state dir."""
-        from offsetops.assets.alerting import SlackNotifier
+        from offsetops.checks.alerting import SlackNotifier
 
         base_url = self.base_url
         if base_url and not base_url.endswith("/"):
             base_url += "/"
         return SlackNotifier(
-            self.token,
+            self.token or self._token_from_file(),
             self.channel,
             base_url=base_url,
             state_path=state.alert_state_file,

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dagster import ConfigurableResource, InitResourceContext
 from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
 from offsetops.coordinator_core.clock import Clock, resolve_clock
-from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.run import RunSettings, resolve_run
 from offsetops.coordinator_core.sources.ranges import DEFAULT_EXECUTORS_MIN_OFFSETS, DEFAULT_RANGE_OFFSETS
+from offsetops.coordinator_core.sources.source import ReadLimits, Source
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 if TYPE_CHECKING:
@@ -52,11 +54,22 @@ class OffsetsSourceResource(ConfigurableResource):
         min_length=1,
         description="The offsets topic to read in live mode (e.g. a mirrored copy on another cluster).",
     )
-    num_partitions: int = Field(
-        default=DEFAULT_OFFSETS_PARTITIONS, ge=1, le=10_000, description="offsets.topic.num.partitions."
+    num_partitions: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="offsets.topic.num.partitions; default: $OFFSETOPS_NUM_PARTITIONS, the config file, "
+        "server_properties, else 50 (the run model).",
     )
-    semantics: Literal["java", "scala"] = Field(
-        default="java", description="Coordinator replay rules: java (3.6+/4.x) or scala (up to 3.x)."
+    semantics: str | None = Field(
+        default=None,
+        description="Coordinator replay rules: java (3.6+/4.x) or scala (before 3.6); default: "
+        "$OFFSETOPS_SEMANTICS, the config file, else the broker version (java when unknown).",
+    )
+    server_properties: str | None = Field(
+        default=None,
+        description="The brokers' server.properties: offsets.retention.minutes, offsets.topic.num.partitions "
+        "and inter.broker.protocol.version from it, where nothing above sets them.",
     )
     as_of_ms: int | None = Field(
         default=None,
@@ -78,6 +91,7 @@ class OffsetsSourceResource(ConfigurableResource):
     )
 
     _clock: Clock | None = PrivateAttr(default=None)
+    _settings: RunSettings | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _one_source(self) -> OffsetsSourceResource:
@@ -94,6 +108,13 @@ class OffsetsSourceResource(ConfigurableResource):
             except ClientConfigError as exc:
                 raise ValueError(str(exc)) from None
         return self
+
+    @field_validator("semantics")
+    @classmethod
+    def _semantics(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("java", "scala"):
+            raise ValueError(f"semantics must be java or scala, got {value!r}")
+        return value
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -134,6 +155,37 @@ class OffsetsSourceResource(ConfigurableResource):
     def now_ms(self) -> int:
         return self.clock().as_of_ms
 
+    def settings(self, flags: Mapping[str, tuple[Any, str]] | None = None) -> RunSettings:
+        """The run's settings (:func:`offsetops.coordinator_core.run.resolve_run`) at the run's clock: this
+        resource's fields, then ``flags`` (an asset's run config, which beats them), over the
+        ``OFFSETOPS_*`` environment, the config file, ``server_properties`` and Kafka's defaults."""
+        if not flags and self._settings is not None:
+            return self._settings
+        given: dict[str, tuple[Any, str]] = {
+            name: (getattr(self, name), f"Dagster resource OffsetsSourceResource.{name}")
+            for name in ("num_partitions", "semantics")
+            if getattr(self, name) is not None
+        }
+        given.update(flags or {})
+        clock = self.clock()
+        run = resolve_run(
+            flags=given,
+            server_properties=self.server_properties,
+            log_dir=self.log_dir,
+            now=(clock.as_of_ms, clock.detail),
+        )
+        if not flags:
+            self._settings = run
+        return run
+
+    def source(self) -> Source:
+        """The run's one :class:`Source`: the live cluster when configured, else the log dir, with the
+        run's read limits."""
+        limits = ReadLimits(max_batch_bytes=self.settings()["max_batch_bytes"])
+        if self.is_live:
+            return Source(client=self.kafka_config(), topic=self.topic, limits=limits)
+        return Source(log_dir=str(self.open_log_dir().path), limits=limits)
+
     def kafka_config(self) -> KafkaClientConfig:
         """The Kafka client configuration of live mode, for every client the assets build."""
         from offsetops.coordinator_core.kafka_client import KafkaClientConfig
@@ -155,32 +207,16 @@ class OffsetsSourceResource(ConfigurableResource):
 
     def load_caches(self, partitions: list[int]) -> list[CoordinatorCache]:
         """doLoadGroupsAndOffsets for each partition; a partition with no data is an empty cache."""
-        from offsetops.coordinator_core.loader import load_partition_dir
-
-        if self.is_live:
-            from offsetops.coordinator_core.sources.live import LiveSource, load_live_partition
-
-            with LiveSource(self.kafka_config(), topic=self.topic) as source:
-                present = set(source.partitions())
-                return [
-                    load_live_partition(
-                        source, p, num_partitions=self.num_partitions, semantics=self.semantics
-                    )
-                    if p in present
-                    else self.empty_cache(p)
-                    for p in partitions
-                ]
-        logdir = self.open_log_dir()
-        by_number = {pd.partition: pd for pd in logdir.partitions}
-        return [
-            load_partition_dir(by_number[p], num_partitions=self.num_partitions, semantics=self.semantics)
-            if p in by_number
-            else self.empty_cache(p)
-            for p in partitions
-        ]
+        run = self.settings()
+        return self.source().load_or_empty(
+            partitions, num_partitions=run["num_partitions"], semantics=run["semantics"]
+        )
 
     def empty_cache(self, partition: int) -> CoordinatorCache:
         """What the coordinator holds for a partition with no log: no groups."""
         return CoordinatorCache(
-            partition=partition, groups={}, stats=LoadStats(), num_partitions=self.num_partitions
+            partition=partition,
+            groups={},
+            stats=LoadStats(),
+            num_partitions=self.settings()["num_partitions"],
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -262,7 +261,7 @@ def audit_log_dir(
     *,
     config: CleanerConfig | None = None,
     thresholds: Thresholds | None = None,
-    now_ms: int | None = None,
+    now_ms: int,
     partitions: list[int] | None = None,
     metrics: CleanerMetrics | None = None,
     broker_log: BrokerLogReport | None = None,
@@ -272,6 +271,7 @@ def audit_log_dir(
     verify_crc: bool = True,
     partition_audits: Mapping[int, PartitionAudit | PartitionFailure | None] | None = None,
     log_dir_key: str | None = None,
+    files_at_hand: bool = True,
 ) -> CleanerAudit:
     """Audit every ``__consumer_offsets`` partition of a log dir (or one partition dir).
 
@@ -280,16 +280,17 @@ def audit_log_dir(
     ``partition_audits`` supplies the per-partition scans already done elsewhere (the Spark job runs
     :func:`audit_partition` on its executors, a broker scan its broker's pod); history, marks and verdicts
     are still applied here. ``log_dir_key`` names the log dir in the history and the report (default:
-    its resolved path).
+    its resolved path). With ``files_at_hand`` false (a broker scan judged centrally), the log dir's path
+    is a label only: no file under it is opened.
     """
     logdir = path if isinstance(path, LogDir) else open_log_dir(path, partitions=partitions)
     cfg = config or CleanerConfig()
     th = thresholds or Thresholds()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = now_ms
     notes = list(logdir.checkpoint_errors)
     if live is not None:
         notes.extend(live.notes)
-    hw_ckpt = _high_watermarks(logdir, notes)
+    hw_ckpt = _high_watermarks(logdir, notes) if files_at_hand else {}
     if partition_audits is None:
         partition_audits = scan_log_dir(logdir, config=cfg, now_ms=now, verify_crc=verify_crc, hw=hw_ckpt)
     history = AuditHistory.load(state_dir) if state_dir is not None else None
@@ -389,7 +390,7 @@ def audit_log_dirs(
     *,
     config: CleanerConfig | None = None,
     thresholds: Thresholds | None = None,
-    now_ms: int | None = None,
+    now_ms: int,
     metrics: Mapping[int, CleanerMetrics] | None = None,
     broker_logs: Mapping[int, BrokerLogReport] | None = None,
     live: ClusterConfig | None = None,
@@ -405,7 +406,7 @@ def audit_log_dirs(
     ``replica_divergence`` finding on their row.
     """
     cfg, th = config or CleanerConfig(), thresholds or Thresholds()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = now_ms
     per_broker = [
         (
             b.broker_id,

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from offsetops.coordinator_core.untrusted import iter_lines
+
 _HEADER = re.compile(r"^\[(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[,.](\d{1,3}))?\]\s+([A-Z]+)\s?(.*)$")
 _THREAD = re.compile(r"kafka-log-cleaner-thread-(\d+)")
 _CLEANED = re.compile(r"Log cleaner thread (\d+) cleaned log (\S+) \(dirty section = \[(-?\d+), (-?\d+)\]\)")
@@ -248,6 +250,5 @@ def read_broker_logs(paths: Iterable[str | os.PathLike[str]]) -> BrokerLogReport
     """Parse several log files into one report (OSError propagates with the path in it)."""
     rep = BrokerLogReport()
     for path in paths:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            parse_broker_log(fh, source=str(path), report=rep)
+        parse_broker_log(iter_lines(path, kind="broker log"), source=str(path), report=rep)
     return rep

@@ -16,13 +16,12 @@ import dataclasses
 import json
 import os
 import re
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offsetops.coordinator_core.atomic import write_text_atomic
+from offsetops.coordinator_core.atomic import SHARED_FILE_MODE, write_text_atomic
 from offsetops.coordinator_core.cleaner.audit import audit_log_dir, merge_broker_audits, scan_log_dir
 from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport
 from offsetops.coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
@@ -30,13 +29,29 @@ from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics
 from offsetops.coordinator_core.cleaner.model import (
     DEGRADED,
     CleanerAudit,
-    OpenTransaction,
     PartitionAudit,
     PartitionFailure,
     Reason,
     Thresholds,
 )
-from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.cleaner.scan_findings import (
+    duplicate_scan_reason,
+    future_scan_reason,
+    unusable_scan_reason,
+)
+from offsetops.coordinator_core.cleaner.scan_schema import (
+    MAX_PARTITION,
+    ScanSchemaError,
+    check_config,
+    check_int,
+    check_label,
+    check_list,
+    check_mapping,
+    check_notes,
+    check_partition_audit,
+    check_partition_number,
+    check_replica_copy,
+)
 from offsetops.coordinator_core.sources.logdir import (
     OFFSETS_TOPIC,
     LogDir,
@@ -45,10 +60,12 @@ from offsetops.coordinator_core.sources.logdir import (
 )
 from offsetops.coordinator_core.sources.replicas import BatchDigest, ReplicaCopy, compare_copies, replica_copy
 from offsetops.coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.untrusted import MAX_BYTES, UntrustedFileError, read_regular_file
 
 __all__ = [
     "SCAN_FORMAT",
     "BrokerScan",
+    "BrokerScans",
     "audit_broker_scans",
     "read_broker_scans",
     "scan_broker",
@@ -62,6 +79,10 @@ _SCAN_NAME = re.compile(r"^broker-(\d+)\.json$")
 DEFAULT_MAX_DIGESTS = 200_000
 #: a scan older than this is a finding: the broker's collector has stopped (twice the hourly schedule)
 DEFAULT_MAX_SCAN_AGE_MS = 2 * 3_600_000
+#: a scan dated further than this after the audit's clock is a finding: the collector's clock is skewed
+DEFAULT_MAX_SCAN_SKEW_MS = 5 * 60_000
+#: the size limit of a scan file is the untrusted reader's for this kind (64 MiB)
+SCAN_KIND = "broker scan"
 
 # what the central run sets on a partition audit, so a scan does not carry it
 _CENTRAL_FIELDS = frozenset(
@@ -88,14 +109,6 @@ def partition_audit_state(pa: PartitionAudit) -> dict[str, Any]:
             value = [dataclasses.asdict(v) for v in value]
         out[f.name] = value
     return out
-
-
-def partition_audit_from_state(d: Mapping[str, Any]) -> PartitionAudit:
-    """The inverse of :func:`partition_audit_state` (a KeyError or TypeError on a malformed document)."""
-    kwargs = {f.name: d[f.name] for f in dataclasses.fields(PartitionAudit) if f.name not in _CENTRAL_FIELDS}
-    kwargs["open_transactions"] = [OpenTransaction(**t) for t in d["open_transactions"]]
-    kwargs["decode_errors"] = [DecodeError(**e) for e in d["decode_errors"]]
-    return PartitionAudit(**kwargs)
 
 
 @dataclass
@@ -131,31 +144,63 @@ class BrokerScan:
         }
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any], source: str) -> BrokerScan:
-        if doc.get("format") != SCAN_FORMAT:
-            raise LogDirError(
-                f"{source}: not a broker scan (format {doc.get('format')!r}, expected {SCAN_FORMAT})"
-            )
+    def from_json(cls, doc: Any, source: str) -> BrokerScan:
+        """The scan in ``doc``, checked against the schema (:mod:`.scan_schema`). A malformed frame is a
+        LogDirError naming the file and the field; a malformed partition entry is that partition's
+        :class:`PartitionFailure`, and a malformed copy is left out with a note, so the rest is judged."""
         try:
-            parts: dict[int, PartitionAudit | PartitionFailure] = {}
-            for number, entry in doc["partitions"].items():
-                if "failure" in entry:
-                    fail = entry["failure"]
-                    parts[int(number)] = PartitionFailure(int(number), fail["path"], fail["error"])
-                else:
-                    parts[int(number)] = partition_audit_from_state(entry["audit"])
-            return cls(
-                broker_id=int(doc["broker_id"]),
-                log_dir=str(doc["log_dir"]),
-                scanned_at_ms=int(doc["scanned_at_ms"]),
-                config=dict(doc["config"]),
-                partitions=parts,
-                copies=[_copy_from_json(int(doc["broker_id"]), c) for c in doc["copies"]],
-                notes=[str(n) for n in doc["notes"]],
+            doc = check_mapping(doc, "the document")
+            if doc.get("format") != SCAN_FORMAT:
+                raise ScanSchemaError(f"format is {_label(doc.get('format'))}, expected {SCAN_FORMAT}")
+            broker_id = check_int(doc.get("broker_id"), "broker_id", high=MAX_PARTITION)
+            scan = cls(
+                broker_id=broker_id,
+                log_dir=check_label(doc.get("log_dir"), "log_dir"),
+                scanned_at_ms=check_int(doc.get("scanned_at_ms"), "scanned_at_ms"),
+                config=check_config(doc.get("config"), "config"),
+                notes=check_notes(doc.get("notes"), "notes"),
                 source=source,
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise LogDirError(f"{source}: malformed broker scan: {type(exc).__name__}: {exc}") from None
+            parts = check_mapping(doc.get("partitions"), "partitions")
+            copies = check_list(doc.get("copies"), "copies")
+        except ScanSchemaError as exc:
+            raise LogDirError(f"{source}: not a valid broker scan: {exc}") from None
+        for key in list(parts):
+            scan._add_partition(key, parts.pop(key))  # popped: the parsed entry is freed once converted
+        while copies:
+            where = f"copies[{len(scan.copies)}]"
+            try:
+                scan.copies.append(check_replica_copy(broker_id, copies.pop(0), where))
+            except ScanSchemaError as exc:
+                scan.notes.append(f"{source}: {where} left out of the comparison of copies: {exc}")
+        return scan
+
+    def _add_partition(self, key: Any, entry: Any) -> None:
+        where = (
+            f"partitions.{key}" if isinstance(key, str) and len(key) <= 20 else f"partitions[{_label(key)}]"
+        )
+        number = check_partition_number(key, "partitions")
+        try:
+            entry = check_mapping(entry, where)
+            if "failure" in entry:
+                fail = check_mapping(entry["failure"], f"{where}.failure")
+                path = check_label(fail.get("path"), f"{where}.failure.path")
+                error = check_label(fail.get("error"), f"{where}.failure.error")
+                self.partitions[number] = PartitionFailure(number, path, error)
+            else:
+                audit = check_partition_audit(entry.get("audit"), f"{where}.audit", central=_CENTRAL_FIELDS)
+                if audit.partition != number:
+                    raise ScanSchemaError(f"{where}.audit.partition is {audit.partition}")
+                self.partitions[number] = audit
+        except ScanSchemaError as exc:
+            self.partitions[number] = PartitionFailure(
+                number, f"{self.source}#{where}", f"malformed in the broker scan: {exc}"
+            )
+
+
+def _label(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _copy_json(c: ReplicaCopy) -> dict[str, Any]:
@@ -166,21 +211,6 @@ def _copy_json(c: ReplicaCopy) -> dict[str, Any]:
         "digests_until": c.digests_until,
         "digests": [[d.base_offset, d.last_offset, d.size, d.digest] for d in c.digests or ()],
     }
-
-
-def _copy_from_json(broker_id: int, d: Mapping[str, Any]) -> ReplicaCopy:
-    return ReplicaCopy(
-        broker_id=broker_id,
-        partition=int(d["partition"]),
-        path=str(d["path"]),
-        size_bytes=int(d["size_bytes"]),
-        leader_epochs=tuple((int(e), int(s)) for e, s in d["leader_epochs"]),
-        log_start_offset=int(d["log_start_offset"]),
-        log_end_offset=int(d["log_end_offset"]),
-        first_dirty_offset=int(d["first_dirty_offset"]),
-        digests=tuple(BatchDigest(int(b), int(e), int(n), str(h)) for b, e, n, h in d["digests"]),
-        digests_until=None if d["digests_until"] is None else int(d["digests_until"]),
-    )
 
 
 def _with_digests(copy: ReplicaCopy, max_digests: int) -> ReplicaCopy:
@@ -200,13 +230,13 @@ def scan_broker(
     broker_id: int,
     *,
     config: CleanerConfig | None = None,
-    now_ms: int | None = None,
+    now_ms: int,
     verify_crc: bool = True,
     max_digests: int = DEFAULT_MAX_DIGESTS,
 ) -> BrokerScan:
     """Scan every partition of one broker's log dir: the audit's per-partition part and the replica facts."""
     cfg = config or CleanerConfig()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = now_ms
     notes = list(logdir.checkpoint_errors)
     scan = BrokerScan(broker_id, str(Path(logdir.path).resolve()), now, cfg.to_json(), notes=notes)
     found = scan_log_dir(logdir, config=cfg, now_ms=now, verify_crc=verify_crc, notes=notes)
@@ -231,40 +261,114 @@ def scan_broker(
 
 
 def write_broker_scan(scan: BrokerScan, out_dir: str | os.PathLike[str]) -> Path:
-    """Write ``broker-<id>.json`` into ``out_dir`` atomically, so the central run never reads half a scan."""
+    """Write ``broker-<id>.json`` into ``out_dir`` atomically, so the central run never reads half a scan,
+    group-readable (the file-mode policy of :mod:`offsetops.coordinator_core.atomic`). A scan that would
+    pass the reader's size limit keeps fewer batch digests per copy (the copies are then compared up to
+    the last digest kept, and the scan says so), so the central run never refuses what a collector wrote."""
+    limit = MAX_BYTES[SCAN_KIND]
+    text = json.dumps(scan.to_json(), separators=(",", ":"), allow_nan=False)
+    while len(text) > limit and any(c.digests for c in scan.copies):
+        keep = max(len(c.digests or ()) for c in scan.copies) // 2
+        scan.copies = [_trimmed(c, keep) for c in scan.copies]
+        scan.notes.append(
+            f"batch digests cut to {keep} per partition to keep the scan under {limit} bytes; "
+            "copies are compared up to the last digest kept"
+        )
+        text = json.dumps(scan.to_json(), separators=(",", ":"), allow_nan=False)
     path = Path(out_dir) / f"broker-{scan.broker_id}.json"
-    return write_text_atomic(path, json.dumps(scan.to_json(), separators=(",", ":")))
+    return write_text_atomic(path, text, mode=SHARED_FILE_MODE)
 
 
-def read_broker_scans(path: str | os.PathLike[str]) -> list[BrokerScan]:
-    """Every ``broker-<id>.json`` in ``path``, in broker order; LogDirError naming the file otherwise."""
+def _trimmed(copy: ReplicaCopy, keep: int) -> ReplicaCopy:
+    digests = copy.digests or ()
+    if len(digests) <= keep:
+        return copy
+    return dataclasses.replace(copy, digests=tuple(digests[:keep]), digests_until=digests[keep].base_offset)
+
+
+@dataclass
+class BrokerScans:
+    """The scans of a directory, one per broker, and every file of it that was not used, as findings."""
+
+    scans: list[BrokerScan]
+    findings: list[Reason] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[BrokerScan]:
+        return iter(self.scans)
+
+    def __len__(self) -> int:
+        return len(self.scans)
+
+    def __getitem__(self, i: int) -> BrokerScan:
+        return self.scans[i]
+
+
+def read_broker_scans(path: str | os.PathLike[str]) -> BrokerScans:
+    """Every ``broker-<id>.json`` in ``path``, in broker order. A file that cannot be used (not a regular
+    file, above :data:`MAX_BYTES` for a scan, not JSON, not a scan, another broker's) is a finding and the
+    other brokers are judged; several files of one broker id (``broker-1.json``, ``broker-01.json``) are a
+    finding too, and the one named as the collector names it (else the first by name) is used.
+    LogDirError when the directory is unusable or holds no usable scan."""
     root = Path(path)
-    if not root.is_dir():
-        raise LogDirError(f"{root}: no such directory of broker scans")
-    scans = []
-    for entry in sorted(root.iterdir()):
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as exc:
+        raise LogDirError(
+            f"{root}: cannot list the directory of broker scans: {exc.strerror or exc}"
+        ) from None
+    by_broker: dict[int, list[Path]] = {}
+    for entry in entries:
         m = _SCAN_NAME.match(entry.name)
-        if not m:
-            continue
+        if m and len(m.group(1)) <= 10:
+            by_broker.setdefault(int(m.group(1)), []).append(root / entry.name)
+    out = BrokerScans([])
+    problems: list[str] = []
+    for broker_id, files in sorted(by_broker.items()):
+        chosen = _canonical(broker_id, files)
+        if len(files) > 1:
+            out.findings.append(duplicate_scan_reason(broker_id, chosen, files))
         try:
-            doc = json.loads(entry.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise LogDirError(f"{entry}: cannot read broker scan: {exc}") from None
-        scan = BrokerScan.from_json(doc, str(entry))
-        if scan.broker_id != int(m.group(1)):
-            raise LogDirError(f"{entry}: holds the scan of broker {scan.broker_id}")
-        scans.append(scan)
-    if not scans:
+            out.scans.append(_read_one(chosen, broker_id))
+        except LogDirError as exc:
+            problems.append(str(exc))
+    if problems:
+        out.findings.append(unusable_scan_reason(problems))
+    if not out.scans:
+        if problems:
+            raise LogDirError(f"{root}: no usable broker scan: " + "; ".join(problems))
         raise LogDirError(f"{root}: no broker-<id>.json scans (is the per-broker collector running?)")
-    return scans
+    return out
+
+
+def _canonical(broker_id: int, files: Sequence[Path]) -> Path:
+    """The file of ``broker_id`` used: ``broker-<id>.json`` as :func:`write_broker_scan` names it, else
+    the first by name (a deterministic choice, whatever the directory order)."""
+    name = f"broker-{broker_id}.json"
+    return next((f for f in files if f.name == name), min(files, key=lambda f: f.name))
+
+
+def _read_one(path: Path, broker_id: int) -> BrokerScan:
+    try:
+        raw = read_regular_file(path, kind=SCAN_KIND)
+    except UntrustedFileError as exc:
+        raise LogDirError(str(exc)) from None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise LogDirError(f"{path}: not JSON: {exc}") from None
+    del raw
+    scan = BrokerScan.from_json(doc, str(path))
+    if scan.broker_id != broker_id:
+        raise LogDirError(f"{path}: holds the scan of broker {scan.broker_id}, not of broker {broker_id}")
+    return scan
 
 
 def audit_broker_scans(
-    scans: Sequence[BrokerScan],
+    scans: BrokerScans | Sequence[BrokerScan],
     *,
     config: CleanerConfig | None = None,
     thresholds: Thresholds | None = None,
-    now_ms: int | None = None,
+    now_ms: int,
     metrics: Mapping[int, CleanerMetrics] | None = None,
     broker_logs: Mapping[int, BrokerLogReport] | None = None,
     live: ClusterConfig | None = None,
@@ -272,14 +376,17 @@ def audit_broker_scans(
     record_history: bool = True,
     partitions: Sequence[int] | None = None,
     max_scan_age_ms: int = DEFAULT_MAX_SCAN_AGE_MS,
+    max_scan_skew_ms: int = DEFAULT_MAX_SCAN_SKEW_MS,
 ) -> CleanerAudit:
     """The audit of several brokers from their scans: what :func:`audit_log_dirs` gives with the files at
-    hand. A scan older than ``max_scan_age_ms`` is a DEGRADED finding (its numbers are that old).
+    hand. A scan older than ``max_scan_age_ms`` is a DEGRADED finding (its numbers are that old), and so
+    is one dated more than ``max_scan_skew_ms`` after the audit's clock (a collector with a skewed clock
+    would otherwise never look stale). A scan's paths are labels: no file of a scan is opened here.
 
     The options are :func:`audit_log_dirs`' own, with the same names and meaning, so an operator moves
     from log dirs to scans without relearning them; only the input differs."""
     cfg, th = config or CleanerConfig(), thresholds or Thresholds()
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = now_ms
     wanted = None if partitions is None else set(partitions)
     if wanted is not None:
         missing = sorted(wanted - {n for scan in scans for n in scan.partitions})
@@ -287,10 +394,12 @@ def audit_broker_scans(
             raise LogDirError(f"partition(s) {missing} of {OFFSETS_TOPIC} are in none of the broker scans")
     per_broker: list[tuple[int, CleanerAudit]] = []
     notes: list[str] = []
-    stale: list[Reason] = []
+    stale: list[Reason] = list(scans.findings) if isinstance(scans, BrokerScans) else []
     for scan in scans:
         age = now - scan.scanned_at_ms
-        if age > max_scan_age_ms:
+        if -age > max_scan_skew_ms:
+            stale.append(future_scan_reason(scan, -age, max_scan_skew_ms))
+        elif age > max_scan_age_ms:
             stale.append(
                 Reason(
                     DEGRADED,
@@ -323,6 +432,7 @@ def audit_broker_scans(
             record_history=record_history,
             partition_audits=found,
             log_dir_key=f"broker-{scan.broker_id}:{scan.log_dir}",
+            files_at_hand=False,
         )
         per_broker.append((scan.broker_id, one))
     by_partition: dict[int, list[ReplicaCopy]] = {}

@@ -139,6 +139,23 @@ class CleanerConfig:
         sources.update(dict.fromkeys(updates, source))
         return dataclasses.replace(self, **updates, sources=sources)
 
+    def layered(
+        self,
+        broker: tuple[Mapping[str, str], str | None],
+        config_file: tuple[Mapping[str, str], str | None],
+        live: ClusterConfig | None = None,
+    ) -> CleanerConfig:
+        """The run model's order for the cleaner's settings: the broker's ``server.properties``, then a
+        live cluster's DescribeConfigs, then the config file (``--config KEY=VALUE`` goes on top)."""
+        config = self
+        if broker[0]:
+            config = config.with_values(broker[0], source=broker[1] or "broker")
+        if live is not None:
+            config = live.apply(config)
+        if config_file[0]:
+            config = config.with_values(config_file[0], source=config_file[1] or "config file")
+        return config
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offsetops.coordinator_core.atomic import open_append
+from offsetops.coordinator_core.untrusted import iter_lines
+
 HISTORY_FILE = "audits.jsonl"
+
+
+#: an audit line holds every partition of the log dir; longer lines are cut (and skipped as unreadable)
+MAX_HISTORY_LINE = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,20 +88,19 @@ class AuditHistory:
     @classmethod
     def load(cls, state_dir: str | os.PathLike[str]) -> AuditHistory:
         hist = cls(Path(state_dir))
-        if not hist.path.is_file():
+        if not os.path.lexists(hist.path):
             return hist
-        with open(hist.path, encoding="utf-8") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                try:
-                    doc = json.loads(line)
-                    int(doc["audited_at_ms"])
-                    dict(doc["partitions"])
-                except (ValueError, KeyError, TypeError):
-                    hist.skipped_lines += 1
-                    continue
-                hist.entries.append(doc)
+        for line in iter_lines(hist.path, kind="history", max_line=MAX_HISTORY_LINE):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+                int(doc["audited_at_ms"])
+                dict(doc["partitions"])
+            except (ValueError, KeyError, TypeError):
+                hist.skipped_lines += 1
+                continue
+            hist.entries.append(doc)
         hist.entries.sort(key=lambda d: int(d["audited_at_ms"]))
         return hist
 
@@ -134,9 +140,9 @@ class AuditHistory:
     def append(self, doc: dict[str, Any]) -> None:
         """Append one audit line (the state dir is created when missing)."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(doc, separators=(",", ":"), sort_keys=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        line = json.dumps(doc, separators=(",", ":"), sort_keys=True, allow_nan=False)
+        with open_append(self.path) as fh:
+            fh.write(line.encode("utf-8") + b"\n")
             fh.flush()
             os.fsync(fh.fileno())
         self.entries.append(doc)

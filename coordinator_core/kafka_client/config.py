@@ -14,12 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import javaproperties
-from offsetops.coordinator_core.untrusted import read_regular_file
+from offsetops.coordinator_core.untrusted import UntrustedFileError, read_regular_file
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
 DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+#: The Java consumer's defaults for ``fetch.max.wait.ms``, ``retry.backoff.ms`` and ``retry.backoff.max.ms``
+#: (``ConsumerConfig``; the exponential back-off is KIP-580's).
+DEFAULT_FETCH_MAX_WAIT_MS = 500
+DEFAULT_RETRY_BACKOFF_MS = 100
+DEFAULT_RETRY_BACKOFF_MAX_MS = 1000
 _MASK = "'***'"
 
 #: ``OFFSETOPS_*`` variable -> field.
@@ -37,6 +42,7 @@ ENVIRONMENT: dict[str, str] = {
     "OFFSETOPS_CLIENT_ID": "client_id",
     "OFFSETOPS_REQUEST_TIMEOUT_MS": "request_timeout_ms",
     "OFFSETOPS_CONNECT_TIMEOUT_MS": "connect_timeout_ms",
+    "OFFSETOPS_FETCH_MAX_WAIT_MS": "fetch_max_wait_ms",
 }
 
 #: ``client.properties`` key -> field, for keys that map one to one (Java names, then librdkafka's).
@@ -47,6 +53,10 @@ PROPERTIES: dict[str, str] = {
     "client.id": "client_id",
     "request.timeout.ms": "request_timeout_ms",
     "socket.connection.setup.timeout.ms": "connect_timeout_ms",
+    "fetch.max.wait.ms": "fetch_max_wait_ms",
+    "max.partition.fetch.bytes": "fetch_max_bytes",
+    "retry.backoff.ms": "retry_backoff_ms",
+    "retry.backoff.max.ms": "retry_backoff_max_ms",
     "ssl.key.password": "ssl_password",
     "sasl.mechanisms": "sasl_mechanism",
     "sasl.username": "sasl_plain_username",
@@ -58,7 +68,14 @@ PROPERTIES: dict[str, str] = {
 
 _SECRET_FIELDS = ("sasl_plain_password", "ssl_password")
 _MIN_SCRUB = 4
-_INT_FIELDS = ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes")
+_INT_FIELDS = (
+    "request_timeout_ms",
+    "connect_timeout_ms",
+    "fetch_max_bytes",
+    "fetch_max_wait_ms",
+    "retry_backoff_ms",
+    "retry_backoff_max_ms",
+)
 
 
 class KafkaClientError(Exception):
@@ -101,15 +118,12 @@ def parse_properties(text: str) -> dict[str, str]:
     return dict(javaproperties.loads(text))
 
 
-#: The largest ``.properties`` file read (client configs and meta.properties are a few hundred bytes).
-MAX_PROPERTIES_BYTES = 1 << 20
-
-
-def read_properties(path: str | os.PathLike[str], *, kind: str = "properties file") -> dict[str, str]:
+def read_properties(path: str | os.PathLike[str], *, kind: str = "properties") -> dict[str, str]:
     """:func:`parse_properties` of a file (Java reads ``.properties`` as ISO-8859-1; UTF-8 is what
-    operators write today, and ``\\uXXXX`` escapes mean the same in both). A regular file of at most
-    :data:`MAX_PROPERTIES_BYTES`, read without blocking, else an ``OSError`` naming it."""
-    raw = read_regular_file(path, kind=kind, max_bytes=MAX_PROPERTIES_BYTES)
+    operators write today, and ``\\uXXXX`` escapes mean the same in both). The file is checked first
+    (:func:`~offsetops.coordinator_core.untrusted.read_regular_file`: a regular file within the limit of
+    its ``kind``), so a FIFO or ``/dev/zero`` is an OSError naming it, never a hang."""
+    raw = read_regular_file(path, kind=kind)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -151,6 +165,12 @@ class KafkaClientConfig:
     connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
     #: Per-partition Fetch size of the live reload; grown automatically when one batch is bigger.
     fetch_max_bytes: int = 4 << 20
+    #: How long a Fetch may wait for data (``fetch.max.wait.ms``); a broker with data below the high
+    #: watermark answers at once.
+    fetch_max_wait_ms: int = DEFAULT_FETCH_MAX_WAIT_MS
+    #: Back-off before retrying an empty or failed Fetch, doubled up to ``retry_backoff_max_ms``.
+    retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
+    retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
     #: Where the settings came from (for error messages).
     source: str = dataclasses.field(default="arguments", compare=False)
 
@@ -188,9 +208,18 @@ class KafkaClientConfig:
                 f"{self.source}: SASL {self.sasl_mechanism} needs a username and a password "
                 "(sasl.jaas.config, or OFFSETOPS_SASL_USERNAME and OFFSETOPS_SASL_PASSWORD)"
             )
-        for name in ("request_timeout_ms", "connect_timeout_ms", "fetch_max_bytes"):
+        if self.sasl_plain_password and not self.uses_sasl:
+            # the client would connect without SASL and never use it: a protocol typo, not a choice
+            raise ClientConfigError(
+                f"{self.source}: a SASL password is set but security.protocol is {self.security_protocol}, "
+                "which does no SASL authentication; set security.protocol=SASL_SSL (or SASL_PLAINTEXT), "
+                "or remove the password"
+            )
+        for name in _INT_FIELDS:
             if getattr(self, name) <= 0:
                 raise ClientConfigError(f"{self.source}: {name} must be positive")
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            raise ClientConfigError(f"{self.source}: retry_backoff_max_ms is below retry_backoff_ms")
         # Whatever logs through a handler quiet_kafka_logging() set up masks these from now on.
         _REDACT.secrets.update(self.secrets())
 
@@ -334,16 +363,21 @@ class KafkaClientConfig:
         with ``ssl.truststore.type=PEM``, ``ssl.keystore.location`` with ``ssl.keystore.type=PEM``
         (key and certificate chain in one file), ``ssl.key.password``,
         ``ssl.endpoint.identification.algorithm`` (empty turns hostname checks off), ``client.id``,
-        ``request.timeout.ms``, ``socket.connection.setup.timeout.ms``; librdkafka's
+        ``request.timeout.ms``, ``socket.connection.setup.timeout.ms``, ``fetch.max.wait.ms``,
+        ``max.partition.fetch.bytes``, ``retry.backoff.ms``, ``retry.backoff.max.ms``; librdkafka's
         ``sasl.username``/``sasl.password``, ``ssl.ca.location``, ``ssl.certificate.location``,
-        ``ssl.key.location``. Consumer and producer tuning keys are ignored. JKS and PKCS12 stores are
+        ``ssl.key.location``. Other consumer and producer tuning keys are ignored. JKS and PKCS12 stores are
         refused with a clear error: Python's ``ssl`` module reads PEM.
         """
         p = Path(path)
         try:
-            props = read_properties(p, kind="Kafka client properties")
+            props = read_properties(p, kind="client config")
+        except UntrustedFileError as exc:
+            raise ClientConfigError(f"cannot read Kafka client properties: {exc}") from None
         except OSError as exc:
-            raise ClientConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
+            raise ClientConfigError(
+                f"cannot read Kafka client properties {p}: {exc.strerror or exc}"
+            ) from None
         values = _env_values(environ) if environ is not None else {}
         values.update(_property_values(props, str(p)))
         return cls._build(values, overrides, source=str(p))

@@ -433,11 +433,13 @@ static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count
 #define CONTROL 0x20
 #define MIN_RECORD_SIZE 7 /* RecordBatch.records() checks the count against this for these two kinds */
 
+/* What fold_run reads of a fold: the fields of records/fold.py's FoldState (declared there and in
+ * _cfold.pyi), each read by name once per call. The containers are updated in place. */
 typedef struct {
     PyObject *latest, *open_txns, *small, *fold_record, *fold_txn_record, *fold_control, *order;
-    PyObject *first_marker, *created; /* PartitionFold.first_marker and .created (dicts) */
-    PyObject *txn_keys;               /* PartitionFold.txn_keys: key -> set of producer ids (Java only) */
-    int scala;                        /* semantics == "scala" */
+    PyObject *first_marker, *created; /* FoldState.first_marker and .created (dicts) */
+    PyObject *txn_keys;               /* FoldState.txn_keys: key -> set of producer ids (Java only) */
+    int scala;                        /* FoldState.scala: the coordinator's Scala-era rules */
 } target_t;
 
 static void target_clear(target_t *t) {
@@ -455,10 +457,10 @@ static void target_clear(target_t *t) {
 
 static int target_get(PyObject *obj, target_t *t) {
     memset(t, 0, sizeof(*t));
-    PyObject *semantics = NULL;
+    PyObject *scala = NULL;
     if (!(t->latest = PyObject_GetAttrString(obj, "latest")) || !PyDict_Check(t->latest) ||
         !(t->open_txns = PyObject_GetAttrString(obj, "open_txns")) || !PyDict_Check(t->open_txns) ||
-        !(t->small = PyObject_GetAttrString(obj, "_small_types")) || !PyList_Check(t->small) ||
+        !(t->small = PyObject_GetAttrString(obj, "small_types")) || !PyList_Check(t->small) ||
         PyList_GET_SIZE(t->small) < 2 || !(t->fold_record = PyObject_GetAttrString(obj, "fold_record")) ||
         !(t->fold_txn_record = PyObject_GetAttrString(obj, "fold_transactional_record")) ||
         !(t->fold_control = PyObject_GetAttrString(obj, "fold_control")) ||
@@ -466,16 +468,15 @@ static int target_get(PyObject *obj, target_t *t) {
         !(t->first_marker = PyObject_GetAttrString(obj, "first_marker")) || !PyDict_Check(t->first_marker) ||
         !(t->created = PyObject_GetAttrString(obj, "created")) || !PyDict_Check(t->created) ||
         !(t->txn_keys = PyObject_GetAttrString(obj, "txn_keys")) || !PyDict_Check(t->txn_keys) ||
-        !(semantics = PyObject_GetAttrString(obj, "semantics")) || !PyUnicode_Check(semantics)) {
+        !(scala = PyObject_GetAttrString(obj, "scala")) || !PyBool_Check(scala)) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError,
-                            "fold target lacks latest/open_txns/_small_types/first_marker/created/txn_keys");
-        Py_XDECREF(semantics);
+            PyErr_SetString(PyExc_TypeError, "fold_run takes a records.fold.FoldState (see _cfold.pyi)");
+        Py_XDECREF(scala);
         target_clear(t);
         return -1;
     }
-    t->scala = PyUnicode_CompareWithASCIIString(semantics, "scala") == 0;
-    Py_DECREF(semantics);
+    t->scala = scala == Py_True;
+    Py_DECREF(scala);
     return 0;
 }
 
@@ -628,15 +629,15 @@ static int report_order(target_t *t, PyObject *file, PyObject *pos_obj, int64_t 
 }
 
 static PyObject *fold_run(PyObject *self, PyObject *args) {
-    PyObject *data, *file, *prev_obj, *target_obj, *decompress;
+    PyObject *data, *file, *prev_obj, *state_obj, *decompress;
     Py_ssize_t pos, limit, max_batch;
     long long file_base;
     int verify;
     if (!PyArg_ParseTuple(args, "OnnLOpnOOO", &data, &pos, &limit, &file_base, &file, &verify, &max_batch,
-                          &prev_obj, &target_obj, &decompress))
+                          &prev_obj, &state_obj, &decompress))
         return NULL;
     target_t t;
-    if (target_get(target_obj, &t) < 0) return NULL;
+    if (target_get(state_obj, &t) < 0) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
         target_clear(&t);
@@ -853,7 +854,7 @@ static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"fold_run", fold_run, METH_VARARGS,
-     "fold_run(data, pos, limit, base, file, verify_crc, max_batch_bytes, prev_last, target, decompress) -> "
+     "fold_run(data, pos, limit, base, file, verify_crc, max_batch_bytes, prev_last, state, decompress) -> "
      "(pos, prev_last, batches, bytes, records, first_offset, last_offset, transactional_batches, control_records)"},
     {"commit_pending", commit_pending, METH_VARARGS,
      "commit_pending(latest, pending, scala, created): apply a committed transaction's offsets; losers go to "
@@ -879,7 +880,7 @@ PyMODINIT_FUNC PyInit__cfold(void) {
 #endif
     PyObject *m = PyModule_Create(&module);
     /* The calling convention of fold_run; records/fold.py refuses a build with another one. */
-    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 6) < 0) {
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 7) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -99,6 +99,7 @@ def build_record_batch(
     delete_horizon_ms: int | None = None,
     log_append_time: bool = False,
     last_offset_delta: int | None = None,
+    offset_deltas: Sequence[int] | None = None,
 ) -> bytes:
     """One magic-2 ``DefaultRecordBatch`` holding ``records`` at consecutive offsets.
 
@@ -106,7 +107,12 @@ def build_record_batch(
     With ``delete_horizon_ms`` (KIP-534) the horizon replaces baseTimestamp and attribute bit 0x40 is
     set; record timestamps stay right because their deltas are taken against the field as written.
     ``last_offset_delta`` only matters for an empty batch (the cleaner keeps those for producer state).
+    ``offset_deltas`` places the records at those increasing deltas instead, with gaps between them as
+    the log cleaner leaves them (it keeps a batch's last offset, so ``last_offset_delta`` may lie past
+    the last record's).
     """
+    if offset_deltas is not None and len(offset_deltas) != len(records):
+        raise ValueError("offset_deltas needs one delta per record")
     if delete_horizon_ms is not None:
         if base_timestamp is not None:
             raise ValueError("base_timestamp and delete_horizon_ms both set the baseTimestamp field")
@@ -119,7 +125,8 @@ def build_record_batch(
     body = bytearray()
     for i, rec in enumerate(records):
         headers: Sequence[Header] = rec[3] if len(rec) > 3 else ()  # type: ignore[misc]
-        _encode_record(body, i, rec[2] - base_timestamp, rec[0], rec[1], headers)
+        delta = i if offset_deltas is None else offset_deltas[i]
+        _encode_record(body, delta, rec[2] - base_timestamp, rec[0], rec[1], headers)
     payload = compress(compression, bytes(body)) if compression != NONE else bytes(body)
 
     attributes = compression & 0x07
@@ -132,7 +139,7 @@ def build_record_batch(
     if delete_horizon_ms is not None:
         attributes |= DELETE_HORIZON_FLAG
     if last_offset_delta is None:
-        last_offset_delta = max(len(records) - 1, 0)
+        last_offset_delta = offset_deltas[-1] if offset_deltas else max(len(records) - 1, 0)
 
     header = bytearray(V2_HEADER_SIZE)
     V2_HEADER.pack_into(

@@ -11,7 +11,8 @@ When the native twin (``_cfold``, a C extension) is built, runs of well-formed m
 walked, CRC-checked, decompressed (through :func:`decompress`) and parsed in C: records of plain batches
 are folded, last writer wins, and those of transactional batches staged per producer, with the same
 rules; control batches (a marker or two per transaction) resolve transactions in C too (``first_marker``,
-``open_txns``, ``created``), and go to ``fold_control`` as one list when a key does not parse. It stops,
+``open_txns``, ``created``), and go to ``fold_control`` as one list when a key does not parse. The twin
+reads the fold through one :class:`FoldState` (its contract, also declared in ``_cfold.pyi``). It stops,
 without touching anything, at the first entry it does not take whole (legacy magic, anything
 malformed, a record it cannot represent exactly), and that one entry goes through the Python path
 above, which reports it. Records outside the hot case (any key but an offset commit's, a tombstone, a
@@ -24,6 +25,7 @@ holds the switch).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import offsetops.coordinator_core.records.native as _twin
@@ -37,7 +39,7 @@ from offsetops.coordinator_core.records.compression import (
 from offsetops.coordinator_core.records.native import native_available
 from offsetops.coordinator_core.records.reader import Scan, read_entry
 
-__all__ = ["FoldTarget", "fold_buffer", "native_available", "native_commit"]
+__all__ = ["FoldState", "FoldTarget", "fold_buffer", "native_available", "native_commit"]
 
 RELEASE_EVERY = 64 << 20  # drop already-folded pages of a mapped segment from RSS this often
 
@@ -49,16 +51,36 @@ def native_commit():
     return cfold.commit_pending if _twin.NATIVE and cfold is not None else None
 
 
-class FoldTarget(Protocol):
-    """What :func:`fold_buffer` folds into (``loader.PartitionFold``); the C twin uses the same members."""
+@dataclass(frozen=True, slots=True)
+class FoldState:
+    """Everything the C twin reads of a fold, by these names (``_cfold.pyi`` declares the same fields).
 
+    The containers are the fold's own, updated in place by both paths; the callbacks take what the
+    twin does not (see the module docstring). ``scala`` picks the coordinator's rules up to 3.x.
+    """
+
+    # key -> its winning record: (record offset, batch base offset, batch position, value or None)
     latest: dict[bytes, tuple[int, int, int, bytes | None]]
     open_txns: dict[int, dict[bytes, tuple[int, int, int, bytes | None]]]
     first_marker: dict[int, tuple[int, bool]]
     created: dict[bytes, int]
+    # key -> producer ids whose open transaction stages it (Java semantics; the twin keeps it too)
     txn_keys: dict[bytes, set[int]]
-    semantics: str
-    _small_types: list[int]
+    small_types: list[int]  # the tally of record types 0..255; the twin adds its offset commits to [1]
+    scala: bool
+    fold_record: Callable[[int, bytes | None, bytes | None, int, int, str | None], None]
+    # (producer id, offset, key, value, base offset, position, file)
+    fold_transactional_record: Callable[[int, int, bytes | None, bytes | None, int, int, str | None], None]
+    fold_control: Callable[[int, list[Record], int, str | None], None]
+    offset_order: Callable[[str | None, int, int, int], None]
+
+
+class FoldTarget(Protocol):
+    """What :func:`fold_buffer` folds into (``loader.PartitionFold``)."""
+
+    def fold_state(self) -> FoldState:
+        """The state the C twin folds into (the target's own containers and callbacks)."""
+        ...
 
     # Positional-only: the walk and the C twin call these positionally, whatever the names at each site.
     def fold_records(
@@ -125,6 +147,7 @@ def fold_buffer(
         scan = Scan()
     use_native = _twin.NATIVE if native is None else native
     cfold = _twin.cfold.fold_run if use_native and _twin.cfold is not None else None
+    state = target.fold_state() if cfold is not None else None
     end = len(data)
     pos = 0
     next_release = RELEASE_EVERY
@@ -137,9 +160,9 @@ def fold_buffer(
         if pos >= next_release:
             scan.done_with(pos)
             next_release = pos + RELEASE_EVERY
-        if cfold is not None:
+        if cfold is not None and state is not None:
             pos, prev_last, nb, nby, nrec, cfirst, clast, ntxn, nctrl = cfold(
-                data, pos, min(end, next_release), base, file, verify_crc, max_batch_bytes, prev_last, target,
+                data, pos, min(end, next_release), base, file, verify_crc, max_batch_bytes, prev_last, state,
                 _decompress_or_none,
             )  # fmt: skip
             if nb:

@@ -16,10 +16,12 @@ import importlib.util
 import os
 import sys
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 __all__ = ["INTERFACE", "NATIVE", "cfold", "native_available"]
 
-INTERFACE = 6  # the calling convention of _cfold that this package speaks
+INTERFACE = 7  # the calling convention of _cfold that this package speaks (7: fold_run takes a FoldState
+# with txn_keys, the index of open transactions by key)
 
 
 def _installed_cfold() -> ModuleType | None:
@@ -57,7 +59,13 @@ def _load() -> ModuleType | None:
     return _cfold
 
 
-cfold: ModuleType | None = _load()
+_loaded = _load()
+if TYPE_CHECKING:  # the checker sees the twin's declared interface (_cfold.pyi) wherever it is used
+    from offsetops.coordinator_core.records import _cfold as _declared
+
+    cfold = _declared if _loaded is not None else None
+else:
+    cfold = _loaded
 """The extension module, or None when it is not built (or is a build of another version)."""
 
 

@@ -63,6 +63,7 @@ from offsetops.coordinator_core.records.compression import (
     CompressionError,
     decompress,
 )
+from offsetops.coordinator_core.untrusted import open_regular_file
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -503,7 +504,7 @@ def iter_segment_batches(
     file = str(path)
     report = _sink(errors)
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed by the with below, after the generator finishes
+        f = open_regular_file(path, kind="segment", follow_symlinks=True)
     except OSError as exc:
         report(DecodeError("io", f"cannot open: {exc}", file, partition, None, None))
         return

@@ -189,29 +189,6 @@ def decode_body(schema: MessageSchema, version: int, data: Buf, pos: int = 0) ->
     return read_struct(schema.fields, version, schema.is_flexible(version), memoryview(data), pos)
 
 
-def decode_body_lenient(
-    schema: MessageSchema, version: int, data: Buf, pos: int = 0
-) -> tuple[dict[str, Any], int, int]:
-    """Like :func:`decode_body` for a non-flexible schema, but stops at the first top-level field that does
-    not fit and fills the rest with defaults. Returns ``(fields, end, number_of_fields_read)``."""
-    buf = memoryview(data)
-    out: dict[str, Any] = {}
-    read = 0
-    failed = False
-    for f in schema.fields:
-        if not in_range(f.versions, version):
-            continue
-        if not failed:
-            try:
-                out[f.name], pos = _read_value(f, version, False, buf, pos, tagged=False)
-                read += 1
-                continue
-            except CorruptData:
-                failed = True
-        out[f.name] = f.default_value(version)
-    return out, pos, read
-
-
 # --- writing -------------------------------------------------------------------------------------
 
 

@@ -4,8 +4,9 @@
 {...}}``, with the camelCase names of Kafka's generated JSON converters and only the fields of that
 version. Tagged fields appear only when they differ from their default; bytes are base64, uuids use
 Kafka's ``Uuid.toString`` (URL-safe base64, no padding). For a GroupMetadata value whose protocol type is
-``consumer``, each member's subscription and assignment are shown decoded; bytes that do not parse
-completely stay base64 (where Kafka's tool would print an error for the whole record).
+``consumer``, each member's subscription and assignment are shown decoded with the fields of the layout
+the bytes follow (``consumer_protocol.read_embedded``: a v1 header over a v0 body shows the v0 fields);
+bytes that fit no layout stay base64.
 """
 
 from __future__ import annotations
@@ -15,22 +16,9 @@ import uuid
 from typing import Any
 
 from .codec import UNKNOWN_TAGS
-from .consumer_protocol import (
-    HIGHEST_ASSIGNMENT_VERSION,
-    HIGHEST_SUBSCRIPTION_VERSION,
-    assignment_fields,
-    decode_assignment,
-    decode_subscription,
-    subscription_fields,
-)
+from .consumer_protocol import SCHEMAS, read_embedded
 from .keys import CoordinatorKey, GroupKey, GroupMetadataKey, OffsetCommitKey, UnknownKey
-from .messages import (
-    CONSUMER_PROTOCOL_ASSIGNMENT,
-    CONSUMER_PROTOCOL_SUBSCRIPTION,
-    VALUE_SCHEMAS,
-    Field,
-    MessageSchema,
-)
+from .messages import VALUE_SCHEMAS, Field
 from .values import CoordinatorValue, GenericValue, GroupMetadataValue, value_fields
 
 
@@ -86,10 +74,11 @@ def unknown_record_text(record_type: int, offset: int) -> str:
     return f"Unknown record type {record_type} at offset {offset}, skipping."
 
 
-def _protocol_json(schema: MessageSchema, highest: int, data: bytes, decoded: Any, fields: dict) -> Any:
-    if decoded is None or decoded.partial:
+def _protocol_json(role: str, data: bytes) -> Any:
+    r = read_embedded(role, data)
+    if r.seen is None:
         return _json_scalar(data)
-    return fields_json(schema.fields, min(decoded.version, highest), fields)
+    return fields_json(SCHEMAS[role].fields, r.seen, r.fields)
 
 
 def _group_metadata_json(value: GroupMetadataValue) -> dict[str, Any]:
@@ -97,22 +86,8 @@ def _group_metadata_json(value: GroupMetadataValue) -> dict[str, Any]:
     d = fields_json(schema.fields, value.version, value_fields(value))
     if value.protocol_type == "consumer":
         for member_json, member in zip(d.get("members", []), value.members, strict=True):
-            sub = decode_subscription(member.subscription)
-            member_json["subscription"] = _protocol_json(
-                CONSUMER_PROTOCOL_SUBSCRIPTION,
-                HIGHEST_SUBSCRIPTION_VERSION,
-                member.subscription,
-                sub,
-                subscription_fields(sub) if sub else {},
-            )
-            asg = decode_assignment(member.assignment)
-            member_json["assignment"] = _protocol_json(
-                CONSUMER_PROTOCOL_ASSIGNMENT,
-                HIGHEST_ASSIGNMENT_VERSION,
-                member.assignment,
-                asg,
-                assignment_fields(asg) if asg else {},
-            )
+            member_json["subscription"] = _protocol_json("subscription", member.subscription)
+            member_json["assignment"] = _protocol_json("assignment", member.assignment)
     return d
 
 

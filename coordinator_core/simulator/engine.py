@@ -101,6 +101,44 @@ def simulate(
     if any(out.glob(f"{OFFSETS_TOPIC}-*")) or (out / TRUTH_FILE).exists():
         raise FileExistsError(f"{out} already holds a log dir; simulate into an empty directory")
     rng = random.Random(config.seed)
+    logs = _partition_logs(out, config, profile, rng)
+    cluster = Cluster(
+        profile=profile, logs=logs, rng=rng, num_groups=config.groups, start_ms=START_MS, codecs=codecs
+    )
+    _run(cluster, logs, config, progress)
+    end_ms = cluster.now
+    if progress is not None:
+        progress(end_ms - START_MS, sum(p.size_bytes for p in logs))
+    for plog in logs:
+        plog.close(end_ms)
+    _write_broker_files(out, logs, profile, rng, end_ms)
+    truth = _truth(config, profile, cluster, logs, end_ms)
+    if config.data_topics:
+        truth["data_partitions"] = write_data_partitions(
+            out, truth["partitions"], seed=config.seed, end_ms=end_ms
+        )
+    truth_path = out / TRUTH_FILE
+    with open(truth_path, "w", encoding="utf-8") as fh:
+        json.dump(truth, fh, indent=1, sort_keys=False, ensure_ascii=False)
+        fh.write("\n")
+    # The data ends at the simulated time: everything that evaluates it must use that clock, not today's.
+    write_clock_declaration(
+        out,
+        end_ms,
+        declared_by=f"offsetops simulate, seed {config.seed}, Kafka {profile.kafka_version}",
+        broker_version=profile.kafka_version,
+    )
+    total = sum(p.size_bytes for p in logs)
+    stats = cluster.stats.to_json()
+    stats["cleaner_passes"] = sum(p.cleaner.passes for p in logs)
+    stats["cleaner_records_removed"] = sum(p.cleaner.records_removed for p in logs)
+    return SimulationResult(out, truth_path, total, end_ms, time.perf_counter() - started, stats)
+
+
+def _partition_logs(
+    out: Path, config: SimulationConfig, profile: BrokerProfile, rng: random.Random
+) -> list[PartitionLog]:
+    """One log per offsets partition, a ``compacted_fraction`` of them compacted, each with its epoch."""
     compacted = set(
         rng.sample(range(config.partitions), round(config.partitions * config.compacted_fraction))
     )
@@ -117,9 +155,17 @@ def simulate(
     ]
     for plog in logs:
         plog.epochs.append((plog.leader_epoch, 0))
-    cluster = Cluster(
-        profile=profile, logs=logs, rng=rng, num_groups=config.groups, start_ms=START_MS, codecs=codecs
-    )
+    return logs
+
+
+def _run(
+    cluster: Cluster,
+    logs: list[PartitionLog],
+    config: SimulationConfig,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Run the cluster for ``config.days``, or until the logs hold ``config.target_bytes``, telling
+    ``progress`` every few hundred events."""
     if config.target_bytes is not None:
         target = config.target_bytes
         counter = 0
@@ -157,13 +203,13 @@ def simulate(
         cluster.run_until(START_MS + int(config.days * MS_PER_DAY), report)
     else:
         cluster.run_until(START_MS + int(config.days * MS_PER_DAY))
-    end_ms = cluster.now
-    if progress is not None:
-        progress(end_ms - START_MS, sum(p.size_bytes for p in logs))
-    for plog in logs:
-        plog.close(end_ms)
-    _write_broker_files(out, logs, profile, rng, end_ms)
-    truth = {
+
+
+def _truth(
+    config: SimulationConfig, profile: BrokerProfile, cluster: Cluster, logs: list[PartitionLog], end_ms: int
+) -> dict[str, Any]:
+    """``truth.json``: what the simulated coordinator holds per partition, and how it got there."""
+    return {
         "format": TRUTH_FORMAT,
         "kafka_version": profile.kafka_version,
         "semantics": profile.semantics,
@@ -186,23 +232,6 @@ def simulate(
         "open_transactions": cluster.open_transactions(),
         "stats": cluster.stats.to_json(),
     }
-    if config.data_topics:
-        truth["data_partitions"] = write_data_partitions(
-            out, truth["partitions"], seed=config.seed, end_ms=end_ms
-        )
-    truth_path = out / TRUTH_FILE
-    with open(truth_path, "w", encoding="utf-8") as fh:
-        json.dump(truth, fh, indent=1, sort_keys=False, ensure_ascii=False)
-        fh.write("\n")
-    # The data ends at the simulated time: everything that evaluates it must use that clock, not today's.
-    write_clock_declaration(
-        out, end_ms, declared_by=f"offsetops simulate, seed {config.seed}, Kafka {profile.kafka_version}"
-    )
-    total = sum(p.size_bytes for p in logs)
-    stats = cluster.stats.to_json()
-    stats["cleaner_passes"] = sum(p.cleaner.passes for p in logs)
-    stats["cleaner_records_removed"] = sum(p.cleaner.records_removed for p in logs)
-    return SimulationResult(out, truth_path, total, end_ms, time.perf_counter() - started, stats)
 
 
 def _write_broker_files(

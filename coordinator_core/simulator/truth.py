@@ -7,14 +7,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from offsetops.coordinator_core.untrusted import read_regular_file
+
 
 def load_truth(path: str | Path) -> dict[str, Any]:
     """Read ``truth.json`` (a file, or the log dir holding it)."""
     p = Path(path)
     if p.is_dir():
         p = p / "truth.json"
-    with open(p, encoding="utf-8") as fh:
-        return json.load(fh)
+    return json.loads(read_regular_file(p, kind="ground truth"))
 
 
 def _canon(value: Any) -> Any:

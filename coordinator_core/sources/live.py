@@ -14,14 +14,14 @@ to the cluster raises a :class:`~offsetops.coordinator_core.kafka_client.KafkaCl
 ``connect_timeout_ms``, naming the bootstrap servers and never a secret.
 
 Size: one reader of the Kafka protocol (Metadata, ListOffsets, Fetch, the range plan for the executors)
-and its failure handling belong together; the range arithmetic itself is in ``ranges.py``.
+and its failure handling belong together; what to do with each Fetch answer is in ``fetcher.py``,
+the range arithmetic in ``ranges.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import struct
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -32,12 +32,20 @@ from kafka.protocol.consumer.fetch import FetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest
 from kafka.protocol.metadata import MetadataRequest
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.errors import DecodeError
-from offsetops.coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError, check_connection
+from offsetops.coordinator_core.kafka_client import KafkaClientConfig, check_connection
 from offsetops.coordinator_core.loader import PartitionFold
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.batch import RecordBatch
-from offsetops.coordinator_core.records.reader import ErrorSink, read_batches
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.records.reader import ErrorSink
+from offsetops.coordinator_core.sources.fetcher import (
+    MAX_PARTITION_FETCH_BYTES,
+    MAX_RETRIES,
+    RETRIABLE,
+    LiveSourceError,
+    PartitionFetch,
+    complete_prefix,
+)
 from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS, FetchRange, cut_range, owned
 
 __all__ = [
@@ -55,29 +63,12 @@ __all__ = [
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 
+_TOPIC_AUTHORIZATION_FAILED = 29
 # ListOffsets timestamps (ListOffsetsRequest.EARLIEST_TIMESTAMP / LATEST_TIMESTAMP).
 _EARLIEST, _LATEST = -2, -1
 # Fetch v13+ names topics by id only; v12 still takes the name, and every broker from 2.7 to 4.x
 # serves it, so capping here saves a topic-id lookup without losing anything we read.
 _FETCH_MAX_VERSION = 12
-# Per-partition errors that mean "your metadata is stale": refresh leaders and retry.
-_RETRIABLE = {
-    3: "UNKNOWN_TOPIC_OR_PARTITION",
-    5: "LEADER_NOT_AVAILABLE",
-    6: "NOT_LEADER_OR_FOLLOWER",
-    56: "KAFKA_STORAGE_ERROR",
-    74: "FENCED_LEADER_EPOCH",
-    75: "UNKNOWN_LEADER_EPOCH",
-}
-_OFFSET_OUT_OF_RANGE = 1
-_TOPIC_AUTHORIZATION_FAILED = 29
-_MAX_RETRIES = 5
-_MAX_PARTITION_FETCH_BYTES = 64 << 20
-
-_LOG_OVERHEAD = 12  # baseOffset int64 + length int32
-_V2_LAST_OFFSET_DELTA_AT = 23
-_V2_MIN_SIZE = 61 - _LOG_OVERHEAD
-_LEGACY_MIN_SIZE = 14  # crc + magic + attributes + key length + value length (magic 0)
 
 
 class _LastError(logging.Handler):
@@ -99,41 +90,6 @@ class _LastError(logging.Handler):
             self.message = message[:300]
 
 
-class LiveSourceError(KafkaClientError):
-    """The cluster could not be reached, refused us, or answered something we cannot go on from."""
-
-
-def complete_prefix(buf: bytes | memoryview) -> tuple[int, int | None, bool]:
-    """Split a Fetch record set at its last complete batch.
-
-    A Fetch response stops at ``max_bytes`` and may end inside a batch; that is how Fetch works
-    (``FetchResponse`` / ``FileRecords.slice``), not corruption. Returns ``(length, next_offset,
-    framed)``: the bytes of whole batches, the offset after the last whole batch (``None`` if there
-    is none), and whether the framing was sane all the way (``False``: a length below the minimum for
-    its magic, which ``read_batches`` will report; reading cannot go past it).
-    """
-    n = len(buf)
-    pos = 0
-    next_offset: int | None = None
-    while pos + _LOG_OVERHEAD <= n:
-        base, size = struct.unpack_from(">qi", buf, pos)
-        if pos + 17 > n:
-            break
-        magic = buf[pos + 16]
-        if size < (_V2_MIN_SIZE if magic == 2 else _LEGACY_MIN_SIZE):
-            return n, next_offset, False
-        if pos + _LOG_OVERHEAD + size > n:
-            break
-        if magic == 2:
-            (delta,) = struct.unpack_from(">i", buf, pos + _V2_LAST_OFFSET_DELTA_AT)
-            next_offset = base + max(delta, 0) + 1
-        else:
-            # A legacy entry's offset is its own (or, for a compressed wrapper, its last inner) offset.
-            next_offset = base + 1
-        pos += _LOG_OVERHEAD + size
-    return pos, next_offset, True
-
-
 class LiveSource:
     """Partitions of one topic on a running cluster, read as record batches.
 
@@ -141,11 +97,20 @@ class LiveSource:
     Connects lazily; use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, config: KafkaClientConfig, *, topic: str = CONSUMER_OFFSETS):
+    def __init__(
+        self,
+        config: KafkaClientConfig,
+        *,
+        topic: str = CONSUMER_OFFSETS,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ):
         self.config = config
         self.topic = topic
+        #: the bound on one batch, framed or decompressed, as for segment files (``--max-batch-bytes``)
+        self.max_batch_bytes = max_batch_bytes
         self._client: Any = None
         self._leaders: dict[int, int] = {}
+        self._throttled_until = 0.0
 
     def __repr__(self) -> str:
         return f"LiveSource({self.config!r}, topic={self.topic!r})"
@@ -180,7 +145,7 @@ class LiveSource:
                 **self.config.client_kwargs(
                     KafkaNetClient,
                     # A fetch may carry one batch bigger than fetch_max_bytes (KIP-74), and we grow the size.
-                    receive_message_max_bytes=_MAX_PARTITION_FETCH_BYTES + (1 << 20),
+                    receive_message_max_bytes=MAX_PARTITION_FETCH_BYTES + (1 << 20),
                 )
             )
         except (ValueError, TypeError, OSError, kerr.KafkaError) as exc:
@@ -284,7 +249,7 @@ class LiveSource:
             partitions = self.partitions()
         todo = set(partitions)
         result: dict[int, int] = {}
-        for attempt in range(_MAX_RETRIES + 1):
+        for attempt in range(MAX_RETRIES + 1):
             by_leader: dict[int, list[int]] = {}
             for p in sorted(todo):
                 by_leader.setdefault(self._leader(p, refresh=attempt > 0), []).append(p)
@@ -307,8 +272,8 @@ class LiveSource:
                     for pr in t.partitions:
                         if pr.error_code == 0:
                             result[pr.partition_index] = pr.offset
-                        elif pr.error_code in _RETRIABLE:
-                            retry[pr.partition_index] = _RETRIABLE[pr.error_code]
+                        elif pr.error_code in RETRIABLE:
+                            retry[pr.partition_index] = RETRIABLE[pr.error_code]
                         else:
                             raise LiveSourceError(
                                 f"ListOffsets {self.topic}-{pr.partition_index} on {self._where()} "
@@ -334,6 +299,10 @@ class LiveSource:
 
     def _fetch(self, partition: int, offset: int, max_bytes: int, leader: int) -> Any:
 
+        # KIP-219: a throttled client must not send to the broker before the throttle time is over.
+        pause = self._throttled_until - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
         fp = FetchRequest.FetchTopic.FetchPartition(
             partition=partition,
             current_leader_epoch=-1,
@@ -344,7 +313,7 @@ class LiveSource:
         request = FetchRequest(
             max_version=_FETCH_MAX_VERSION,
             replica_id=-1,
-            max_wait_ms=100,
+            max_wait_ms=self.config.fetch_max_wait_ms,
             min_bytes=1,
             max_bytes=max_bytes,
             isolation_level=0,
@@ -355,6 +324,8 @@ class LiveSource:
             rack_id="",
         )
         response = self._call(request, leader)
+        throttle_ms = max(0, int(getattr(response, "throttle_time_ms", 0) or 0))
+        self._throttled_until = time.monotonic() + min(throttle_ms, self.config.request_timeout_ms) / 1000
         for t in response.responses:
             for pd in t.partitions:
                 if pd.partition_index == partition:
@@ -382,7 +353,8 @@ class LiveSource:
         verify_crc: bool = True,
     ) -> Iterator[RecordBatch]:
         """Every batch of ``partition`` from the log start (or ``start_offset``) to the high watermark
-        taken when the read starts (or ``end_offset``), control and transactional batches included.
+        taken when the read starts (or ``end_offset``), control and transactional batches included;
+        each batch once, in offset order.
 
         Decode problems go to ``errors`` as :class:`DecodeError` s, as for segment files; the
         DecodeError's ``file`` names the topic-partition and the fetch offset.
@@ -391,104 +363,7 @@ class LiveSource:
             start_offset = self.start_offsets([partition])[partition]
         if end_offset is None:
             end_offset = self.end_offsets([partition])[partition]
-        report = errors.append if isinstance(errors, list) else errors
-        offset = start_offset
-        max_bytes = self.config.fetch_max_bytes
-        leader = self._leader(partition)
-        retries = 0
-        while offset < end_offset:
-            pd = self._fetch(partition, offset, max_bytes, leader)
-            if pd.error_code in _RETRIABLE:
-                retries += 1
-                if retries > _MAX_RETRIES:
-                    raise LiveSourceError(
-                        f"Fetch {self.topic}-{partition} at {offset} on {self._where()} kept failing: "
-                        f"{_RETRIABLE[pd.error_code]}"
-                    )
-                leader = self._leader(partition, refresh=True)
-                continue
-            if pd.error_code == _OFFSET_OUT_OF_RANGE:
-                # Retention or DeleteRecords moved the log start past us while we read.
-                log_start = self.start_offsets([partition])[partition]
-                if log_start <= offset:
-                    raise LiveSourceError(
-                        f"{self.topic}-{partition}: offset {offset} out of range on {self._where()} "
-                        f"(log start {log_start}, end {end_offset})"
-                    )
-                report(
-                    DecodeError(
-                        "io",
-                        f"log start moved to {log_start} during the read; offsets {offset}.."
-                        f"{log_start - 1} were deleted by the broker",
-                        f"{self.topic}-{partition}",
-                        partition,
-                        None,
-                        offset,
-                    )
-                )
-                offset = log_start
-                continue
-            if pd.error_code != 0:
-                raise LiveSourceError(
-                    f"Fetch {self.topic}-{partition} at {offset} on {self._where()} failed with error "
-                    f"{pd.error_code}"
-                )
-            retries = 0
-            records = pd.records or b""
-            if not records:
-                # Nothing below an end we saw: the high watermark went down (an unclean leader
-                # change truncated the log). Read to the new end, not forever.
-                high_watermark = pd.high_watermark
-                if high_watermark <= offset:
-                    report(
-                        DecodeError(
-                            "truncated",
-                            f"high watermark fell to {high_watermark} below the end "
-                            f"{end_offset} seen at the start of the read",
-                            f"{self.topic}-{partition}",
-                            partition,
-                            None,
-                            offset,
-                        )
-                    )
-                    return
-                raise LiveSourceError(
-                    f"Fetch {self.topic}-{partition} at {offset} on {self._where()} returned no data "
-                    f"below the high watermark {high_watermark}"
-                )
-            length, next_offset, framed = complete_prefix(records)
-            if length == 0:
-                # One batch bigger than max_bytes and a broker that does not return it whole
-                # (pre-KIP-74): ask for more.
-                if max_bytes >= _MAX_PARTITION_FETCH_BYTES:
-                    raise LiveSourceError(
-                        f"{self.topic}-{partition} at {offset}: a batch exceeds "
-                        f"{_MAX_PARTITION_FETCH_BYTES} bytes"
-                    )
-                max_bytes = min(max_bytes * 2, _MAX_PARTITION_FETCH_BYTES)
-                continue
-            label = f"{self.topic}-{partition} fetch@{offset}"
-            for batch in read_batches(
-                memoryview(records)[:length],
-                file=label,
-                partition=partition,
-                errors=errors,
-                verify_crc=verify_crc,
-            ):
-                # Fetch answers with the whole batch holding `offset`; its earlier records were
-                # already yielded with the previous batch-aligned read, or precede start_offset.
-                if batch.last_offset < offset:
-                    continue
-                if batch.base_offset >= end_offset:
-                    return
-                yield batch
-            if not framed:
-                return  # read_batches reported the broken length; nothing after it can be framed
-            if next_offset is None or next_offset <= offset:
-                raise LiveSourceError(
-                    f"{self.topic}-{partition}: fetch at {offset} on {self._where()} made no progress"
-                )
-            offset = next_offset
+        yield from PartitionFetch(self, partition, errors, start_offset, end_offset, verify_crc).batches()
 
 
 # -- fetch ranges: the live reload, whole or cut -------------------------------------------------------

@@ -13,7 +13,9 @@ from typing import Protocol, TypeVar
 from offsetops.coordinator_core.atomic import write_text_atomic
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 OFFSETS_TOPIC = "__consumer_offsets"
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
@@ -55,15 +57,26 @@ class PartitionDir:
     def size_bytes(self) -> int:
         return sum(s.size for s in self.segments)
 
-    def iter_batches(self, errors: list[DecodeError], *, verify_crc: bool = True) -> Iterator[RecordBatch]:
+    def iter_batches(
+        self,
+        errors: list[DecodeError],
+        *,
+        verify_crc: bool = True,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> Iterator[RecordBatch]:
         """Stream the batches of every segment in order; index files are never consulted.
 
-        The listing's anomalies are reported first, then each segment's errors as it is read.
+        The listing's anomalies are reported first, then each segment's errors as it is read; a batch
+        over ``max_batch_bytes`` (framed or decompressed) is an error, not an allocation.
         """
         errors.extend(self.anomalies)
         for seg in self.segments:
             yield from iter_segment_batches(
-                seg.path, partition=self.partition, errors=errors, verify_crc=verify_crc
+                seg.path,
+                partition=self.partition,
+                errors=errors,
+                verify_crc=verify_crc,
+                max_batch_bytes=max_batch_bytes,
             )
 
 
@@ -109,9 +122,13 @@ def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[tuple[str, int]
 
 def _checkpoint_lines(p: Path) -> list[str] | None:
     """The non-blank lines of a ``CheckpointFile`` after its version (0) and entry count, checked."""
-    if not p.exists():
+    if not os.path.lexists(p):
         return None
-    lines = [ln for ln in p.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    try:
+        text = read_regular_file(p, kind="checkpoint").decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise LogDirError(str(exc)) from None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines:
         return None
     if lines[0].strip() != "0":
@@ -154,12 +171,12 @@ def read_broker_id(log_dir: str | os.PathLike[str]) -> int:
     path = Path(log_dir) / META_PROPERTIES
     try:
         props = read_properties(path)
-    except FileNotFoundError:
-        raise LogDirError(
-            f"{log_dir}: no {META_PROPERTIES}, so its broker id is unknown; give it as BROKER_ID=PATH"
-        ) from None
     except (OSError, ValueError) as exc:
-        raise LogDirError(f"{path}: cannot read: {exc}") from exc
+        if not os.path.lexists(path):
+            raise LogDirError(
+                f"{log_dir}: no {META_PROPERTIES}, so its broker id is unknown; give it as BROKER_ID=PATH"
+            ) from None
+        raise LogDirError(f"{path}: cannot read: {exc}") from None
     for key in ("broker.id", "node.id"):
         value = props.get(key)
         if value is None:

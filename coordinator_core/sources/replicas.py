@@ -35,6 +35,7 @@ from offsetops.coordinator_core.sources.logdir import (
     read_broker_id,
     read_leader_epoch_checkpoint,
 )
+from offsetops.coordinator_core.untrusted import open_regular_file
 
 __all__ = [
     "BatchDigest",
@@ -272,7 +273,10 @@ class _BatchBytes:
     def __call__(self, batch: RecordBatch) -> bytes:
         fh = self._files.get(batch.file or "")
         if fh is None:
-            fh = self._files[batch.file or ""] = open(batch.file or "", "rb")  # noqa: SIM115 - closed in __exit__
+            # a segment the listing found; checked again at the open (it could be swapped meanwhile)
+            fh = self._files[batch.file or ""] = open_regular_file(
+                batch.file or "", kind="segment", follow_symlinks=True
+            )
         fh.seek(batch.position)
         return fh.read(batch.size)
 

@@ -191,15 +191,12 @@ class AdminExecutor:
         plan_items: list[dict[str, Any]],
         statuses: dict[int, dict[str, Any]],
     ) -> None:
-        from kafka.structs import TopicPartition
-
         offset_items = [i for i in items if i["kind"] == KIND_OFFSET]
         group_items = [i for i in items if i["kind"] == KIND_GROUP]
         live, err = self._live_offsets(group_id)
         if live is None:
             self._record(journal, items, ERROR, err)
             return
-        unsupported_unchanged: list[dict[str, Any]] = []
         to_delete: list[dict[str, Any]] = []
         for item in offset_items:
             tp = (item["topic"], item["partition"])
@@ -215,33 +212,46 @@ class AdminExecutor:
                 )
             else:
                 to_delete.append(item)
-        if to_delete:
-            partitions = [TopicPartition(i["topic"], i["partition"]) for i in to_delete]
-            try:
-                result = self._call(
-                    "OffsetDelete", lambda: self.admin.delete_group_offsets(group_id, partitions)
-                )
-            except ClusterUnreachable:
-                raise
-            except Exception as exc:
-                status, detail = outcome_for_error(exc)
-                if status == UNSUPPORTED:
-                    unsupported_unchanged = list(to_delete)
-                self._record(journal, to_delete, status, detail)
-            else:
-                for item in to_delete:
-                    error = result.get(TopicPartition(item["topic"], item["partition"]))
-                    if error is None:
-                        self._record(
-                            journal, [item], ERROR, "partition missing from the OffsetDelete response"
-                        )
-                        continue
-                    status, detail = outcome_for_error(error)
-                    self._record(journal, [item], status, detail)
-        if not group_items:
-            return
-        # DeleteGroups removes every offset of the group: only once each planned offset is gone,
-        # or still exactly as planned when OffsetDelete could not be used.
+        unsupported_unchanged = self._delete_offsets(journal, group_id, to_delete) if to_delete else []
+        if group_items:
+            self._delete_group(journal, group_id, group_items, plan_items, set(live), unsupported_unchanged)
+
+    def _delete_offsets(
+        self, journal: Journal, group_id: str, to_delete: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """OffsetDelete of the offsets still as planned; the ones left unchanged because the broker does
+        not support it (DeleteGroups may still remove them with their group)."""
+        from kafka.structs import TopicPartition
+
+        partitions = [TopicPartition(i["topic"], i["partition"]) for i in to_delete]
+        try:
+            result = self._call("OffsetDelete", lambda: self.admin.delete_group_offsets(group_id, partitions))
+        except ClusterUnreachable:
+            raise
+        except Exception as exc:
+            status, detail = outcome_for_error(exc)
+            self._record(journal, to_delete, status, detail)
+            return list(to_delete) if status == UNSUPPORTED else []
+        for item in to_delete:
+            error = result.get(TopicPartition(item["topic"], item["partition"]))
+            if error is None:
+                self._record(journal, [item], ERROR, "partition missing from the OffsetDelete response")
+                continue
+            status, detail = outcome_for_error(error)
+            self._record(journal, [item], status, detail)
+        return []
+
+    def _delete_group(
+        self,
+        journal: Journal,
+        group_id: str,
+        group_items: list[dict[str, Any]],
+        plan_items: list[dict[str, Any]],
+        live: set[tuple[str, int]],
+        unsupported_unchanged: list[dict[str, Any]],
+    ) -> None:
+        """DeleteGroups removes every offset of the group: only once each planned offset is gone, or
+        still exactly as planned when OffsetDelete could not be used, and only while it is Empty."""
         statuses = journal.statuses()
         plan_offsets = [i for i in plan_items if i["kind"] == KIND_OFFSET]
         pending = [
@@ -250,7 +260,7 @@ class AdminExecutor:
             if statuses.get(i["item_id"], {}).get("status") not in APPLIED_STATUSES
             and i not in unsupported_unchanged
         ]
-        extra = set(live) - {(i["topic"], i["partition"]) for i in plan_offsets}
+        extra = live - {(i["topic"], i["partition"]) for i in plan_offsets}
         if pending or extra:
             why = (
                 f"{len(pending)} planned offset(s) of the group were not removed"

@@ -18,13 +18,14 @@ import hashlib
 import json
 import os
 import signal
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from offsetops.coordinator_core.atomic import write_json_atomic
+from offsetops.coordinator_core.atomic import open_append, write_json_atomic
+from offsetops.coordinator_core.clock import wall_clock_ms
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 JOURNAL_FORMAT = 1
 
@@ -108,7 +109,7 @@ class Journal:
             if existing.plan.get("items") != doc["items"]:
                 raise JournalError(f"{path}: holds a different plan under id {plan_id}")
             return existing, True
-        doc.setdefault("created_ms", int(time.time() * 1000))
+        doc.setdefault("created_ms", wall_clock_ms())
         write_json_atomic(path, doc, sort_keys=True)
         journal = cls(d, plan_id, doc)
         journal.event("created", items=len(doc["items"]))
@@ -119,7 +120,7 @@ class Journal:
         d = Path(directory)
         path = d / f"plan-{plan_id}.json"
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json.loads(read_regular_file(path, kind="state"))
         except FileNotFoundError as exc:
             raise JournalError(f"{path}: no journal for plan {plan_id}") from exc
         except (OSError, ValueError) as exc:
@@ -132,20 +133,22 @@ class Journal:
 
     def _append(self, lines: Iterable[dict[str, Any]]) -> None:
         path = self.status_path
-        with open(path, "ab") as fh:
-            if fh.tell() > 0:
-                with open(path, "rb") as rd:
-                    rd.seek(-1, os.SEEK_END)
-                    if rd.read(1) != b"\n":
-                        fh.write(b"\n")  # a crash tore the last line; start a fresh one
+        with open_append(path, read=True) as fh:
+            end = fh.seek(0, os.SEEK_END)
+            if end > 0:
+                fh.seek(end - 1)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")  # a crash tore the last line; start a fresh one
             for line in lines:
-                fh.write(json.dumps(line, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+                fh.write(
+                    json.dumps(line, sort_keys=True, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+                )
                 fh.flush()
                 os.fsync(fh.fileno())
 
     def record(self, item_ids: Iterable[int], status: str, detail: str | None = None) -> None:
         """Append one outcome line per item (each fsynced before the next is written)."""
-        now = int(time.time() * 1000)
+        now = wall_clock_ms()
         for i in item_ids:
             self._append([{"item": i, "status": status, "detail": detail, "ts": now}])
             fault_point("journal")
@@ -154,11 +157,11 @@ class Journal:
 
     def event(self, name: str, **data: Any) -> None:
         """Append a non-item line, e.g. what the executor saw before its first write."""
-        self._append([{"event": name, "ts": int(time.time() * 1000), **data}])
+        self._append([{"event": name, "ts": wall_clock_ms(), **data}])
 
     def lines(self) -> list[dict[str, Any]]:
         try:
-            raw = self.status_path.read_bytes()
+            raw = read_regular_file(self.status_path, kind="state")
         except FileNotFoundError:
             return []
         out = []

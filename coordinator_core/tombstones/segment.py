@@ -21,6 +21,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from offsetops.coordinator_core.atomic import open_append, write_text_atomic
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.builder import build_legacy_message_set, build_record_batch
 from offsetops.coordinator_core.records.reader import iter_segment_batches
@@ -35,6 +36,7 @@ from offsetops.coordinator_core.sources.logdir import (
 from offsetops.coordinator_core.tombstones.journal import APPLIED, Journal, fault_point
 from offsetops.coordinator_core.tombstones.runner import ExecutorRefused, VerifyResult
 from offsetops.coordinator_core.tombstones.verify import verify_partition_dir
+from offsetops.coordinator_core.untrusted import open_regular_file, read_regular_text
 
 MARKER = ".offsetops-plan"
 
@@ -103,7 +105,7 @@ class SegmentExecutor:
     def _ensure_copy(self, journal: Journal) -> None:
         marker = self.output_dir / MARKER
         if self.output_dir.exists():
-            owner = marker.read_text().strip() if marker.is_file() else None
+            owner = read_regular_text(marker, kind="state").strip() if marker.is_file() else None
             if owner != journal.plan_id:
                 raise ExecutorRefused(
                     f"{self.output_dir} already exists and is not the copy made for plan {journal.plan_id}"
@@ -120,7 +122,7 @@ class SegmentExecutor:
         for name in (CLEANER_CHECKPOINT, LOG_START_CHECKPOINT):
             if (logdir.path / name).is_file() and self.source == logdir.path:
                 shutil.copy2(logdir.path / name, tmp / name)
-        (tmp / MARKER).write_text(journal.plan_id + "\n")
+        write_text_atomic(tmp / MARKER, journal.plan_id + "\n")
         for f in tmp.rglob("*"):
             if f.is_file():
                 _fsync_file(f)
@@ -182,7 +184,7 @@ class SegmentExecutor:
                     )
                 else:
                     data = build_legacy_message_set(records, magic=info["magic"], base_offset=next_offset)
-                with open(seg_path, "ab") as fh:
+                with open_append(seg_path) as fh:
                     fh.write(data)
                     fh.flush()
                     os.fsync(fh.fileno())
@@ -199,7 +201,7 @@ class SegmentExecutor:
         start = info["start_position"]
         if not seg_path.exists():
             return info["base_offset"], set()
-        with open(seg_path, "rb") as fh:
+        with open_regular_file(seg_path, kind="segment", follow_symlinks=True) as fh:
             fh.seek(start)
             data = fh.read()
         from offsetops.coordinator_core.records.reader import read_batches

@@ -9,10 +9,11 @@
 Every DAG ends with ``page_failures`` (runs only when a task failed). Nothing here reimplements
 offsetops: the Spark tasks ``spark-submit`` the ``pipelines/`` jobs exactly as docs/pipelines.md says
 (``--py-files`` zip), and the alert tasks run in the offsetops environment (``ExternalPythonOperator``)
-and call the Dagster alert sensor's own evidence rules and condition lifecycle
-(``cleaner_observations``, ``offsets_observations``, ``advance``), ``failure_alert`` and
-``SlackNotifier`` (durable queue, RESOLVED messages, outbox). Airflow's environment
-needs only Airflow; offsetops lives in its own venv, named by ``OFFSETOPS_PYTHON``.
+and call the alert sensor's own evidence rules and condition lifecycle from the framework-free
+``offsetops.checks.alerting`` (the jobs' tables read as the assets' evidence, ``reconcile``),
+``failure_alert`` and ``SlackNotifier`` (durable queue, RESOLVED messages, outbox), without importing
+Dagster. Airflow's environment needs only Airflow; offsetops lives in its own venv, named by
+``OFFSETOPS_PYTHON``.
 
 Settings (environment of the scheduler and workers, read when the DAG file is parsed):
 ``OFFSETOPS_PYTHON`` (required), ``OFFSETOPS_HOME`` (the source tree holding the jobs' scripts; default
@@ -20,7 +21,9 @@ Settings (environment of the scheduler and workers, read when the DAG file is pa
 ``OFFSETOPS_SPARK_SUBMIT`` (default ``spark-submit``), ``OFFSETOPS_SPARK_MASTER``,
 ``OFFSETOPS_SPARK_CONF`` (``key=value`` pairs separated by commas), ``OFFSETOPS_LOG_DIR``,
 ``OFFSETOPS_OUTPUT_DIR``, ``OFFSETOPS_STATE_DIR`` (default ``$OFFSETOPS_OUTPUT_DIR/state``),
-``OFFSETOPS_NUM_PARTITIONS``, ``OFFSETOPS_FORECAST_HOURS`` (default 24), ``OFFSETOPS_SLACK_CHANNEL``,
+the run model's ``OFFSETOPS_NUM_PARTITIONS``, ``OFFSETOPS_RETENTION_MINUTES``, ``OFFSETOPS_FORECAST_HOURS``,
+``OFFSETOPS_CONFIG`` and ``OFFSETOPS_SERVER_PROPERTIES`` (the jobs and the alert tasks resolve them alike,
+see docs/architecture.md), ``OFFSETOPS_SLACK_CHANNEL``,
 ``OFFSETOPS_SLACK_BASE_URL``,
 ``OFFSETOPS_AIRFLOW_URL``; the Slack token is the ``SLACK_BOT_TOKEN`` environment variable of the
 worker (from a Kubernetes secret or Airflow's secrets backend), never a DAG argument.
@@ -60,10 +63,8 @@ SPARK_CONF = [c.strip() for c in _env("OFFSETOPS_SPARK_CONF", "").split(",") if 
 LOG_DIR = _env("OFFSETOPS_LOG_DIR", "/kafka-data")
 OUTPUT_DIR = _env("OFFSETOPS_OUTPUT_DIR", "/data/offsetops")
 STATE_DIR = _env("OFFSETOPS_STATE_DIR", f"{OUTPUT_DIR}/state")
-NUM_PARTITIONS = _env("OFFSETOPS_NUM_PARTITIONS", "50")
 SLACK_CHANNEL = _env("OFFSETOPS_SLACK_CHANNEL", "#offsetops-alerts")
 SLACK_BASE_URL = _env("OFFSETOPS_SLACK_BASE_URL", "")
-FORECAST_HOURS = float(_env("OFFSETOPS_FORECAST_HOURS", "24"))
 
 DEFAULT_ARGS = {"owner": "kafka-ops", "retries": 1, "retry_delay": timedelta(minutes=5)}
 
@@ -98,7 +99,9 @@ def spark_submit(job: str, *args: str) -> str:
     ]
     for conf in SPARK_CONF:
         argv += ["--conf", conf]
-    argv += [f"{HOME}/{JOB_SCRIPTS[job]}", "--num-partitions", NUM_PARTITIONS, *args]
+    # offsets.topic.num.partitions, retention and the forecast window are the run model's: the job reads
+    # OFFSETOPS_* from the worker's environment (append_env) exactly as the alert task does.
+    argv += [f"{HOME}/{JOB_SCRIPTS[job]}", *args]
     # Templated values (now, run dir) are rendered by Jinja first; quote everything else.
     return " ".join(a if "{{" in a else shlex.quote(a) for a in argv)
 
@@ -118,32 +121,26 @@ def send_alerts(
     run_id: str,
     run_url: str,
     table_dir: str = "",
-    hours: float = 0.0,
+    log_dir: str = "",
     now_ms: str = "0",
     dag_id: str = "",
     failed: str = "",
 ) -> str:
     """The Dagster alert sensor's evidence rules and lifecycle over a job's tables, through ``SlackNotifier``.
 
-    ``audit``: ``cleaner_observations`` on ``cleaner_audit``; ``forecast``: ``offsets_observations`` on
-    ``tombstones``/``dead_groups``/``expiration_forecast``; both then ``advance`` the shared condition
-    state (open, escalate, resolve) exactly as ``evaluate_alerts`` does. ``failure``: ``failure_alert``.
+    ``audit``: the audit job's ``cleaner_audit`` rows; ``forecast``: the expire job's ``tombstones``,
+    ``dead_groups`` and ``expiration_forecast``; both then ``reconcile`` the shared condition state
+    (open, escalate, resolve) exactly as ``evaluate_alerts`` does. ``failure``: ``failure_alert``.
     """
-    import json
     import os
     import time
 
     import pyarrow.parquet as pq
-    from offsetops.assets.alerting.blocks import AlertLinks, condition_blocks, condition_text
-    from offsetops.assets.alerting.evidence import (
-        cleaner_observations,
-        forget_long_lost,
-        offsets_observations,
-    )
-    from offsetops.assets.alerting.lifecycle import advance, message_groups
-    from offsetops.assets.alerting.model import Transition
-    from offsetops.assets.alerting.notifier import OutgoingMessage, SlackNotifier
-    from offsetops.assets.alerting.sensors import failure_alert
+    from offsetops.checks.alerting.blocks import AlertLinks
+    from offsetops.checks.alerting.job_tables import audit_job_observations, expire_job_observations
+    from offsetops.checks.alerting.model import failure_alert
+    from offsetops.checks.alerting.notifier import SlackNotifier
+    from offsetops.checks.alerting.reconcile import reconcile
 
     class Links(AlertLinks):  # links go to the Airflow task log, not to a Dagster UI
         def run(self, _run_id: str) -> str:
@@ -162,64 +159,30 @@ def send_alerts(
     if rule == "failure":
         steps = [s for s in failed.split(",") if s]
         reason = f"failed task(s): {', '.join(steps)}; see the task logs"
-        return notifier.send(failure_alert(dag_id, run_id, {}, reason, steps, run_url)).status.value
+        return notifier.send(failure_alert(dag_id, run_id, (), reason, steps, run_url)).status.value
 
     def rows(table: str) -> list[dict]:
         return pq.read_table(f"{table_dir}/{table}").to_pylist()
 
-    now = time.time()
-    with notifier.store.locked() as alert_state:
-        if rule == "audit":
-            # The per-partition metadata the cleaner_audit asset records, from the audit job's rows.
-            latest = {
-                r["offsets_partition"]: (
-                    {
-                        "partition_verdicts": {str(r["offsets_partition"]): r["verdict"]},
-                        "findings": json.loads(r["audit_json"]).get("reasons", []),
-                    },
-                    run_id,
-                )
-                for r in rows("cleaner_audit")
-            }
-            observations = cleaner_observations(latest)
-        elif rule == "forecast":
-            # The per-partition plan documents the expiration_plan asset writes, from the expire job's rows.
-            plans: dict[int, dict] = {}
-            for table, key in (
-                ("tombstones", "tombstones"),
-                ("dead_groups", "dead_groups"),
-                ("expiration_forecast", "forecast"),
-            ):
-                for r in rows(table):
-                    doc = plans.setdefault(
-                        r["offsets_partition"],
-                        {
-                            "partition": r["offsets_partition"],
-                            "run_id": run_id,
-                            "now_ms": int(now_ms),
-                            "forecast_horizon_ms": int(hours * 3_600_000),
-                            "tombstones": [],
-                            "dead_groups": [],
-                            "forecast": [],
-                        },
-                    )
-                    doc[key].append(r)
-            observations = offsets_observations(plans, alert_state.conditions, {})
-        else:
-            raise ValueError(f"unknown alert rule {rule!r}")
-        changes = advance(alert_state.conditions, observations, now)
-        forget_long_lost(alert_state.conditions, now)
-        queued = notifier.queue(
-            OutgoingMessage(
-                "recovery" if group[0].transition is Transition.RESOLVED else "alert",
-                ",".join(c.observation.key for c in group),
-                condition_text(group),
-                condition_blocks(group, Links(dagster_url=run_url), now),
-                {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
+    def observe(conditions: dict) -> list:
+        if rule == "audit":  # the per-partition metadata the cleaner_audit asset records
+            return audit_job_observations(rows, run_id)
+        if rule == "forecast":  # the per-partition plan documents the expiration_plan asset writes
+            from offsetops.coordinator_core.run import resolve_run
+
+            # The settings the expire job resolved: the same run model over the same environment and log dir.
+            run = resolve_run(log_dir=log_dir or None, now=(int(now_ms), "Airflow data interval end"))
+            return expire_job_observations(
+                rows,
+                conditions,
+                run_id=run_id,
+                now_ms=int(now_ms),
+                horizon_ms=run.forecast_horizon_ms,
+                settings=run.to_json(),
             )
-            for group in message_groups(changes)
-        )
-    results = notifier.deliver(queued)
+        raise ValueError(f"unknown alert rule {rule!r}")
+
+    results = reconcile(notifier, Links(dagster_url=run_url), observe, time.time())
     return ", ".join(f"{r.kind} {r.status.value}" for r in results) or "nothing changed"
 
 
@@ -307,15 +270,13 @@ with _dag(
         job_dir("expire"),
         "--now-ms",
         NOW_MS,
-        "--forecast-hours",
-        str(FORECAST_HOURS),
     )
     alert = external(
         "alert_forecast",
         "forecast",
         table_dir=job_dir("expire"),
         now_ms=NOW_MS,
-        hours=FORECAST_HOURS,
+        log_dir=LOG_DIR,
     )
     expire >> alert
     [expire, alert] >> failure_pager()

@@ -9,9 +9,9 @@ from typing import Any
 from offsetops.coordinator_core.errors import DecodeError, count_errors
 from offsetops.coordinator_core.errors import printable as escape
 
-# The argument types live in coordinator_core.settings; these two are re-exported for the commands.
-from offsetops.coordinator_core.settings import epoch_time as epoch_time
-from offsetops.coordinator_core.settings import non_negative_float as non_negative_float
+# The argument types live in pipelines/cli_args.py; these two are re-exported for the commands.
+from offsetops.pipelines.cli_args import epoch_time as epoch_time
+from offsetops.pipelines.cli_args import non_negative_float as non_negative_float
 
 EXIT_OK = 0
 EXIT_ERRORS = 1  # the run finished but found errors and --strict was given (or the command failed)
@@ -25,7 +25,7 @@ def die(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def print_json(doc: Any) -> None:
-    json.dump(doc, sys.stdout, separators=(",", ":"), sort_keys=False)
+    json.dump(doc, sys.stdout, separators=(",", ":"), sort_keys=False, allow_nan=False)
     sys.stdout.write("\n")
 
 

@@ -7,16 +7,14 @@ import os
 import re
 import sys
 
-from offsetops.commands._common import die, epoch_time, kafka_client_config
-from offsetops.commands._load import add_source_args, check_source, is_live, load_caches
-from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.commands._common import die, epoch_time
+from offsetops.commands._load import add_source_args, check_source, load_caches, source_from_args
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
-from offsetops.coordinator_core.errors import error_total
+from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.kafka_client import KafkaClientError
-from offsetops.coordinator_core.settings import bounded_regex
 from offsetops.coordinator_core.sources.logdir import LogDirError
-from offsetops.coordinator_core.timefmt import now_ms
+from offsetops.pipelines.cli_args import bounded_regex
 
 FORMATS = ("text", "json", "csv")
 
@@ -81,7 +79,7 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
     missing = sorted(set(groups) - {v.group_id for v in views})
     for gid in missing:
         print(f"offsetops: group {gid!r} not found in the loaded partitions", file=sys.stderr)
-    errors = sum(error_total(c.stats.errors) for c in caches)
+    errors = sum(count_errors(c.stats.errors) for c in caches)  # notices are not errors
     if errors:
         print(
             f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
@@ -110,10 +108,10 @@ def lookup_offsets(
     args: argparse.Namespace, wanted: set[tuple[str, int]]
 ) -> tuple[dict[tuple[str, int], PartitionOffsets], str]:
     """Log start/end of the wanted data partitions: ListOffsets live, partition dirs offline."""
-    if is_live(args):
-        config = kafka_client_config(args)
-        return live_offsets(config, wanted), "ListOffsets on the cluster"
-    dirs = [logdir_root(args.path), *args.log_dir]
+    source = source_from_args(args)
+    if source.client is not None:
+        return live_offsets(source.client, wanted), "ListOffsets on the cluster"
+    dirs = [logdir_root(args.path), *source.data_log_dirs]
     return offline_offsets(dirs, wanted), "data-topic partition dirs and checkpoints in " + ", ".join(dirs)
 
 
@@ -126,10 +124,6 @@ def logdir_root(path: str) -> str:
 
 
 def now_of(args: argparse.Namespace) -> int:
-    """The instant ages are measured from: ``--now``, else the clock the log dir declares (a simulated
-    or copied snapshot), else the wall clock; the same clock ``audit`` and ``expire`` use."""
-    try:
-        return resolve_clock(getattr(args, "path", None), configured_ms=args.now).as_of_ms
-    except ClockError as exc:
-        print(f"offsetops: {exc}; ages are measured from the wall clock", file=sys.stderr)
-        return now_ms()
+    """The instant ages are measured from: the run's clock (``--now``, ``OFFSETOPS_AS_OF_MS``, else the
+    clock the log dir declares, else the wall clock); the same clock ``audit`` and ``expire`` use."""
+    return args.run.now_ms

@@ -13,20 +13,14 @@ from offsetops.commands._common import (
     kafka_client_config,
     parse_partitions,
 )
-from offsetops.coordinator_core.asof import Cut, load_as_of
+from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.loader import load_partition_dir
-from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from offsetops.coordinator_core.settings import (
-    INT64_MAX,
-    MAX_EPOCH_MS,
-    add_partition_filter,
-    offsets_partitions,
-)
-from offsetops.coordinator_core.sources.logdir import LogDirError, PartitionDir, open_log_dir
-from offsetops.coordinator_core.sources.replicas import ReplicaChoice, open_log_dirs, split_broker_prefix
+from offsetops.coordinator_core.run import RunSettings
+from offsetops.coordinator_core.settings import INT64_MAX, MAX_EPOCH_MS
+from offsetops.coordinator_core.sources.replicas import ReplicaChoice
+from offsetops.coordinator_core.sources.source import ReadLimits, Source
 from offsetops.coordinator_core.timefmt import parse_time
+from offsetops.pipelines.cli_args import add_partition_filter, offsets_partitions
 from offsetops.progress import Progress
 
 
@@ -58,14 +52,14 @@ def add_source_args(
     p.add_argument(
         "--num-partitions",
         type=offsets_partitions,
-        default=DEFAULT_OFFSETS_PARTITIONS,
-        help="offsets.topic.num.partitions, for partition_for checks (default 50)",
+        help="offsets.topic.num.partitions, for partition_for checks (default: $OFFSETOPS_NUM_PARTITIONS, "
+        "the config file, server.properties, else 50)",
     )
     p.add_argument(
         "--semantics",
         choices=["java", "scala"],
-        default="java",
-        help="coordinator replay rules: java (Kafka 3.6+/4.x, default) or scala (up to 3.x)",
+        help="coordinator replay rules: java (Kafka 3.6+/4.x) or scala (before 3.6); default from "
+        "$OFFSETOPS_SEMANTICS, the config file, else the broker version (java when unknown)",
     )
 
 
@@ -106,65 +100,55 @@ def parse_until(text: str) -> Cut:
     return Cut(until_ms=until_ms)
 
 
-def load_caches(
-    args: argparse.Namespace, cut: Cut | None = None, replicas: list[ReplicaChoice] | None = None
-) -> list[CoordinatorCache]:
-    """Load the chosen partitions from ``args.path``, the ``--log-dir`` of several brokers, or the live
-    cluster of ``--bootstrap`` / ``--client-config`` (LogDirError and KafkaClientError propagate with
-    the path or cluster in them). With several brokers' log dirs each partition is read from the copy
-    :func:`~offsetops.coordinator_core.sources.replicas.choose_replica` picks; the choices are appended to
-    ``replicas``, and divergent copies are warned about on stderr whoever the caller is."""
-    cut = cut or Cut()
-    whole = cut.until_offset is None and cut.until_ms is None
-    kw = {"num_partitions": args.num_partitions, "semantics": args.semantics}
+def source_from_args(args: argparse.Namespace) -> Source:
+    """The run's one :class:`Source`: PATH, the ``--log-dir`` of several brokers, or the live cluster
+    of ``--bootstrap`` / ``--client-config``, with the run's read limits."""
+    partitions = parse_partitions(getattr(args, "partition", None))
+    common: dict = {
+        "partitions": tuple(partitions) if partitions else None,
+        "limits": ReadLimits(max_batch_bytes=args.run["max_batch_bytes"]),
+        # the group views' and the exporter's --log-dir: data-topic partition dirs, for lag
+        "data_log_dirs": tuple(getattr(args, "log_dir", None) or ()),
+    }
     if is_live(args):
-        from offsetops.coordinator_core.sources.live import LiveSource, load_live_partition
-
-        config = kafka_client_config(args)
-        with LiveSource(config, topic=getattr(args, "offsets_topic", "__consumer_offsets")) as source:
-            parts = parse_partitions(args.partition) or source.partitions()
-            out = []
-            with Progress("reading", total=len(parts), unit="partitions") as progress:
-                for part in parts:
-                    if whole:
-                        out.append(load_live_partition(source, part, **kw))
-                    else:
-
-                        def batches(errors, p=part):
-                            return source.iter_batches(p, errors)
-
-                        out.append(load_as_of(batches, partition=part, cut=cut, **kw))
-                    progress.advance(1, out[-1].stats.bytes)
-            return out
+        topic = getattr(args, "offsets_topic", "__consumer_offsets")
+        return Source(client=kafka_client_config(args), topic=topic, **common)
     if getattr(args, "broker_log_dirs", None):
-        pdirs = _chosen_copies(args, replicas)
-    else:
-        pdirs = list(open_log_dir(args.path, partitions=parse_partitions(args.partition)).partitions)
-    out = []
-    with Progress("reading", total=len(pdirs), unit="partitions") as progress:
-        for pdir in pdirs:
-            if whole:
-                limit = getattr(args, "max_batch_bytes", DEFAULT_MAX_BATCH_BYTES)
-                out.append(load_partition_dir(pdir, max_batch_bytes=limit, **kw))
-            else:
-                out.append(load_as_of(pdir.iter_batches, partition=pdir.partition, cut=cut, **kw))
-            progress.advance(1, pdir.size_bytes, what=f"__consumer_offsets-{pdir.partition}")
-    return out
+        return Source(broker_log_dirs=tuple(args.broker_log_dirs), **common)
+    return Source(log_dir=args.path, **common)
 
 
-def _chosen_copies(args: argparse.Namespace, replicas: list[ReplicaChoice] | None) -> list[PartitionDir]:
-    try:
-        specs = [split_broker_prefix(spec) for spec in args.broker_log_dirs]
-    except ValueError as exc:
-        raise LogDirError(f"--log-dir {exc}") from None
-    dirs = open_log_dirs(specs, partitions=parse_partitions(args.partition))
-    choices = dirs.choices()
-    for c in choices:
+def load_with_progress(
+    source: Source, run: RunSettings, cut: Cut | None = None, replicas: list[ReplicaChoice] | None = None
+) -> list[CoordinatorCache]:
+    """:meth:`Source.load_caches` with the run's replay settings and a progress line on a terminal;
+    divergent copies of several brokers' log dirs are warned about on stderr whoever the caller is."""
+    chosen: list[ReplicaChoice] = []
+    with Progress("reading", unit="partitions") as progress:
+        caches = source.load_caches(
+            num_partitions=run["num_partitions"],
+            semantics=run["semantics"],
+            cut=cut,
+            replicas=chosen,
+            on_partition=lambda _cache, size, what: progress.advance(1, size, what=what),
+            on_count=lambda n: setattr(progress, "total", n),
+        )
+    for c in chosen:
         for d in c.divergences:
             # never merged, never silent: the reload reads the chosen copy only
             print(
                 f"offsetops: warning: __consumer_offsets-{c.partition}: {escape(d.message)}", file=sys.stderr
             )
     if replicas is not None:
-        replicas.extend(choices)
-    return [c.chosen.pdir for c in choices if c.chosen.pdir is not None]
+        replicas.extend(chosen)
+    return caches
+
+
+def load_caches(
+    args: argparse.Namespace, cut: Cut | None = None, replicas: list[ReplicaChoice] | None = None
+) -> list[CoordinatorCache]:
+    """Load the chosen partitions of the run's source (LogDirError and KafkaClientError propagate with
+    the path or cluster in them). With several brokers' log dirs each partition is read from the copy
+    :func:`~offsetops.coordinator_core.sources.replicas.choose_replica` picks; the choices are appended to
+    ``replicas``."""
+    return load_with_progress(source_from_args(args), args.run, cut, replicas)

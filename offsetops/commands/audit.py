@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from typing import TextIO
 
@@ -12,41 +11,19 @@ from offsetops.commands._common import (
     die,
     epoch_time,
     escape,
-    kafka_client_config,
     parse_partitions,
     print_json,
 )
-from offsetops.commands.failover import audit_forecast, headline
-from offsetops.coordinator_core.cleaner.audit import audit_log_dir, audit_log_dirs, scan_log_dir
-from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport, read_broker_logs
-from offsetops.coordinator_core.cleaner.collect import BrokerScan, audit_broker_scans, read_broker_scans
-from offsetops.coordinator_core.cleaner.config import (
-    CleanerConfig,
-    fetch_cluster_config,
-    known_config_keys,
-    parse_config_overrides,
-    read_broker_id,
-)
-from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics, MetricsError, scrape_metrics
-from offsetops.coordinator_core.cleaner.model import (
-    CleanerAudit,
-    PartitionAudit,
-    PartitionFailure,
-    Thresholds,
-    format_bytes,
-)
-from offsetops.coordinator_core.clock import ClockError, resolve_clock
+from offsetops.commands._run import with_settings
+from offsetops.commands.failover import headline
+from offsetops.coordinator_core.cleaner.config import known_config_keys
+from offsetops.coordinator_core.cleaner.model import CleanerAudit, PartitionAudit, Thresholds, format_bytes
+from offsetops.coordinator_core.cleaner.run import AuditInputError, AuditRequest, run_audit
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
-from offsetops.coordinator_core.settings import (
-    add_partition_filter,
-    broker_id,
-    duration_ms,
-    http_url,
-    int_range,
-)
-from offsetops.coordinator_core.sources.logdir import LogDir, LogDirError, open_log_dir
-from offsetops.coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
+from offsetops.coordinator_core.sources.logdir import PartitionDir
+from offsetops.coordinator_core.sources.replicas import split_broker_prefix
 from offsetops.coordinator_core.timefmt import format_duration
+from offsetops.pipelines.cli_args import add_partition_filter, broker_id, duration_ms, http_url, int_range
 from offsetops.progress import Progress
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
@@ -62,6 +39,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "would reclaim, and whether it is making progress; then give a HEALTHY / DEGRADED / CRITICAL "
         "verdict with reasons and remedies. See docs/cleaner-audit.md.",
     )
+    _add_source_options(p)
+    _add_input_options(p)
+    _add_output_options(p)
+    p.set_defaults(func=run)
+
+
+def _add_source_options(p: argparse.ArgumentParser) -> None:
+    """Where the audited partitions are: one log dir, each broker's log dir, or the brokers' scans."""
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
     p.add_argument(
         "--log-dir",
@@ -78,6 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "beside each broker into this shared directory, instead of reading log dirs",
     )
     add_partition_filter(p)
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """What the verdict is judged with: the cluster's config, metrics, broker logs, history, clock."""
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="read topic and broker config from this cluster")
     p.add_argument("--client-config", metavar="FILE", help=f"live config: {CLIENT_CONFIG_HELP}")
     p.add_argument(
@@ -134,167 +123,71 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="flag partitions whose replay after a coordinator failover would take longer "
         f"(default {DEFAULT_SLOW_MS})",
     )
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument(
         "--exit-code", action="store_true", help="exit 0/1/2 for HEALTHY/DEGRADED/CRITICAL (monitoring)"
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    request = AuditRequest(
+        path=args.path,
+        log_dirs=tuple(args.log_dir or ()),
+        broker_scans=args.broker_scans,
+        partitions=parse_partitions(args.partition),
+        config=tuple(args.config),
+        thresholds=tuple(args.threshold),
+        bootstrap=args.bootstrap,
+        client_config=args.client_config,
+        timeout_ms=args.timeout_ms,
+        broker_id=args.broker_id,
+        metrics_urls=tuple(args.metrics_url or ()),
+        broker_logs=tuple(args.broker_log or ()),
+        state_dir=args.state_dir,
+        record_history=not args.no_record,
+        now_ms=args.now,
+        failover_threshold_ms=args.failover_threshold_ms,
+        clock=args.run.clock,
+        config_layers=(
+            (args.run.broker_config, args.run.broker_config_source),
+            (args.run.config_file_values, args.run.config_file_source),
+        ),
+    )
     try:
-        overrides = parse_config_overrides(args.config)
-        thresholds = Thresholds().with_overrides(dict(_pairs(args.threshold)))
-    except ValueError as exc:
+        with _ScanProgress() as progress:
+            result = run_audit(request, progress=progress.scanned)
+    except AuditInputError as exc:
         return die(str(exc))
-    sources = [bool(args.path), bool(args.log_dir), bool(args.broker_scans)]
-    if sum(sources) > 1:
-        return die("give one of: a log dir PATH, --log-dir for each broker, or --broker-scans DIR")
-    if not any(sources):
-        return die(
-            "give a broker log dir PATH, --log-dir [BROKER_ID=]PATH once per broker, or --broker-scans DIR"
-        )
-    dirs: LogDirs | None = None
-    scans: list[BrokerScan] | None = None
-    try:
-        if args.broker_scans:
-            scans = read_broker_scans(args.broker_scans)
-            first_dir = None
-        elif args.log_dir:
-            dirs = open_log_dirs(
-                [split_broker_prefix(spec) for spec in args.log_dir],
-                partitions=parse_partitions(args.partition),
-            )
-            first_dir = str(dirs.brokers[0].log_dir.path)
-        else:
-            logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
-            first_dir = args.path
-    except (LogDirError, ValueError) as exc:
-        return die(str(exc))
-    try:
-        known = (
-            {b.broker_id for b in dirs.brokers} if dirs else {s.broker_id for s in scans} if scans else None
-        )
-        metrics_urls = _per_broker(args.metrics_url, "--metrics-url", known)
-        broker_log_files = _per_broker(args.broker_log, "--broker-log", known)
-    except ValueError as exc:
-        return die(str(exc))
-
-    config = CleanerConfig()
-    live = None
-    if args.bootstrap or args.client_config:
-        from offsetops.coordinator_core.kafka_client import KafkaClientError
-
-        if args.broker_id is not None:
-            broker_id = args.broker_id
-        elif dirs is not None:
-            broker_id = dirs.brokers[0].broker_id
-        elif scans is not None:
-            broker_id = scans[0].broker_id
-        else:
-            broker_id = read_broker_id(logdir.path)
-        try:
-            client = kafka_client_config(args)
-            if args.timeout_ms is not None:
-                timeout = args.timeout_ms
-                client = client.replace(connect_timeout_ms=timeout, request_timeout_ms=timeout)
-            live = fetch_cluster_config(client, broker_id=broker_id)
-        except KafkaClientError as exc:
-            return die(f"{exc} (give the config with --config KEY=VALUE instead, or fix --bootstrap)")
-        config = live.apply(config)
-    try:
-        config = config.with_values(overrides, source="user")
-    except ValueError as exc:
-        return die(str(exc))
-
-    metrics: dict[int | None, CleanerMetrics] = {}
-    for bid, urls in metrics_urls.items():
-        if len(urls) > 1:
-            return die(f"--metrics-url: one endpoint per broker, got {len(urls)} for {_whose(bid)}")
-        try:
-            metrics[bid] = scrape_metrics(urls[0])
-        except MetricsError as exc:
-            return die(str(exc))
-    broker_logs: dict[int | None, BrokerLogReport] = {}
-    for bid, files in broker_log_files.items():
-        try:
-            broker_logs[bid] = read_broker_logs(files)
-        except OSError as exc:
-            return die(f"cannot read broker log: {exc}")
-
-    try:
-        # The log dir's declared clock (a simulated or copied snapshot) unless --now is given.
-        clock = resolve_clock(first_dir, configured_ms=args.now, configured_by="--now")
-    except ClockError as exc:
-        return die(str(exc))
-    common = {
-        "config": config,
-        "thresholds": thresholds,
-        "now_ms": clock.as_of_ms,
-        "live": live,
-        "state_dir": args.state_dir,
-        "record_history": not args.no_record,
-    }
-    try:
-        per_broker = {
-            "metrics": {k: v for k, v in metrics.items() if k is not None},
-            "broker_logs": {k: v for k, v in broker_logs.items() if k is not None},
-        }
-        if scans is not None:
-            audit = audit_broker_scans(
-                scans, partitions=parse_partitions(args.partition), **per_broker, **common
-            )
-        elif dirs is not None:
-            audit = audit_log_dirs(
-                dirs,
-                **per_broker,
-                **common,
-            )
-        else:
-            audit = audit_log_dir(
-                logdir,
-                metrics=metrics.get(None),
-                broker_log=broker_logs.get(None),
-                partition_audits=scan_with_progress(logdir, config=config, now_ms=clock.as_of_ms),
-                **common,
-            )
-    except LogDirError as exc:
-        return die(str(exc))
-    except OSError as exc:
-        return die(f"cannot write audit history: {exc}")
-
-    # The coordinator failover forecast rides on the audit's scan (see `offsetops failover`); with
-    # several brokers it forecasts the copies a reload reads.
-    rows = audit.partitions
-    if audit.replicas is not None:
-        chosen = {(c.partition, c.chosen.broker_id) for c in audit.replicas}
-        rows = [p for p in rows if (p.partition, p.broker_id) in chosen]
-    logs = [f for files in broker_log_files.values() for f in files]
-    forecast = audit_forecast(rows, logs, args.failover_threshold_ms)
     if args.json:
-        doc = audit.to_json()
-        ok = isinstance(forecast, FailoverForecast)
-        doc["failover"] = forecast.to_json() if ok else {"error": forecast}
-        print_json(doc)
+        print_json(with_settings(result.to_json(), args))
     else:
-        print(f"as of {clock.describe()}")
-        print_table(audit)
-        print_failover(forecast)
-    return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0
+        print(f"as of {result.clock.describe()}")
+        print_table(result.audit)
+        print_failover(result.forecast)
+        print(escape(args.run.summary()))
+    return EXIT_BY_VERDICT[result.audit.verdict] if args.exit_code else 0
 
 
-def scan_with_progress(
-    logdir: LogDir, *, config: CleanerConfig, now_ms: int
-) -> dict[int, PartitionAudit | PartitionFailure | None]:
-    """The per-partition scans (the costly part: every record is read) one partition at a time, with
-    progress on a terminal; ``audit_log_dir`` then applies history, marks and verdicts to them."""
-    scans: dict[int, PartitionAudit | PartitionFailure | None] = {}
-    with Progress("auditing", total=len(logdir.partitions), unit="partitions") as progress:
-        for pdir in logdir.partitions:
-            one = dataclasses.replace(logdir, partitions=(pdir,))
-            scans.update(scan_log_dir(one, config=config, now_ms=now_ms, notes=[]))
-            progress.advance(1, pdir.size_bytes, what=f"__consumer_offsets-{pdir.partition}")
-    return scans
+class _ScanProgress:
+    """The single log dir's scan, one partition at a time, as one progress line on a terminal."""
+
+    def __init__(self) -> None:
+        self._progress: Progress | None = None
+
+    def __enter__(self) -> _ScanProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.close()
+
+    def scanned(self, total: int, pdir: PartitionDir) -> None:
+        if self._progress is None:
+            self._progress = Progress("auditing", total=total, unit="partitions")
+        self._progress.advance(1, pdir.size_bytes, what=f"__consumer_offsets-{pdir.partition}")
 
 
 def print_failover(forecast: FailoverForecast | str) -> None:
@@ -318,10 +211,6 @@ def print_failover(forecast: FailoverForecast | str) -> None:
         )
 
 
-def _whose(bid: int | None) -> str:
-    return "the log dir" if bid is None else f"broker {bid}"
-
-
 def _metrics_url(text: str) -> str:
     """``--metrics-url``'s type: ``[BROKER_ID=]URL`` with an http(s) URL (checked while parsing)."""
     try:
@@ -330,32 +219,6 @@ def _metrics_url(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
     http_url(url)
     return text.strip()
-
-
-def _per_broker(values: list[str] | None, flag: str, known: set[int] | None) -> dict[int | None, list[str]]:
-    """``--metrics-url``/``--broker-log`` values by broker id (None for a single log dir): with several
-    brokers each must say whose it is, since every broker has its own cleaner, metrics and logs."""
-    out: dict[int | None, list[str]] = {}
-    for value in values or []:
-        bid, rest = split_broker_prefix(value) if known is not None else (None, value)
-        if known is not None and bid is None:
-            raise ValueError(f"{flag} {value!r}: with several brokers, say whose it is as BROKER_ID={value}")
-        if known is not None and bid not in known:
-            raise ValueError(
-                f"{flag} {value!r}: broker {bid} is not among the audited brokers {sorted(known)}"
-            )
-        out.setdefault(bid, []).append(rest)
-    return out
-
-
-def _pairs(items: list[str]) -> list[tuple[str, str]]:
-    out = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"expected NAME=VALUE, got {item!r}")
-        out.append((key.strip(), value.strip()))
-    return out
 
 
 def _ratio(x: float) -> str:

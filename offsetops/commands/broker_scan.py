@@ -12,9 +12,9 @@ from offsetops.coordinator_core.cleaner.collect import DEFAULT_MAX_DIGESTS, scan
 from offsetops.coordinator_core.cleaner.config import CleanerConfig, known_config_keys, parse_config_overrides
 from offsetops.coordinator_core.cleaner.model import PartitionFailure
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
-from offsetops.coordinator_core.settings import positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir, read_broker_id
 from offsetops.coordinator_core.sources.replicas import split_broker_prefix
+from offsetops.pipelines.cli_args import positive_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:

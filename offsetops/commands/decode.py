@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from offsetops.commands._common import EXIT_ERRORS, die, print_json
+from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.schema import (
     SchemaError,
     UnknownKey,
@@ -47,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
     except SchemaError as exc:
         return die(f"key: {exc}")
     if isinstance(key, UnknownKey):
-        print_json({"key": {"type": str(key.record_type), "data": "unknown"}, "value": None})
+        print_json(
+            with_settings({"key": {"type": str(key.record_type), "data": "unknown"}, "value": None}, args)
+        )
         return die(
             f"key: record type {key.record_type} is not a __consumer_offsets record type "
             f"(known: 0 to {MAX_KNOWN_RECORD_TYPE})",
@@ -58,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             doc["value"] = value_json(key.record_type, decode_value(key.record_type, value_bytes))
         except SchemaError as exc:
-            print_json({**doc, "error": str(exc)})
+            print_json(with_settings({**doc, "error": str(exc)}, args))
             return die(f"value: {exc}", EXIT_ERRORS)
-    print_json(doc)
+    print_json(with_settings(doc, args))
     return 0

@@ -21,8 +21,9 @@ from typing import Any
 
 from offsetops.commands._common import die
 from offsetops.commands.simulate import kafka_version
-from offsetops.coordinator_core.settings import (
-    hours,
+from offsetops.coordinator_core.untrusted import read_regular_file
+from offsetops.pipelines.cli_args import (
+    forecast_hours,
     minutes,
     non_negative_int,
     offsets_partitions,
@@ -63,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="offsets.retention.minutes for the plan (default 120, so a short history shows expirations; "
         "Kafka's default is 10080)",
     )
-    p.add_argument("--forecast-hours", type=hours, default=24.0, help="forecast window (default 24)")
+    p.add_argument("--forecast-hours", type=forecast_hours, default=24.0, help="forecast window (default 24)")
     p.add_argument(
         "--execute-tombstones",
         action="store_true",
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 return die(str(exc))
     truth_path = log_dir / "truth.json"
     if truth_path.exists():
-        truth = json.loads(truth_path.read_text(encoding="utf-8"))
+        truth = json.loads(read_regular_file(truth_path, kind="ground truth"))
         _declare_clock(log_dir, truth)
         if int(truth.get("num_partitions", args.partitions)) != args.partitions:
             args.partitions = int(truth["num_partitions"])
@@ -147,7 +148,10 @@ def _declare_clock(log_dir: Path, truth: dict[str, Any]) -> None:
 
     if not (log_dir / CLOCK_FILE).exists():
         write_clock_declaration(
-            log_dir, int(truth["simulated_until_ms"]), declared_by="offsetops demo, from truth.json"
+            log_dir,
+            int(truth["simulated_until_ms"]),
+            declared_by="offsetops demo, from truth.json",
+            broker_version=truth.get("kafka_version"),
         )
 
 
@@ -203,7 +207,8 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
     )
     resources = {
         # No as_of_ms: the clock is resolved from the log dir, exactly as in the UI and the CLI.
-        "offsets_source": OffsetsSourceResource(log_dir=str(log_dir), num_partitions=args.partitions),
+        # num_partitions and the expiration settings come from the environment ui_environment set.
+        "offsets_source": OffsetsSourceResource(log_dir=str(log_dir)),
         "spark": SparkResource(master=args.spark_master, app_name="offsetops-demo"),
         "state": StateResource(output_dir=str(out)),
         "slack": slack,
@@ -212,13 +217,9 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
     run_config = {
         # Materialization events are DEBUG (one per asset and partition): keep the console readable.
         "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        # No retention or forecast here: every asset resolves them through the run model from the
+        # environment ui_environment set, exactly as a run launched from the UI does.
         "ops": {
-            "expiration_plan": {
-                "config": {
-                    "retention_minutes": args.retention_minutes,
-                    "forecast_horizon_hours": args.forecast_hours,
-                }
-            },
             "tombstone_execution": {"config": {"mode": "segment" if args.execute_tombstones else "dry_run"}},
         },
     }

@@ -8,6 +8,7 @@ from typing import Any
 
 from offsetops.commands._common import print_json
 from offsetops.commands._groupview import add_view_args, build_views, now_of
+from offsetops.commands._run import with_settings
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.coordinator_core.describe import (
     ABOVE_LOG_END,
@@ -198,7 +199,9 @@ def run(args: argparse.Namespace) -> int:
             doc["rows"] = [_row_json(r, now) for r in v.rows]
             doc["last_commit_time"] = time_json(v.last_commit_timestamp, now)
             docs.append(doc)
-        print_json({"now": time_json(now, now), "log_offsets_from": where, "groups": docs})
+        print_json(
+            with_settings({"now": time_json(now, now), "log_offsets_from": where, "groups": docs}, args)
+        )
     elif args.format == "csv":
         write_csv(CSV_HEADERS, csv_rows(views, now))
     else:

@@ -16,10 +16,13 @@ from offsetops.commands._common import (
     report_errors,
     strict_exit,
 )
+from offsetops.coordinator_core.embedded import group_findings
 from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
 from offsetops.coordinator_core.records.batch import RecordBatch
 from offsetops.coordinator_core.records.reader import iter_segment_batches
 from offsetops.coordinator_core.schema import (
+    GroupMetadataKey,
+    GroupMetadataValue,
     SchemaError,
     UnknownKey,
     decode_control_key,
@@ -29,8 +32,8 @@ from offsetops.coordinator_core.schema import (
     key_json,
     value_json,
 )
-from offsetops.coordinator_core.settings import add_max_batch_bytes, add_partition_filter
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.pipelines.cli_args import add_max_batch_bytes, add_partition_filter
 from offsetops.progress import Progress, is_terminal
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
@@ -47,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_partition_filter(p)
     p.add_argument("--json", action="store_true", help="JSON lines: one object per batch and per record")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
-    add_max_batch_bytes(p)
+    add_max_batch_bytes(p, default=None)
     p.set_defaults(func=run)
 
 
@@ -70,23 +73,30 @@ def _files(
             yield seg.path, pdir.partition, pdir.anomalies if i == 0 else ()
 
 
-def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any, tuple[str, str] | None]:
-    """The key and payload columns (JSON objects, or Kafka's words for what it could not decode), and
-    the ``(kind, reason)`` of a decode error, if any."""
+def _decode(key: bytes | None, value: bytes | None) -> tuple[Any, Any, tuple[str, str] | None, list]:
+    """The key and payload columns (JSON objects, or Kafka's words for what it could not decode), the
+    ``(kind, reason)`` of a decode error, if any, and the findings on the members' consumer-protocol bytes
+    (``embedded``)."""
     if key is None:
-        return "Error: record has no key", None, ("missing_key", "record has no key")
+        return "Error: record has no key", None, ("missing_key", "record has no key"), []
     try:
         k = decode_key(key)
     except SchemaError as exc:
-        return f"Error: {exc}", None, (exc.kind, f"record key: {exc}")
+        return f"Error: {exc}", None, (exc.kind, f"record key: {exc}"), []
     if isinstance(k, UnknownKey):
-        return f"Unknown record type {k.record_type}", None, None
+        return f"Unknown record type {k.record_type}", None, None, []
     if value is None:
-        return key_json(k), "<DELETE>", None
+        return key_json(k), "<DELETE>", None, []
     try:
-        return key_json(k), value_json(k.record_type, decode_value(k.record_type, value)), None
+        v = decode_value(k.record_type, value)
     except SchemaError as exc:
-        return key_json(k), f"Error: {exc}", (exc.kind, f"record type {k.record_type} value: {exc}")
+        return key_json(k), f"Error: {exc}", (exc.kind, f"record type {k.record_type} value: {exc}"), []
+    found = (
+        group_findings(k.group, v)
+        if isinstance(k, GroupMetadataKey) and isinstance(v, GroupMetadataValue)
+        else []
+    )
+    return key_json(k), value_json(k.record_type, v), None, found
 
 
 def _batch_line(b: RecordBatch) -> str:
@@ -159,7 +169,7 @@ def _show_errors(out, errors: list[DecodeError], shown: int, as_json: bool) -> i
     """Print the errors found since the last call where they happened in the dump; returns the count."""
     for err in errors[shown:]:
         if as_json:
-            out.write(json.dumps({"type": "error", **err.to_dict()}) + "\n")
+            out.write(json.dumps({"type": "error", **err.to_dict()}, allow_nan=False) + "\n")
         else:
             out.write(f"{'Notice' if err.is_notice else 'Error'}: {escape(err)}\n")
     return len(errors)
@@ -192,6 +202,8 @@ def _dump_files(
 ) -> int:
     out = sys.stdout
     shown = 0
+    if args.json:  # the stream's first line: what shaped it (the batch bound) and where it came from
+        out.write(json.dumps({"type": "settings", "settings": args.run.to_json()}) + "\n")
     for file, part, anomalies in files:
         errors.extend(anomalies)
         shown = _show_errors(out, errors, shown, args.json)
@@ -207,7 +219,7 @@ def _dump_files(
             shown = _show_errors(out, errors, shown, args.json)
             progress.advance(0, batch.size, what=escape(file.name))
             if args.json:
-                out.write(json.dumps(_batch_json(batch, file)) + "\n")
+                out.write(json.dumps(_batch_json(batch, file), allow_nan=False) + "\n")
             else:
                 out.write(_batch_line(batch) + "\n")
             try:
@@ -220,44 +232,63 @@ def _dump_files(
                         k = p = None
                         failed = None if problem is None else ("corrupt_record", problem)
                     else:
-                        k, p, failed = _decode(key, value)
+                        k, p, failed, found = _decode(key, value)
                         text, extra = "", {}
                     if failed is not None:
                         # Counted (--strict fails on it) and listed at the end; shown inline on the record.
                         errors.append(DecodeError(*failed, str(file), part, batch.position, offset))
                         shown = len(errors) if not args.json else shown
-                    if args.json:
-                        rec = {
-                            "type": "record",
-                            "offset": offset,
-                            "timestamp": ts,
-                            "key_size": -1 if key is None else len(key),
-                            "value_size": -1 if value is None else len(value),
-                            "sequence": seq,
-                            **extra,
-                        }
-                        if not batch.is_control:
-                            rec["key"], rec["payload"] = k, p
-                        out.write(json.dumps(rec) + "\n")
-                    else:
-                        line = (
-                            f"| offset: {offset} CreateTime: {ts} keySize: {-1 if key is None else len(key)} "
-                            f"valueSize: {-1 if value is None else len(value)} sequence: {seq} headerKeys: []"
+                    out.write(_record_out(batch, offset, ts, key, value, seq, k, p, text, extra, args.json))
+                    if not batch.is_control:  # shown after their record (errors counted, notices not)
+                        errors.extend(
+                            DecodeError(f.kind, f.reason, str(file), part, batch.position, offset)
+                            for f in found
                         )
-                        if batch.is_control:
-                            line += text
-                        else:
-                            ktxt = k if isinstance(k, str) else json.dumps(k, separators=(",", ":"))
-                            ptxt = (
-                                p if isinstance(p, str) or p is None else json.dumps(p, separators=(",", ":"))
-                            )
-                            line += f" key: {ktxt}"
-                            if ptxt is not None:
-                                line += f" payload: {ptxt}"
-                        out.write(line + "\n")
+                        shown = _show_errors(out, errors, shown, args.json)
             except OffsetsDecodeException as exc:
                 errors.append(exc.error)
             shown = _show_errors(out, errors, shown, args.json)
         shown = _show_errors(out, errors, shown, args.json)
         progress.advance(1)
     return shown
+
+
+def _record_out(
+    batch: Any,
+    offset: int,
+    ts: int,
+    key: bytes | None,
+    value: bytes | None,
+    seq: int,
+    k: Any,
+    p: Any,
+    text: str,
+    extra: dict[str, Any],
+    as_json: bool,
+) -> str:
+    """One record's line: a JSON document, or kafka-dump-log's ``| offset: ...`` line."""
+    if as_json:
+        rec = {
+            "type": "record",
+            "offset": offset,
+            "timestamp": ts,
+            "key_size": -1 if key is None else len(key),
+            "value_size": -1 if value is None else len(value),
+            "sequence": seq,
+            **extra,
+        }
+        if not batch.is_control:
+            rec["key"], rec["payload"] = k, p
+        return json.dumps(rec, allow_nan=False) + "\n"
+    line = (
+        f"| offset: {offset} CreateTime: {ts} keySize: {-1 if key is None else len(key)} "
+        f"valueSize: {-1 if value is None else len(value)} sequence: {seq} headerKeys: []"
+    )
+    if batch.is_control:
+        return line + text + "\n"
+    ktxt = k if isinstance(k, str) else json.dumps(k, separators=(",", ":"))
+    ptxt = p if isinstance(p, str) or p is None else json.dumps(p, separators=(",", ":"))
+    line += f" key: {ktxt}"
+    if ptxt is not None:
+        line += f" payload: {ptxt}"
+    return line + "\n"

@@ -21,21 +21,24 @@ from offsetops.commands._common import (
     quote,
     report_errors,
 )
-from offsetops.coordinator_core.clock import ClockError, resolve_clock
-from offsetops.coordinator_core.clock_guard import clock_findings, newest_record_ms
+from offsetops.commands._run import with_settings
+from offsetops.coordinator_core.clock import wall_clock_ms
+from offsetops.coordinator_core.clock_guard import ClockFinding, clock_findings, newest_record_ms
 from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import (
     COORDINATORS,
     DEFAULT_RETENTION_MS,
     ExpirationPlan,
-    coordinator_for_broker_version,
     plan_expiration,
 )
-from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
-from offsetops.coordinator_core.settings import add_partition_filter, duration_ms, hours, offsets_partitions
-from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.timefmt import iso_utc
-from offsetops.coordinator_core.timefmt import now_ms as wall_ms
+from offsetops.pipelines.cli_args import (
+    add_partition_filter,
+    forecast_hours,
+    offsets_partitions,
+    retention_duration_ms,
+)
 from offsetops.progress import Progress
 
 EXECUTORS = ("admin", "produce", "segment")
@@ -60,9 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--retention-ms",
-        type=duration_ms,
+        type=retention_duration_ms,
         metavar="MS",
-        help=f"offsets.retention.minutes in ms (default {DEFAULT_RETENTION_MS}, 7 days)",
+        help="offsets.retention.minutes in ms (default: $OFFSETOPS_RETENTION_MINUTES, the config file, "
+        f"server.properties, else Kafka's default for the broker version, {DEFAULT_RETENTION_MS} since 2.0)",
     )
     p.add_argument(
         "--coordinator",
@@ -73,26 +77,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--broker-version",
         type=broker_version,
         metavar="X.Y",
-        help="the brokers' Kafka version; picks --coordinator (< 4.0: legacy; default kip848)",
+        help="the brokers' Kafka version; picks --coordinator (< 4.0: legacy) and the retention default "
+        "(default: $OFFSETOPS_BROKER_VERSION, the config file, server.properties, the log dir's declaration)",
     )
     p.add_argument(
         "--forecast-hours",
-        type=hours,
-        default=24.0,
+        type=forecast_hours,
         metavar="H",
-        help="forecast offsets that expire within H hours (default 24)",
+        help="forecast offsets that expire within H hours (default: $OFFSETOPS_FORECAST_HOURS, else 24)",
     )
     p.add_argument(
         "--what-if-retention-ms",
-        type=duration_ms,
+        type=retention_duration_ms,
         metavar="MS",
         help="also plan and forecast at this retention (reported under what_if)",
     )
     p.add_argument(
         "--num-partitions",
         type=offsets_partitions,
-        default=DEFAULT_OFFSETS_PARTITIONS,
-        help="offsets.topic.num.partitions (default 50)",
+        help="offsets.topic.num.partitions (default: $OFFSETOPS_NUM_PARTITIONS, the config file, "
+        "server.properties, else 50)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     ex = p.add_argument_group("execution (dry-run unless --execute)")
@@ -151,23 +155,16 @@ def broker_version(text: str) -> str:
     return text.strip()
 
 
-def _coordinator(args: argparse.Namespace) -> str:
-    if args.coordinator:
-        return args.coordinator
-    return coordinator_for_broker_version(args.broker_version)
+def _load(args: argparse.Namespace) -> list:
+    from offsetops.commands._load import load_with_progress
+    from offsetops.coordinator_core.sources.source import ReadLimits, Source
 
-
-def _load(args: argparse.Namespace, coordinator: str) -> list:
-    from offsetops.coordinator_core.loader import load_partition_dir
-
-    semantics = "scala" if coordinator == "legacy" else "java"
-    logdir = open_log_dir(args.path, partitions=parse_partitions(args.partition))
-    caches = []
-    with Progress("reading", total=len(logdir.partitions), unit="partitions") as progress:
-        for p in logdir.partitions:
-            caches.append(load_partition_dir(p, num_partitions=args.num_partitions, semantics=semantics))
-            progress.advance(1, p.size_bytes, what=f"__consumer_offsets-{p.partition}")
-    return caches
+    source = Source(
+        log_dir=args.path,
+        partitions=tuple(parse_partitions(args.partition) or ()) or None,
+        limits=ReadLimits(max_batch_bytes=args.run["max_batch_bytes"]),
+    )
+    return load_with_progress(source, args.run)
 
 
 def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> Any:
@@ -212,7 +209,7 @@ def _make_executor(
     output = args.output_dir or target.get("output_dir")
     if not source or not output:
         raise ValueError("--executor segment needs the log dir PATH and --output-dir DIR")
-    return SegmentExecutor(source, output, semantics="scala" if coordinator == "legacy" else "java")
+    return SegmentExecutor(source, output, semantics=args.run["semantics"])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -233,20 +230,14 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     if not args.path:
         return die("give a log dir PATH (or --resume PLAN_ID)")
+    # The run model: --now, else the log dir's declared clock; the retention, the coordinator and the
+    # forecast window from the flags, OFFSETOPS_*, the config file, the broker, Kafka's defaults.
+    coordinator = args.run["coordinator"]
+    now_ms = args.run.now_ms
+    retention_ms = args.run.retention_ms
+    horizon_ms = args.run.forecast_horizon_ms
     try:
-        coordinator = _coordinator(args)
-    except ValueError as exc:
-        return die(str(exc))
-    try:
-        # The log dir's declared clock (a simulated or copied snapshot) unless --now is given.
-        clock = resolve_clock(args.path, configured_ms=args.now, configured_by="--now")
-    except ClockError as exc:
-        return die(str(exc))
-    now_ms = clock.as_of_ms
-    retention_ms = args.retention_ms if args.retention_ms is not None else DEFAULT_RETENTION_MS
-    horizon_ms = int(args.forecast_hours * 3600 * 1000)
-    try:
-        caches = _load(args, coordinator)
+        caches = _load(args)
     except LogDirError as exc:
         return die(str(exc))
     errors = [e for c in caches for e in c.stats.errors]
@@ -259,12 +250,7 @@ def run(args: argparse.Namespace) -> int:
     )
     doc: dict[str, Any] = plan.to_json()
     doc["dry_run"] = not args.execute
-    findings = clock_findings(
-        now_ms, wall_ms=wall_ms(), newest_ms=newest_record_ms(caches), retention_ms=retention_ms
-    )
-    doc["clock_findings"] = [f.to_json() for f in findings]
-    for f in findings:
-        print(f"offsetops: WARNING: {escape(f.message)} (clock: {escape(clock.describe())})", file=sys.stderr)
+    findings = _clock_guard(args, caches, doc)
     if args.what_if_retention_ms is not None:
         what_if = plan_expiration(
             caches,
@@ -276,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
         doc["what_if"] = {k: v for k, v in what_if.to_json().items() if k not in ("now_ms", "coordinator")}
     report = None
     if args.execute:
-        if errors:
+        if count_errors(errors):  # notices (a zero tail, a client's own layout) do not stop it
             report_errors(errors)
             return die(
                 f"the reload met {count_errors(errors)} decode error(s); "
@@ -297,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
             return die(str(exc))
         doc["execution"] = report.to_json()
     if args.json:
-        print_json(doc)
+        print_json(with_settings(doc, args))
     else:
         _print_text(plan, doc, args)
     if errors:
@@ -305,6 +291,22 @@ def run(args: argparse.Namespace) -> int:
     if report is not None and (not report.complete or report.not_gone):
         return 1
     return 0
+
+
+def _clock_guard(args: argparse.Namespace, caches: list, doc: dict[str, Any]) -> list[ClockFinding]:
+    """The clock's plausibility (:mod:`offsetops.coordinator_core.clock_guard`) against this host's wall
+    clock and the newest record of the source: noted in ``doc`` and warned about on every plan."""
+    run = args.run
+    findings = clock_findings(
+        run.now_ms, wall_ms=wall_clock_ms(), newest_ms=newest_record_ms(caches), retention_ms=run.retention_ms
+    )
+    doc["clock_findings"] = [f.to_json() for f in findings]
+    for f in findings:
+        print(
+            f"offsetops: WARNING: {escape(f.message)} (clock: {escape(run.clock.describe())})",
+            file=sys.stderr,
+        )
+    return findings
 
 
 def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -> Any:
@@ -363,7 +365,7 @@ def _resume(args: argparse.Namespace) -> int:
         executor.close()
     doc = {"plan_id": journal.plan_id, "execution": report.to_json()}
     if args.json:
-        print_json(doc)
+        print_json(with_settings(doc, args))
     else:
         _print_execution(report.to_json())
     return 0 if report.complete and not report.not_gone else 1
@@ -402,6 +404,7 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
         )
     if "execution" in doc:
         _print_execution(doc["execution"])
+    out.write(escape(args.run.summary()) + "\n")
 
 
 def _print_forecast(forecast: list, hours: float, out: Any) -> None:

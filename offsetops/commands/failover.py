@@ -8,6 +8,7 @@ from typing import Any
 
 from offsetops.commands._common import die, print_json
 from offsetops.commands._load import add_source_args, check_source, load_caches
+from offsetops.commands._run import with_settings
 from offsetops.commands._table import print_table
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.failover import (
@@ -15,13 +16,12 @@ from offsetops.coordinator_core.failover import (
     FailoverForecast,
     forecast_failover,
     format_load_time,
-    loads_from_audit,
     loads_from_caches,
     read_load_logs,
 )
 from offsetops.coordinator_core.kafka_client import KafkaClientError
-from offsetops.coordinator_core.settings import duration_ms
 from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.pipelines.cli_args import duration_ms
 
 HEADERS = ("PARTITION", "SIZE", "BATCHES", "RECORDS", "LIVE-KEYS", "ESTIMATED-LOAD", "OBSERVED-LOAD", "SLOW")
 
@@ -47,18 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.set_defaults(func=run)
-
-
-def audit_forecast(
-    audit_partitions: list[Any], broker_logs: list[str] | None, threshold_ms: int = DEFAULT_SLOW_MS
-) -> FailoverForecast | str:
-    """The failover forecast of ``offsetops audit``, from the audit's own scan (no second pass), or why
-    there is none."""
-    try:
-        observed = read_load_logs(broker_logs or [])
-    except OSError as exc:
-        return f"cannot read broker log: {exc}"
-    return forecast_failover(loads_from_audit(audit_partitions), observed=observed, threshold_ms=threshold_ms)
 
 
 def headline(fc: FailoverForecast) -> str:
@@ -114,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     fc = forecast_failover(loads_from_caches(caches), observed=observed, threshold_ms=args.threshold_ms)
     if args.json:
-        print_json(fc.to_json())
+        print_json(with_settings(fc.to_json(), args))
     else:
         print_forecast(fc)
     return 0

@@ -7,6 +7,7 @@ import sys
 
 from offsetops.commands._common import print_json
 from offsetops.commands._groupview import add_view_args, build_views, now_of
+from offsetops.commands._run import with_settings
 from offsetops.commands._table import print_table, write_csv
 from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
 
@@ -71,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
             doc.pop("rows")
             doc["last_commit_time"] = time_json(v.last_commit_timestamp, now)
             docs.append(doc)
-        print_json({"now": time_json(now, now), "log_offsets_from": where, "groups": docs})
+        print_json(
+            with_settings({"now": time_json(now, now), "log_offsets_from": where, "groups": docs}, args)
+        )
         return 0
     rows = []
     for v in views:

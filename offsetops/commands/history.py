@@ -6,9 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from offsetops.commands._common import die, epoch_time, kafka_client_config, print_json, report_errors
+from offsetops.commands._common import die, epoch_time, print_json, report_errors
 from offsetops.commands._groupview import add_output_args, check_log_dirs, logdir_root, now_of
-from offsetops.commands._load import add_source_args, check_source, is_live
+from offsetops.commands._load import add_source_args, check_source, source_from_args
+from offsetops.commands._run import with_settings
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from offsetops.coordinator_core.history import (
@@ -22,9 +23,10 @@ from offsetops.coordinator_core.history import (
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.partitioner import partition_for
 from offsetops.coordinator_core.records.reader import iter_segment_batches
-from offsetops.coordinator_core.settings import int_range
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
+from offsetops.coordinator_core.sources.source import Source
 from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
+from offsetops.pipelines.cli_args import int_range
 from offsetops.progress import Progress
 
 HEADERS = ("LOG-OFFSET", "TIME", "TOPIC", "PARTITION", "OFFSET", "DELTA", "EPOCH", "TXN", "OWNER", "FLAGS")
@@ -97,19 +99,18 @@ def _window(args: argparse.Namespace):
 class _LiveEnds:
     """Log ends over ListOffsets, fetched once per topic (every partition of it) on first use."""
 
-    def __init__(self, config) -> None:
-        self._config = config
+    def __init__(self, source: Source) -> None:
+        self._source = source
+        self._config = source.client
         self._found: dict[tuple[str, int], PartitionOffsets] = {}
         self._topics: set[str] = set()
 
     def __call__(self, tp: tuple[str, int]) -> PartitionOffsets | None:
         if tp[0] not in self._topics:
-            from offsetops.coordinator_core.sources.live import LiveSource
-
             self._topics.add(tp[0])
             try:
-                with LiveSource(self._config, topic=tp[0]) as source:
-                    parts = source.partitions()
+                with self._source.live(topic=tp[0]) as live:
+                    parts = live.partitions()
             except KafkaClientError:
                 parts = [tp[1]]  # live_offsets then names the error per partition
             self._found.update(live_offsets(self._config, {(tp[0], p) for p in parts}))
@@ -119,17 +120,15 @@ class _LiveEnds:
 def _history(args: argparse.Namespace) -> CommitHistory:
     partition = partition_for(args.group, args.num_partitions)
     kw = {"offsets_partition": partition, "keep": _window(args), "max_commits": args.max_commits}
-    if is_live(args):
-        from offsetops.coordinator_core.sources.live import LiveSource
-
-        config = kafka_client_config(args)
+    source = source_from_args(args)
+    if source.is_live:
         errors: list = []
-        with LiveSource(config, topic=args.offsets_topic) as source:
+        with source.live() as live:
             return replay_history(
-                source.iter_batches(partition, errors),
+                live.iter_batches(partition, errors),
                 args.group,
                 errors=errors,
-                log_offsets=_LiveEnds(config),
+                log_offsets=_LiveEnds(source),
                 **kw,
             )
     pdir = open_log_dir(args.path, partitions=[partition]).partitions[0]
@@ -140,7 +139,12 @@ def _history(args: argparse.Namespace) -> CommitHistory:
 
         def batches():
             for seg in pdir.segments:
-                yield from iter_segment_batches(seg.path, partition=partition, errors=errors)
+                yield from iter_segment_batches(
+                    seg.path,
+                    partition=partition,
+                    errors=errors,
+                    max_batch_bytes=source.limits.max_batch_bytes,
+                )
                 pr.advance(1, seg.size)
 
         return replay_history(
@@ -197,7 +201,20 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.format == "json":
-        print_json(
+        _print_json(hist, commits, now, args)
+    elif args.format == "csv":
+        _print_csv(commits)
+    else:
+        _print_text(hist, commits, now)
+    if hist.errors:
+        report_errors(hist.errors)
+    return 0
+
+
+def _print_json(hist: Any, commits: list[CommitEvent], now: int, args: argparse.Namespace) -> None:
+    """The history as one JSON document, with the run's settings."""
+    print_json(
+        with_settings(
             {
                 "group_id": hist.group_id,
                 "offsets_partition": hist.offsets_partition,
@@ -209,41 +226,41 @@ def run(args: argparse.Namespace) -> int:
                 "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
                 "group_changes": [dict(g.to_json(), time=time_json(g.timestamp, now)) for g in hist.changes],
                 "errors": [e.to_dict() for e in hist.errors],
-            }
+            },
+            args,
         )
-    elif args.format == "csv":
-        write_csv(
-            CSV_HEADERS,
-            [
-                (
-                    c.record_offset,
-                    c.timestamp,
-                    iso_utc(c.timestamp),
-                    c.topic,
-                    c.partition,
-                    c.offset,
-                    c.previous_offset,
-                    c.leader_epoch,
-                    c.metadata,
-                    c.transactional,
-                    c.producer_id,
-                    c.outcome,
-                    c.generation,
-                    c.group_state,
-                    c.members,
-                    c.owner.member_id if c.owner else None,
-                    c.owner.client_id if c.owner else None,
-                    c.owner.host if c.owner else None,
-                    " ".join(c.flags),
-                )
-                for c in commits
-            ],
-        )
-    else:
-        _print_text(hist, commits, now)
-    if hist.errors:
-        report_errors(hist.errors)
-    return 0
+    )
+
+
+def _print_csv(commits: list[CommitEvent]) -> None:
+    """One CSV row per commit (CSV_HEADERS)."""
+    write_csv(
+        CSV_HEADERS,
+        [
+            (
+                c.record_offset,
+                c.timestamp,
+                iso_utc(c.timestamp),
+                c.topic,
+                c.partition,
+                c.offset,
+                c.previous_offset,
+                c.leader_epoch,
+                c.metadata,
+                c.transactional,
+                c.producer_id,
+                c.outcome,
+                c.generation,
+                c.group_state,
+                c.members,
+                c.owner.member_id if c.owner else None,
+                c.owner.client_id if c.owner else None,
+                c.owner.host if c.owner else None,
+                " ".join(c.flags),
+            )
+            for c in commits
+        ],
+    )
 
 
 def _summary(commits: list[CommitEvent]) -> dict[str, Any]:

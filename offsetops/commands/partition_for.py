@@ -6,7 +6,7 @@ import argparse
 
 from offsetops.commands._common import die
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
-from offsetops.coordinator_core.settings import offsets_partitions
+from offsetops.pipelines.cli_args import offsets_partitions
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -14,13 +14,14 @@ from offsetops.commands._common import (
     strict_exit,
 )
 from offsetops.commands._load import add_source_args, check_source, load_caches, parse_until
+from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.errors import error_total
-from offsetops.coordinator_core.settings import add_max_batch_bytes
+from offsetops.coordinator_core.errors import DecodeError, count_errors, error_total
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import describe_time, now_ms
+from offsetops.pipelines.cli_args import add_max_batch_bytes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="rebuild the cache as it stood then: before log offset OFFSET, or at TIME "
         "(ISO-8601, relative like -2h, or epoch ms as 1700000000000ms)",
     )
-    add_max_batch_bytes(p)
+    add_max_batch_bytes(p, default=None)
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any record had an error")
     p.set_defaults(func=run)
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             doc["as_of"] = args.until.to_json()
         if args.broker_log_dirs:
             doc["replicas"] = [c.to_json() for c in replicas]
-        print_json(doc)
+        print_json(with_settings(doc, args))
     else:
         if args.until is not None:
             _print_cut(args.until)
@@ -84,6 +85,13 @@ def _print_cut(cut: Cut) -> None:
         sys.stdout.write(f"as of {describe_time(cut.until_ms, now)}\n")
 
 
+def _findings(errors: list[DecodeError]) -> str:
+    """``N errors``, and ``M notices`` when there are any (notices are not errors)."""
+    n = count_errors(errors)
+    notices = error_total(errors) - n  # summaries by their count
+    return f"{n} errors" + (f", {notices} notices" if notices else "")
+
+
 def _print_summary(caches: list[CoordinatorCache]) -> None:
     out = sys.stdout
     total_groups = total_offsets = total_records = 0
@@ -96,7 +104,7 @@ def _print_summary(caches: list[CoordinatorCache]) -> None:
             f"partition {c.partition}: {len(c.groups)} groups, {c.offset_count} offsets | "
             f"{s.segments} segments, {s.batches} batches, {s.records} records, {s.bytes} bytes, "
             f"{s.tombstones} tombstones, {s.control_records} control, "
-            f"{s.unknown_record_types} unknown-type, {error_total(s.errors)} errors, {s.elapsed_ms:.1f} ms\n"
+            f"{s.unknown_record_types} unknown-type, {_findings(s.errors)}, {s.elapsed_ms:.1f} ms\n"
         )
         for gid in sorted(c.groups):
             g = c.groups[gid]

@@ -8,15 +8,16 @@ import re
 from collections.abc import Callable, Iterator
 
 from offsetops.commands._common import die, print_json
-from offsetops.coordinator_core.settings import (
+from offsetops.commands._run import with_settings
+from offsetops.coordinator_core.simulator import DEFAULT_SEGMENT_BYTES, SimulationConfig, simulate
+from offsetops.coordinator_core.simulator.profile import broker_profile
+from offsetops.pipelines.cli_args import (
     fraction,
     non_negative_int,
     offsets_partitions,
     simulated_days,
     simulated_groups,
 )
-from offsetops.coordinator_core.simulator import DEFAULT_SEGMENT_BYTES, SimulationConfig, simulate
-from offsetops.coordinator_core.simulator.profile import broker_profile
 from offsetops.progress import Progress
 
 MAX_SIZE = 10**12
@@ -149,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         "stats": result.stats,
     }
     if args.json:
-        print_json(doc)
+        print_json(with_settings(doc, args))
     else:
         s = result.stats
         print(

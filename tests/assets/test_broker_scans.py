@@ -55,3 +55,54 @@ def test_cleaner_audit_reads_every_brokers_scan(brokers, tmp_path: Path) -> None
     report = json.loads((out / "reports" / "cleaner_audit.json").read_text())
     rows = {(p["partition"], p["broker_id"]) for p in report["partitions"]}
     assert rows == {(39, 0), (39, 1), (39, 2)}
+
+
+def test_a_fifo_on_the_scans_volume_is_a_finding_not_a_hung_run(brokers, tmp_path: Path) -> None:
+    """A FIFO named like a scan (and a link to /dev/zero) sit beside the real scans: the hourly run
+    completes, reports them, and judges the brokers whose scans are usable."""
+    import os
+    import threading
+
+    from offsetops.assets.cleaner_audit import cleaner_audit
+    from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
+
+    shared = tmp_path / "scans"
+    for root in brokers.values():
+        assert main(["broker-scan", f"--log-dir={root}", f"--out={shared}", f"--now={NOW}"]) == 0
+    os.mkfifo(shared / "broker-7.json")
+    (shared / "broker-8.json").symlink_to("/dev/zero")
+    out = tmp_path / "out"
+    done: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            done["result"] = materialize(
+                [cleaner_audit],
+                resources={
+                    "offsets_source": OffsetsSourceResource(
+                        broker_scans_dir=str(shared), bootstrap_servers="127.0.0.1:9", as_of_ms=NOW
+                    ),
+                    "spark": SparkResource(master="local[1]"),
+                    "state": StateResource(output_dir=str(out)),
+                },
+                instance=DagsterInstance.ephemeral(),
+                partition_key="39",
+                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            )
+        except BaseException as exc:  # handed to the test below
+            done["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(120)
+    if worker.is_alive():
+        os.close(os.open(shared / "broker-7.json", os.O_WRONLY | os.O_NONBLOCK))  # release the reader
+        raise AssertionError("the cleaner_audit run hung on a FIFO in the scans directory")
+    if "error" in done:
+        raise done["error"]  # type: ignore[misc]
+    assert done["result"].success  # type: ignore[attr-defined]
+    report = json.loads((out / "reports" / "cleaner_audit.json").read_text())
+    (finding,) = [r for r in report["reasons"] if r["code"] == "unusable_broker_scan"]
+    assert "broker-7.json: broker scan is a FIFO" in finding["message"]
+    assert "broker-8.json: broker scan is a symbolic link" in finding["message"]
+    assert {p["broker_id"] for p in report["partitions"]} == {0, 1, 2}

@@ -63,7 +63,7 @@ def test_the_resource_resolves_once_per_run(tmp_path: Path) -> None:
     assert OffsetsSourceResource(log_dir=str(tmp_path), as_of_ms=9).clock().source == CONFIGURED
 
 
-def test_the_printed_ui_command_evaluates_like_the_demo(tmp_path: Path) -> None:
+def test_the_printed_ui_command_evaluates_like_the_demo(tmp_path: Path, monkeypatch) -> None:
     """The environment the demo prints for `dagster dev` gives the same clock and plan settings."""
     from offsetops.commands.demo import ui_command, ui_environment
 
@@ -72,15 +72,24 @@ def test_the_printed_ui_command_evaluates_like_the_demo(tmp_path: Path) -> None:
     write_clock_declaration(log_dir, AS_OF, declared_by="a test")
     args = argparse.Namespace(partitions=12, retention_minutes=120, forecast_hours=6.0)
     env = ui_environment(args, tmp_path, log_dir)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     source = build_resources("local", env)["offsets_source"]
-    assert source.now_ms() == AS_OF and source.num_partitions == 12
+    run = source.settings()
+    assert source.now_ms() == AS_OF and run["num_partitions"] == 12
+    assert (run["retention_minutes"], run.source("retention_minutes")) == (
+        120,
+        "env OFFSETOPS_RETENTION_MINUTES",
+    )
     assert expiration_defaults_from_env(env) == (120, 6.0)
     assert "OFFSETOPS_RETENTION_MINUTES=120" in ui_command(env)
     # The code location `dagster dev` loads reads the same settings as its defaults.
     probe = (
         "from offsetops.assets.expiration import ExpirationConfig as C;"
         "from offsetops.assets.partitions import NUM_PARTITIONS as N;"
-        "c = C(); print(c.retention_minutes, c.forecast_horizon_hours, N)"
+        "from offsetops.assets.definitions import defs;"
+        "r = defs.resources['offsets_source'].settings(C().flags());"
+        "print(r['retention_minutes'], r['forecast_hours'], N)"
     )
     out = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", probe],

@@ -144,3 +144,21 @@ def test_kip848_group_states_are_kafka_states(spark: Any, tmp_path: Path) -> Non
     report = validate_cache(spark, make_tables(spark, rows), output_dir=tmp_path, now_ms=NOW_MS)
     assert report.outcome("groups.state_known").success
     assert report.success_error_level, [o.check_id for o in report.failed]
+
+
+def test_notices_are_not_decode_errors(spark: Any, tmp_path: Path) -> None:
+    rows = good_rows()
+    rows["decode_errors"].append(
+        {
+            "offsets_partition": 12,
+            "file": "/var/lib/kafka/data/__consumer_offsets-12/00000000000000000000.log",
+            "position": 0,
+            "offset": 7,
+            "kind": "embedded_layout",
+            "reason": "group 'g' member 'm': consumer-protocol subscription (22 bytes) is not the standard "
+            "layout of its version: v1 header over the v0 layout",
+        }
+    )
+    report = validate_cache(spark, make_tables(spark, rows), output_dir=tmp_path, now_ms=NOW_MS)
+    assert "decode_errors.empty" not in [o.check_id for o in report.failed]
+    assert report.success_error_level

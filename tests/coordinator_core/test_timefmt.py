@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 from offsetops.coordinator_core.timefmt import (
     ago,
@@ -12,7 +10,6 @@ from offsetops.coordinator_core.timefmt import (
     iso_utc,
     parse_duration,
     parse_time,
-    time_arg,
 )
 
 NOW = 1_700_000_000_000  # 2023-11-14T22:13:20Z
@@ -69,8 +66,6 @@ def test_parse_time_forms(text, expected):
 def test_parse_time_rejects_with_the_accepted_forms(bad):
     with pytest.raises(ValueError, match="ISO-8601"):
         parse_time(bad, now=NOW)
-    with pytest.raises(argparse.ArgumentTypeError):
-        time_arg(bad)
 
 
 def test_parse_duration():

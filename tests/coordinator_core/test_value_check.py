@@ -78,28 +78,65 @@ def test_tombstone_with_a_corrupt_key_is_reported(seg: Path) -> None:
     assert [(e.kind, e.offset) for e in _cache(seg).stats.errors] == [("corrupt_key", last + 1)]
 
 
-def test_corrupt_embedded_subscription_is_counted_and_reported(tmp_path: Path) -> None:
+def _group_with_members(tmp_path: Path):
     src = real_partition("William0423__kafka/__consumer_offsets-28")
     if not src.is_dir():
         pytest.skip("real Kafka fixtures not found")
     seg = segments(copy_partition(src, tmp_path / "logs"))[0]
-    located = records(seg)
-    last_by_key = {r.key: r for r in located}
+    last_by_key = {r.key: r for r in records(seg)}
     r = next(
         x
         for x in last_by_key.values()
         if x.key[:2] == b"\x00\x02" and x.value and decode_group_metadata_value(x.value).members
     )
     sub = decode_group_metadata_value(r.value).members[0].subscription
-    at = r.value_at + r.value.find(sub)
-    patch(seg, at, b"\xff\xff", crc_of=r.batch_position)  # a negative version: undecodable
+    return seg, r, r.value_at + r.value.find(sub)
+
+
+def test_negative_subscription_version_is_a_notice_and_keeps_the_topics(tmp_path: Path) -> None:
+    seg, r, at = _group_with_members(tmp_path)
+    clean = next(g for g in _cache(seg).groups.values() if g.members).members[0].subscribed_topics
+    patch(seg, at, b"\xff\xff", crc_of=r.batch_position)  # the load reads v0 fields whatever the version
+    cache = _cache(seg)
+    found = [(e.kind, e.offset, e.is_notice) for e in cache.stats.errors]
+    assert found == [("embedded_layout", r.offset, True)]
+    assert "v-1 header over the v0 layout" in cache.stats.errors[0].reason
+    assert "would not upgrade" in cache.stats.errors[0].reason  # 4.x: unsupported subscription version
+    member = next(g for g in cache.groups.values() if g.members).members[0]
+    assert member.subscribed_topics == clean and clean
+
+
+def test_subscription_the_load_fails_on_is_one_error_and_the_group_stays(tmp_path: Path) -> None:
+    seg, r, at = _group_with_members(tmp_path)
+    patch(seg, at + 2, b"\x7f\xff\xff\xff", crc_of=r.batch_position)  # topics: a collection past the end
     cache = _cache(seg)
     assert [(e.kind, e.offset) for e in cache.stats.errors] == [("corrupt_embedded", r.offset)]
-    assert "subscription" in cache.stats.errors[0].reason
+    assert "fails to load the partition" in cache.stats.errors[0].reason
     member = next(g for g in cache.groups.values() if g.members).members[0]
-    assert member.subscribed_topics is None  # lenient: unknown, not invented
+    assert member.subscribed_topics is None  # unknown, not invented
+    assert member.assignment  # the rest of the group is read
 
 
 def test_cheap_check_agrees_with_the_decoder() -> None:
     for value in (b"", b"\x00", b"\x00\x03" + bytes(30), b"\x00\x09" + bytes(30), b"\x00\x01" + bytes(12)):
         assert offset_commit_value_ok(value) == (value_error(1, value) is None)
+
+
+def test_overwritten_subscription_the_load_fails_on_is_reported(seg: Path) -> None:
+    clean = _cache(seg)
+    r = next(
+        x
+        for x in records(seg)
+        if x.key[:2] == b"\x00\x02"
+        and x.value
+        and decode_group_metadata_value(x.value).members
+        and x.offset != clean.groups[next(iter(clean.groups))].metadata_record_offset
+    )
+    sub = decode_group_metadata_value(r.value).members[0].subscription
+    patch(seg, r.value_at + r.value.find(sub) + 2, b"\xff\xff\xff\xfe", crc_of=r.batch_position)
+    cache = _cache(seg)
+    assert [(e.kind, e.offset) for e in cache.stats.errors] == [("corrupt_embedded", r.offset)]
+    assert "serialized as null" in cache.stats.errors[0].reason  # topics: a negative count
+    assert {g: [m.subscribed_topics for m in c.members] for g, c in cache.groups.items()} == {
+        g: [m.subscribed_topics for m in c.members] for g, c in clean.groups.items()
+    }

@@ -1,8 +1,10 @@
 """A throwaway PostgreSQL server on loopback, from Debian's ``postgresql`` package.
 
 ``initdb`` a cluster in a temp dir, start it with ``pg_ctl`` on a free port bound to 127.0.0.1 with
-password (scram-sha-256) authentication over TCP, and stop and delete it afterwards. PostgreSQL
-refuses to run as root, so as root the server runs as the ``postgres`` system user (``runuser``).
+password (scram-sha-256) authentication over TCP and TLS with a certificate for 127.0.0.1 from a
+throwaway CA (``deploy/dagster.yaml`` asks for ``sslmode: verify-full``; clients find the CA through
+``PGSSLROOTCERT``), and stop and delete it afterwards. PostgreSQL refuses to run as root, so as root the
+server runs as the ``postgres`` system user (``runuser``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.broker import free_port
+from tests.support.tls import make_test_ca
 
 START_TIMEOUT_S = 60
 
@@ -40,10 +43,13 @@ class PostgresServer:
     password: str = field(repr=False)
     database: str
     bin_dir: Path
+    #: the CA that signed the server's certificate (for PGSSLROOTCERT)
+    ca_cert: Path | None = None
 
     def env(self) -> dict[str, str]:
-        """The ``DAGSTER_PG_*`` variables ``deploy/dagster.yaml`` reads."""
+        """The ``DAGSTER_PG_*`` variables ``deploy/dagster.yaml`` reads, and the CA libpq verifies with."""
         return {
+            **({"PGSSLROOTCERT": str(self.ca_cert)} if self.ca_cert else {}),
             "DAGSTER_PG_HOST": self.host,
             "DAGSTER_PG_PORT": str(self.port),
             "DAGSTER_PG_USERNAME": self.user,
@@ -70,7 +76,7 @@ class PostgresServer:
                 "-c",
                 sql,
             ],
-            env={**os.environ, "PGPASSWORD": self.password, "PGCONNECT_TIMEOUT": "10"},
+            env={**os.environ, **self.env(), "PGPASSWORD": self.password, "PGCONNECT_TIMEOUT": "10"},
             capture_output=True,
             text=True,
             timeout=30,
@@ -96,8 +102,9 @@ def run_postgres(bin_dir: Path) -> Iterator[PostgresServer]:
     password = secrets.token_urlsafe(16)
     pwfile = root / "pwfile"
     pwfile.write_text(password + "\n", encoding="utf-8")
+    ca = make_test_ca(root / "tls")
     if uid is not None:
-        for path in (root, sock, pwfile):
+        for path in (root, sock, pwfile, root / "tls", ca.server_cert, ca.server_key):
             os.chown(path, uid, gid)
     user = database = "dagster"
     port = free_port()
@@ -121,7 +128,10 @@ def run_postgres(bin_dir: Path) -> Iterator[PostgresServer]:
             capture_output=True,
             timeout=120,
         )
-        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sock} -c fsync=off -c shared_buffers=32MB"
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {port} -k {sock} -c fsync=off -c shared_buffers=32MB "
+            f"-c ssl=on -c ssl_cert_file={ca.server_cert} -c ssl_key_file={ca.server_key}"
+        )
         subprocess.run(
             [
                 *prefix,
@@ -147,7 +157,7 @@ def run_postgres(bin_dir: Path) -> Iterator[PostgresServer]:
             capture_output=True,
             timeout=60,
         )
-        yield PostgresServer("127.0.0.1", port, user, password, database, bin_dir)
+        yield PostgresServer("127.0.0.1", port, user, password, database, bin_dir, ca.ca_cert)
     finally:
         if (data / "postmaster.pid").exists():
             subprocess.run(

@@ -58,7 +58,9 @@ def test_one_cronjob_per_broker_beside_its_broker_with_its_volume_read_only() ->
             "statefulset.kubernetes.io/pod-name": f"kafka-{broker}"
         }
         assert term["topologyKey"] == "kubernetes.io/hostname"
-        volumes = {v["name"]: v["persistentVolumeClaim"] for v in pod["volumes"]}
+        volumes = {
+            v["name"]: v["persistentVolumeClaim"] for v in pod["volumes"] if "persistentVolumeClaim" in v
+        }
         assert volumes["kafka-data"] == {"claimName": f"data-kafka-{broker}", "readOnly": True}
         assert volumes["scans"]["claimName"] == pvc["metadata"]["name"]
         (container,) = pod["containers"]
@@ -76,7 +78,7 @@ def test_values_reach_the_command_and_a_missing_claim_is_refused() -> None:
         "brokers": [{"id": 7, "claimName": "kafka-7", "logDir": "/kafka-logs", "podLabels": {"app": "k7"}}],
     }
     docs = render(values)
-    assert [d["kind"] for d in docs] == ["CronJob"]
+    assert [d["kind"] for d in docs] == ["CronJob", "NetworkPolicy"]
     (pod,) = cronjobs(docs).values()
     command = pod["containers"][0]["command"]
     # a YAML number is passed as Kafka writes it (Helm reads numbers as floats: not 3.6e+06)
@@ -85,7 +87,7 @@ def test_values_reach_the_command_and_a_missing_claim_is_refused() -> None:
         and "--config=min.cleanable.dirty.ratio=0.25" in command
     )
     assert "--log-dir=7=/kafka/kafka-logs" in command
-    assert {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]}[
+    assert {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName") for v in pod["volumes"]}[
         "scans"
     ] == "nfs-scans"
     with pytest.raises(Exception, match=r"scans\.existingClaim is required"):
@@ -99,7 +101,9 @@ def test_the_dagster_values_read_the_scans_and_mount_no_broker_volume() -> None:
     env = {e["name"]: e.get("value") for e in deployment["env"]}
     assert env["OFFSETOPS_BROKER_SCANS_DIR"] == collectors["scans"]["mountPath"]
     assert "OFFSETOPS_LOG_DIR" not in env
-    claims = {v["name"]: v["persistentVolumeClaim"] for v in deployment["volumes"]}
+    claims = {
+        v["name"]: v["persistentVolumeClaim"] for v in deployment["volumes"] if "persistentVolumeClaim" in v
+    }
     assert claims["broker-scans"] == {"claimName": collectors["scans"]["claimName"], "readOnly": True}
     assert {c["claimName"] for c in claims.values()} == {"offsetops-data", collectors["scans"]["claimName"]}
 

@@ -143,9 +143,9 @@ def test_read_regular_file_checks_kind_size_and_links(tmp_path: Path) -> None:
     good = tmp_path / "a.properties"
     good.write_bytes(b"x=1\n")
     assert read_regular_file(good, kind="test", max_bytes=10) == b"x=1\n"
-    with pytest.raises(UntrustedFileError, match="more than the 3 allowed") as exc:
+    with pytest.raises(UntrustedFileError, match="above the limit of 3 bytes") as exc:
         read_regular_file(good, kind="test", max_bytes=3)
-    assert exc.value.filename == str(good)
+    assert exc.value.path == str(good)
     link = tmp_path / "link"
     link.symlink_to(good)
     with pytest.raises(UntrustedFileError, match="symbolic link"):
@@ -154,3 +154,24 @@ def test_read_regular_file_checks_kind_size_and_links(tmp_path: Path) -> None:
         read_regular_file(tmp_path, kind="test", max_bytes=10)
     with pytest.raises(FileNotFoundError):
         read_regular_file(tmp_path / "missing", kind="test", max_bytes=10)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "flag"),
+    [
+        ("OFFSETOPS_NUM_PARTITIONS", "100000000", ["--num-partitions", "100000000"]),
+        ("OFFSETOPS_FORECAST_HOURS", "1e308", ["--forecast-hours", "1e308"]),
+        ("OFFSETOPS_MAX_BATCH_BYTES", "10", ["--max-batch-bytes", "10"]),
+    ],
+)
+def test_an_environment_value_gets_the_flags_error(
+    capsys, monkeypatch, tmp_path: Path, variable: str, value: str, flag: list[str]
+) -> None:
+    """The same absurd value, given by flag or by the environment: exit 2, one line, the same reason."""
+    command = ["expire", str(tmp_path)] if flag[0] == "--forecast-hours" else ["reload", str(tmp_path)]
+    flag_err = _parse_error(capsys, [*command, *flag])
+    reason = flag_err.split(f"argument {flag[0]}: ")[1].split(" (see ")[0]
+    monkeypatch.setenv(variable, value)
+    assert main(command) == 2
+    env_err = capsys.readouterr().err
+    assert env_err.count("\n") == 1 and variable in env_err and reason in env_err, (flag_err, env_err)

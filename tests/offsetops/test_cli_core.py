@@ -112,8 +112,9 @@ def test_dump_prints_kafka_style_lines(tmp_path, capsys):
     ) in out
     code, out, _ = run(capsys, "dump", str(pdir), "--json")
     lines = [json.loads(line) for line in out.splitlines()]
-    assert [line["type"] for line in lines] == ["batch", "record"]
-    assert lines[1]["payload"]["data"]["offset"] == 42
+    assert [line["type"] for line in lines] == ["settings", "batch", "record"]
+    assert lines[0]["settings"]["max_batch_bytes"]["source"] == "offsetops default"
+    assert lines[2]["payload"]["data"]["offset"] == 42
 
 
 def test_decode_hand_built_vectors(capsys):
@@ -165,4 +166,4 @@ def test_dump_shows_errors_where_they_happen(tmp_path, capsys):
     assert "| offset: 0 " in lines[at - 1] and lines[at + 1].startswith("baseOffset: 2 ")
     code, out, _ = run(capsys, "dump", str(pdir), "--json")
     kinds = [json.loads(line)["type"] for line in out.splitlines()]
-    assert kinds == ["batch", "record", "error", "batch", "record"]
+    assert kinds == ["settings", "batch", "record", "error", "batch", "record"]

@@ -18,12 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from offsetops.coordinator_core.metrics_snapshot import Snapshot
 from offsetops.coordinator_core.records.builder import build_record_batch
 from offsetops.coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
 from prometheus_client.parser import text_string_to_metric_families
 
 from offsetops.cli import main
-from offsetops.exporter import OffsetsCollector, Snapshot
+from offsetops.commands.exporter import OffsetsCollector
 
 REPO = Path(__file__).resolve().parents[2]
 IDLE = 300
@@ -186,7 +187,7 @@ def test_log_lines_show_control_characters_escaped(caplog) -> None:
         raise ValueError("cannot read /data/\x1b[2Jgroup\nexporter_up 1")
 
     collector = OffsetsCollector(refresh)
-    with caplog.at_level(logging.ERROR, logger="offsetops.exporter"):
+    with caplog.at_level(logging.ERROR, logger="offsetops.commands.exporter"):
         collector.refresh()
     (message,) = [r.getMessage() for r in caplog.records]
     assert "\x1b" not in message and "\n" not in message

@@ -96,8 +96,9 @@ def test_dump_progress_counts_segments_and_bytes(small_dir):
 
 def test_expire_plan_and_segment_execution_show_progress(small_dir, tmp_path):
     code, _out, err = run_cli(
+        # the simulated log dir declares a 3.9 broker (legacy coordinator); the counts below are kip848's
         "expire", str(small_dir), "--retention-ms", "60000", "--now", "2023-11-16T00:00:00Z",
-        "--execute", "--executor", "segment",
+        "--coordinator", "kip848", "--execute", "--executor", "segment",
         "--journal-dir", str(tmp_path / "journal"), "--output-dir", str(tmp_path / "copy"), "--json",
         tty=True,
     )  # fmt: skip

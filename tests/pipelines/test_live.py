@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+from offsetops.coordinator_core.loader import PartitionFold
+from offsetops.coordinator_core.records.reader import read_batches
 from offsetops.coordinator_core.simulator import SimulationResult
 from offsetops.coordinator_core.sources.live import (
     LiveSource,
@@ -24,7 +26,8 @@ from offsetops.pipelines.schemas import TABLE_SCHEMAS
 from offsetops.pipelines.tables import all_cache_rows, comparable
 
 from offsetops.cli import main
-from tests.support.broker import BrokerClient, TansuBroker, free_port, mirror_log_dir
+from tests.support.broker import BrokerClient, TansuBroker, free_port, mirror_log_dir, replay_batches
+from tests.support.bulk_log import STRADDLING_KINDS, BulkBatch, bulk_partition, straddling
 from tests.support.tls import TLSBroker, make_test_ca
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
@@ -32,19 +35,26 @@ pytestmark = [pytest.mark.broker, pytest.mark.spark]
 PARTITIONS = 3  # of the simulated cluster (sim_txn)
 
 
-def single_process(config: KafkaClientConfig, topic: str) -> dict[str, list]:
+def single_process(
+    config: KafkaClientConfig, topic: str, num_partitions: int = PARTITIONS
+) -> dict[str, list]:
     """The reference: ``offsetops reload --bootstrap``'s read, one partition after the other."""
     with LiveSource(config, topic=topic) as source:
-        caches = [load_live_partition(source, p, num_partitions=PARTITIONS) for p in source.partitions()]
+        caches = [load_live_partition(source, p, num_partitions=num_partitions) for p in source.partitions()]
     return all_cache_rows(caches)
+
+
+def same_rows(got: dict[str, list], want: dict[str, list], *, drop_producer_ids: bool = False) -> None:
+    for name, schema in TABLE_SCHEMAS.items():
+        drop = ["elapsed_ms"] if name == "load_stats" else []
+        if drop_producer_ids and "producer_id" in schema.fieldNames():
+            drop.append("producer_id")
+        assert comparable(got[name], schema, drop=drop) == comparable(want[name], schema, drop=drop), name
 
 
 def assert_same_tables(spark, output: Path, reference: dict[str, list]) -> None:
     tables = read_tables(spark, str(output))
-    for name, schema in TABLE_SCHEMAS.items():
-        drop = ["elapsed_ms"] if name == "load_stats" else []
-        got = comparable([tuple(r) for r in tables[name].collect()], schema, drop=drop)
-        assert got == comparable(reference[name], schema, drop=drop), name
+    same_rows({name: [tuple(r) for r in tables[name].collect()] for name in TABLE_SCHEMAS}, reference)
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +88,79 @@ def test_distributed_live_reload_equals_the_single_process_one(
     assert ranges > 2 * PARTITIONS, printed  # the big partitions were cut, several times each
     reference = single_process(KafkaClientConfig(kafka_broker.bootstrap), mirror)
     assert reference["offsets"] and reference["pending_offsets"], "open transactions must be exercised"
+    assert_same_tables(spark, out, reference)
+
+
+# -- a million offsets ------------------------------------------------------------------------------------
+
+BULK_PARTITIONS = 2
+BULK_OFFSETS = 520_000  # per partition
+BULK_CUT = 100_000  # --max-range-offsets: every cut lies inside a batch (bulk_partition makes it so)
+
+
+@pytest.fixture(scope="module")
+def bulk_mirror(kafka_broker: TansuBroker) -> tuple[str, dict[int, list[BulkBatch]]]:
+    """Two partitions of over half a million offsets each, in large compressed batches, on the broker."""
+    cuts = range(BULK_CUT, BULK_OFFSETS, BULK_CUT)
+    logs = {p: bulk_partition(seed=p + 1, offsets=BULK_OFFSETS, cuts=cuts) for p in range(BULK_PARTITIONS)}
+    topic = f"bulk-offsets-{uuid.uuid4().hex[:8]}"
+    with BrokerClient(kafka_broker.bootstrap) as bc:
+        bc.create_topic(topic, partitions=BULK_PARTITIONS)
+        for p, batches in logs.items():
+            replay_batches(bc, topic, p, ((b.producer_id, b.data) for b in batches))
+    return topic, logs
+
+
+def folded(logs: dict[int, list[BulkBatch]]) -> dict[str, list]:
+    """The tables of the batches as they were produced, folded without a broker."""
+    caches = []
+    for p, batches in sorted(logs.items()):
+        fold = PartitionFold(partition=p)
+        records = b"".join(b.data for b in batches)
+        fold.add_batches(read_batches(records, file="produced", partition=p, errors=fold.stats.errors))
+        fold.stats.segments = 0  # a live read has no segment files
+        caches.append(fold.finish(num_partitions=BULK_PARTITIONS))
+    return all_cache_rows(caches)
+
+
+@pytest.mark.slow
+def test_pipeline_live_over_a_million_offsets_cut_inside_batches(
+    spark, kafka_broker: TansuBroker, bulk_mirror, tmp_path: Path, capsys
+) -> None:
+    """``pipeline live`` over 1,040,000 offsets in ranges of 100,000, each cut inside a batch (plain
+    compressed, compacted with gaps, transactional): the tables equal the single-process read, and
+    both equal the log as produced, every record read once."""
+    topic, logs = bulk_mirror
+    assert sum(batches[-1].last_offset + 1 for batches in logs.values()) >= 1_000_000
+    cut_inside = [
+        straddling(batches, c) for batches in logs.values() for c in range(BULK_CUT, BULK_OFFSETS, BULK_CUT)
+    ]
+    assert all(cut_inside) and {b.kind for b in cut_inside if b} == set(STRADDLING_KINDS)
+    # Tansu bounds the work of a Fetch by fetch.max.wait.ms (docs/test-broker.md): give it the time a
+    # Kafka broker would not need. 1 MiB fetches make every range resume after several responses.
+    props = tmp_path / "client.properties"
+    props.write_text(
+        f"bootstrap.servers={kafka_broker.bootstrap}\nfetch.max.wait.ms=5000\nmax.partition.fetch.bytes=1048576\n"
+    )
+    out = tmp_path / "live"
+    argv = ["pipeline", "live", "--client-config", str(props), "--topic", topic, "--output", str(out)]
+    argv += [
+        "--master",
+        "local[2]",
+        "--num-partitions",
+        str(BULK_PARTITIONS),
+        "--max-range-offsets",
+        str(BULK_CUT),
+    ]
+    code = main(argv)
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    expected = sum(-(-(batches[-1].last_offset + 1) // BULK_CUT) for batches in logs.values())
+    assert f"{BULK_PARTITIONS} partitions in {expected} fetch ranges" in printed, printed
+    reference = single_process(KafkaClientConfig.from_file(props), topic, num_partitions=BULK_PARTITIONS)
+    assert reference["offsets"] and reference["pending_offsets"], "open transactions must be exercised"
+    # The replay swaps each producer id for one the broker issued (BrokerClient.replay).
+    same_rows(reference, folded(logs), drop_producer_ids=True)
     assert_same_tables(spark, out, reference)
 
 

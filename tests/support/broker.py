@@ -19,7 +19,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -403,35 +403,44 @@ class BrokerClient:
         return bytes(pd.records or b"")
 
 
+def replay_batches(
+    bc: BrokerClient, topic: str, partition: int, batches: Iterable[tuple[int, bytes]]
+) -> None:
+    """Append ``(producer_id, batch bytes)`` in order: consecutive plain batches travel together (up to
+    1 MiB a request); batches with a producer id go one by one through :meth:`BrokerClient.replay`."""
+    plain = bytearray()
+    for producer_id, raw in batches:
+        if producer_id < 0 and len(plain) < 1 << 20:
+            plain += raw
+            continue
+        if plain:
+            bc.produce_raw(topic, partition, bytes(plain))
+            plain.clear()
+        if producer_id < 0:
+            plain += raw
+        else:
+            bc.replay(topic, partition, raw)
+    if plain:
+        bc.produce_raw(topic, partition, bytes(plain))
+
+
 def mirror_log_dir(
     bc: BrokerClient, log_dir: Path, topic: str, *, partitions: int, only: list[int] | None = None
 ) -> None:
-    """Create ``topic`` and replay each ``__consumer_offsets-N`` of ``log_dir`` into its partition N.
-
-    Consecutive plain batches travel together (up to 1 MiB a request); batches with a producer id go
-    one by one through :meth:`BrokerClient.replay`. The broker assigns offsets densely, so a compacted
-    log's record offsets shift; compare reads of the mirror with each other, not with the files.
-    """
+    """Create ``topic`` and replay each ``__consumer_offsets-N`` of ``log_dir`` into its partition N
+    (:func:`replay_batches`). The broker assigns offsets densely, so a compacted log's record offsets
+    shift; compare reads of the mirror with each other, not with the files."""
     from offsetops.coordinator_core.records.reader import iter_segment_batches
     from offsetops.coordinator_core.sources.logdir import open_log_dir
 
     bc.create_topic(topic, partitions=partitions)
     for pdir in open_log_dir(log_dir, partitions=only).partitions:
-        plain = bytearray()
-        for segment in pdir.segments:
-            for batch in iter_segment_batches(segment.path, errors=[]):
-                if batch.producer_id < 0 and len(plain) < 1 << 20:
-                    plain += batch.raw()
-                    continue
-                if plain:
-                    bc.produce_raw(topic, pdir.partition, bytes(plain))
-                    plain.clear()
-                if batch.producer_id < 0:
-                    plain += batch.raw()
-                else:
-                    bc.replay(topic, pdir.partition, batch.raw())
-        if plain:
-            bc.produce_raw(topic, pdir.partition, bytes(plain))
+        batches = (
+            (batch.producer_id, batch.raw())
+            for segment in pdir.segments
+            for batch in iter_segment_batches(segment.path, errors=[])
+        )
+        replay_batches(bc, topic, pdir.partition, batches)
 
 
 def kafka_python_batch(

@@ -83,7 +83,33 @@ def test_environment_fills_what_the_file_leaves_out(tmp_path: Path) -> None:
     assert config.sasl_mechanism == "PLAIN"  # Kafka's default sasl.mechanism
     # --bootstrap beats both.
     assert KafkaClientConfig.resolve("k9:9092", props, env).bootstrap_servers == "k9:9092"
-    assert KafkaClientConfig.resolve(None, None, env).bootstrap_servers == "ignored:1"
+    sasl_env = {**env, "OFFSETOPS_SECURITY_PROTOCOL": "SASL_SSL", "OFFSETOPS_SASL_USERNAME": "ops"}
+    assert KafkaClientConfig.resolve(None, None, sasl_env).bootstrap_servers == "ignored:1"
+
+
+def test_consumer_fetch_settings_from_client_properties(tmp_path: Path) -> None:
+    """The Java consumer's names for what the live reader's Fetch uses; its defaults otherwise."""
+    props = tmp_path / "fetch.properties"
+    props.write_text(
+        "bootstrap.servers=b:9092\nfetch.max.wait.ms=5000\nmax.partition.fetch.bytes=1048576\n"
+        "retry.backoff.ms=50\nretry.backoff.max.ms=800\n"
+    )
+    config = KafkaClientConfig.from_file(props)
+    assert (config.fetch_max_wait_ms, config.fetch_max_bytes) == (5000, 1 << 20)
+    assert (config.retry_backoff_ms, config.retry_backoff_max_ms) == (50, 800)
+    default = KafkaClientConfig("b:9092")
+    assert (default.fetch_max_wait_ms, default.retry_backoff_ms, default.retry_backoff_max_ms) == (
+        500,
+        100,
+        1000,
+    )
+    props.write_text("bootstrap.servers=b:9092\nfetch.max.wait.ms=soon\n")
+    with pytest.raises(ClientConfigError, match="fetch_max_wait_ms must be an integer"):
+        KafkaClientConfig.from_file(props)
+    with pytest.raises(ClientConfigError, match="retry_backoff_max_ms is below retry_backoff_ms"):
+        KafkaClientConfig("b:1", retry_backoff_ms=500, retry_backoff_max_ms=100)
+    with pytest.raises(ClientConfigError, match="fetch_max_wait_ms must be positive"):
+        KafkaClientConfig("b:1", fetch_max_wait_ms=0)
 
 
 def test_bad_settings_are_one_line_errors(tmp_path: Path) -> None:
@@ -165,3 +191,20 @@ def test_reload_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     props.write_text("security.protocol=SSL\n")
     assert main(["reload", "--client-config", str(props)]) == 2
     assert capsys.readouterr().err == f"offsetops: error: {props}: bootstrap.servers is not set\n"
+
+
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SSL"])
+def test_a_password_without_sasl_is_a_configuration_error(tmp_path: Path, protocol: str) -> None:
+    """The client would connect without SASL and ignore the password: a typo, never silently accepted."""
+    props = tmp_path / "c.properties"
+    props.write_text(
+        f"bootstrap.servers=k1:9092\nsecurity.protocol={protocol}\nsasl.username=ops\nsasl.password={CANARY}\n"
+    )
+    with pytest.raises(
+        ClientConfigError, match=f"a SASL password is set but security.protocol is {protocol}"
+    ) as exc:
+        KafkaClientConfig.from_file(props)
+    assert CANARY not in str(exc.value)
+    env = {"OFFSETOPS_BOOTSTRAP_SERVERS": "k1:9092", "OFFSETOPS_SASL_PASSWORD": CANARY}
+    with pytest.raises(ClientConfigError, match=r"security\.protocol is PLAINTEXT"):
+        KafkaClientConfig.resolve(None, None, env)

@@ -186,7 +186,7 @@ def keep_view(codec, payload, limit):
 with open(sys.argv[1], "rb") as fh:
     mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 target = PartitionFold(partition=0)
-twin.cfold.fold_run(mm, 0, len(mm), 0, None, True, 1 << 20, -1, target, keep_view)
+twin.cfold.fold_run(mm, 0, len(mm), 0, None, True, 1 << 20, -1, target.fold_state(), keep_view)
 expected = bytes(kept[0])
 try:
     mm.close()

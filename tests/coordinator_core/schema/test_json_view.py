@@ -85,3 +85,16 @@ def test_unknown_and_generic_json() -> None:
         "version": "0",
         "data": {"rackId": None, "clientId": "c", "clientHost": "h1", "subscribedTopicNames": ["T1"]},
     }
+
+
+def test_subscription_shown_with_the_fields_of_the_layout_it_follows() -> None:
+    v1_over_v0 = bytes.fromhex("0001" + "00000001" + "0002" + "7431" + "00000000")  # KafkaJS <= 2.2.1
+    member = MemberMetadata("m", None, "c", "/h", 10, 20, v1_over_v0, b"")
+    m = value_json(2, GroupMetadataValue(3, "consumer", 4, "range", "m", 55, (member,)))["data"]["members"][0]  # type: ignore[index]
+    assert m["subscription"] == {"topics": ["t1"], "userData": ""}  # no ownedPartitions: not in the bytes
+    assert m["assignment"] == ""  # empty bytes fit no layout: shown as they are
+    garbage = MemberMetadata("m", None, "c", "/h", 10, 20, b"\x00\x00\xff\xff\xff\xff", b"")
+    g = value_json(2, GroupMetadataValue(3, "consumer", 4, "range", "m", 55, (garbage,)))["data"]["members"][
+        0
+    ]  # type: ignore[index]
+    assert g["subscription"] == "AAD/////"

@@ -166,7 +166,11 @@ def _closed_port() -> int:
 def test_unreachable_broker_fails_fast_naming_the_address() -> None:
     address = f"127.0.0.1:{_closed_port()}"
     config = KafkaClientConfig(
-        bootstrap_servers=address, sasl_plain_password="hunter2-secret", connect_timeout_ms=2000
+        bootstrap_servers=address,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_plain_username="ops",
+        sasl_plain_password="hunter2-secret",
+        connect_timeout_ms=2000,
     )
     started = time.monotonic()
     with pytest.raises(KafkaClientError) as info:

@@ -258,10 +258,18 @@ def test_a_stale_or_malformed_scan_is_reported(brokers, tmp_path, capsys) -> Non
     stale = [r for r in audit.reasons if r.code == "stale_broker_scan"]
     assert len(stale) == 3 and "broker 0's scan" in stale[0].message and audit.verdict == "DEGRADED"
     with pytest.raises(LogDirError, match=r"partition\(s\) \[4\] of __consumer_offsets are in none"):
-        audit_broker_scans(read_broker_scans(shared), partitions=[4, 13], record_history=False)
+        audit_broker_scans(read_broker_scans(shared), partitions=[4, 13], now_ms=NOW, record_history=False)
     (shared / "broker-1.json").write_text('{"format": "offsetops-broker-scan/1", "broker_id": 1}')
+    capsys.readouterr()
+    assert main(["audit", "--json", "--no-record", f"--broker-scans={shared}"]) == 0  # the others are judged
+    doc = json.loads(capsys.readouterr().out)
+    (bad,) = [r for r in doc["reasons"] if r["code"] == "unusable_broker_scan"]
+    assert f"{shared / 'broker-1.json'}: not a valid broker scan: log_dir must be a string" in bad["message"]
+    assert {p["broker_id"] for p in doc["partitions"]} == {0, 2}
+    for other in ("broker-0.json", "broker-2.json"):
+        (shared / other).unlink()
     assert main(["audit", f"--broker-scans={shared}"]) == 2
-    assert f"{shared / 'broker-1.json'}: malformed broker scan" in capsys.readouterr().err
+    assert f"{shared / 'broker-1.json'}: not a valid broker scan" in capsys.readouterr().err
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["audit", f"--broker-scans={empty}"]) == 2

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from offsetops.coordinator_core.atomic import file_lock, write_text_atomic
+from offsetops.coordinator_core.atomic import file_lock, open_append, write_text_atomic
+from offsetops.coordinator_core.untrusted import read_regular_text
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +57,16 @@ class Outbox:
 
     def append(self, entry: dict[str, Any]) -> None:
         """Queue ``entry`` durably (it must carry an ``id``)."""
-        data = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode("utf-8")
-        with self._locked():
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        data = (json.dumps(entry, sort_keys=True, default=str, allow_nan=False) + "\n").encode("utf-8")
+        with self._locked(), open_append(self.path) as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
 
     def pending(self) -> list[dict[str, Any]]:
         """The queued entries, oldest first; a line that is not JSON is logged and kept in the file."""
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = read_regular_text(self.path, kind="state")
         except FileNotFoundError:
             return []
         out = []
@@ -88,7 +86,7 @@ class Outbox:
         """Rewrite the file with entry ``entry_id`` changed (``changes``) or removed (``None``)."""
         with self._locked():
             try:
-                lines = self.path.read_text(encoding="utf-8").splitlines()
+                lines = read_regular_text(self.path, kind="state").splitlines()
             except FileNotFoundError:
                 return
             kept = []
@@ -101,7 +99,7 @@ class Outbox:
                 if isinstance(entry, dict) and entry.get("id") == entry_id:
                     if changes is None:
                         continue
-                    line = json.dumps({**entry, **changes}, sort_keys=True, default=str)
+                    line = json.dumps({**entry, **changes}, sort_keys=True, default=str, allow_nan=False)
                 kept.append(line)
             self._write(kept)
 
@@ -117,7 +115,7 @@ class Outbox:
         """
         with self._locked():
             try:
-                lines = self.path.read_text(encoding="utf-8").splitlines()
+                lines = read_regular_text(self.path, kind="state").splitlines()
             except FileNotFoundError:
                 return 0
             parsed: list[dict[str, Any] | None] = []

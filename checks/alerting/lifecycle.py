@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import groupby
 
-from offsetops.assets.alerting.model import LEVEL_RANK, Change, Observation, Transition, severity_order
-from offsetops.assets.alerting.state import ConditionEntry
+from offsetops.checks.alerting.model import LEVEL_RANK, Change, Observation, Transition, severity_order
+from offsetops.checks.alerting.state import ConditionEntry
 
 _HEALTHY_WORD = {
     "cleaner": "HEALTHY",

@@ -1,6 +1,6 @@
 """Post offsetops messages to Slack, bounded in time, through an outbox, never failing the caller.
 
-Every message is first appended to the outbox (:mod:`offsetops.assets.alerting.outbox`), then delivered in
+Every message is first appended to the outbox (:mod:`offsetops.checks.alerting.outbox`), then delivered in
 order; what Slack accepted is removed. One :class:`SlackNotifier` serves one evaluation (a sensor
 tick, the demo's alert pass) and spends at most ``budget_s`` seconds on Slack in total, across
 retries and messages: a rate limit whose ``Retry-After`` exceeds ``max_retry_after_s``, a server
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from offsetops.assets.alerting.blocks import (
+from offsetops.checks.alerting.blocks import (
     alert_blocks,
     alert_text,
     delayed_context,
@@ -36,10 +36,10 @@ from offsetops.assets.alerting.blocks import (
     recovery_blocks,
     recovery_text,
 )
-from offsetops.assets.alerting.model import SEVERITY_RANK, Alert, SendResult, SendStatus
-from offsetops.assets.alerting.outbox import Outbox
-from offsetops.assets.alerting.state import AlertStateStore, FiringEntry
-from offsetops.assets.alerting.transport import DeadlineWebClient, SlackTransportError
+from offsetops.checks.alerting.model import SEVERITY_RANK, Alert, SendResult, SendStatus
+from offsetops.checks.alerting.outbox import Outbox
+from offsetops.checks.alerting.state import AlertStateStore, FiringEntry
+from offsetops.checks.alerting.transport import DeadlineWebClient, SlackTransportError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 

@@ -74,6 +74,23 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def failure_alert(
+    job_name: str, run_id: str, partitions: Iterable[int], reason: str, steps: Iterable[str], run_url: str
+) -> Alert:
+    """The page for one failed run (a Dagster run or an Airflow DAG run) over ``partitions``."""
+    steps = sorted(set(steps))
+    return Alert(
+        key=f"run-failure:{job_name}:{run_id}",
+        severity="critical",
+        title=f"Dagster run of {job_name} failed",
+        partitions=tuple(partitions),
+        reason=reason[:1500] or "the run failed",
+        remedy="Open the run, read the failed step's error, fix the cause, then re-execute from failure.",
+        run_url=run_url,
+        details={"job": job_name, "run_id": run_id, **({"failed_steps": ", ".join(steps)} if steps else {})},
+    )
+
+
 class SendStatus(StrEnum):
     """What happened to one notification."""
 
@@ -147,6 +164,8 @@ class Observation:
     asset: str | None = None
     run_id: str | None = None
     as_of: str | None = None
+    #: the settings the evidence was computed with and their sources (one line, for the message)
+    settings: str | None = None
 
     def __post_init__(self) -> None:
         if self.level not in LEVEL_RANK:

@@ -2,7 +2,7 @@
 
 Two kinds of memory live in one file: ``firing`` holds event alerts (a failed run) for deduplication,
 and ``conditions`` holds each observed condition's lifecycle (its level and since when), which the
-alert sensor moves through :mod:`offsetops.assets.alerting.lifecycle`.
+alert sensor moves through :mod:`offsetops.checks.alerting.lifecycle`.
 
 The file is rewritten atomically (temporary file in the same directory, fsync, ``os.replace``) and every
 read-modify-write happens under an advisory ``flock`` on a sibling ``.lock`` file, so two sensors
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.coordinator_core.atomic import file_lock, write_text_atomic
+from offsetops.coordinator_core.untrusted import read_regular_text
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class AlertStateStore:
     def load(self) -> AlertState:
         """The saved state; an absent file is empty, and an unreadable one is logged and treated as empty."""
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = read_regular_text(self.path, kind="state")
         except FileNotFoundError:
             return AlertState()
         try:
@@ -137,4 +138,4 @@ class AlertStateStore:
             "firing": {k: asdict(v) for k, v in sorted(state.firing.items())},
             "conditions": {k: asdict(v) for k, v in sorted(state.conditions.items())},
         }
-        write_text_atomic(self.path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+        write_text_atomic(self.path, json.dumps(payload, indent=2, sort_keys=True, allow_nan=False) + "\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offsetops.assets.alerting import Alert, SendStatus, SlackNotifier
+from offsetops.checks.alerting import Alert, SendStatus, SlackNotifier
 
 from tests.support.slack_server import SlackTestServer
 from tests.support.slack_server import slack_server_fixture as slack_server_fixture
@@ -365,7 +365,7 @@ def test_invalid_token_goes_to_outbox_and_logs_without_the_token(
     assert lines[0]["channel"] == CHANNEL
     assert lines[0]["blocks"][0]["type"] == "header"
 
-    ours = [r for r in caplog.records if r.name.startswith("offsetops.assets.alerting")]
+    ours = [r for r in caplog.records if r.name.startswith("offsetops.checks.alerting")]
     assert len(ours) == 1
     assert ours[0].levelno == logging.ERROR
     assert "token is invalid" in ours[0].getMessage()
@@ -402,7 +402,7 @@ def test_missing_token_goes_to_outbox_with_zero_requests(
     assert not notifier.has_token
     assert "token=<missing>" in repr(notifier)
 
-    with caplog.at_level(logging.INFO, logger="offsetops.assets.alerting"):
+    with caplog.at_level(logging.INFO, logger="offsetops.checks.alerting"):
         result = notifier.send(make_alert())
         again = notifier.send(make_alert())
 
@@ -412,7 +412,7 @@ def test_missing_token_goes_to_outbox_with_zero_requests(
     assert slack_server.requests == []
     assert len(outbox_lines(tmp_path / "outbox.jsonl")) == 1
     assert "no Slack token is configured" in caplog.text
-    assert {r.levelno for r in caplog.records if r.name.startswith("offsetops.assets.alerting")} == {
+    assert {r.levelno for r in caplog.records if r.name.startswith("offsetops.checks.alerting")} == {
         logging.WARNING
     }
 
@@ -445,7 +445,7 @@ def test_messages_queued_without_a_token_are_kept_to_what_still_holds(
 def test_unsent_messages_are_bounded_without_a_token(
     make_notifier: Any, tmp_path: Path, clock: FakeClock
 ) -> None:
-    from offsetops.assets.alerting.notifier import MAX_UNSENT
+    from offsetops.checks.alerting.notifier import MAX_UNSENT
 
     for i in range(MAX_UNSENT + 5):
         clock.advance(1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import ipaddress
 import socket
 import ssl
 import threading
@@ -37,6 +38,30 @@ class SlackTransportError(Exception):
         self.deadline = deadline
 
 
+def check_slack_base_url(url: str) -> str:
+    """``url`` when the bot token may be sent there: https, or http to a loopback host only (a local
+    test server, a sidecar proxy). ValueError naming the URL otherwise: over plain http to another
+    host the token would cross the network in the clear."""
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return url
+    if parts.scheme == "http" and parts.hostname and _is_loopback(parts.hostname):
+        return url
+    raise ValueError(
+        f"Slack base URL {url!r} must be https:// (http:// only to a loopback host): the bot token is "
+        "sent with every request"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class DeadlineWebClient(WebClient):
     """``WebClient`` with ``deadline`` (a ``time.monotonic()`` instant) bounding each whole request.
 
@@ -45,6 +70,7 @@ class DeadlineWebClient(WebClient):
 
     def __init__(self, *args: Any, monotonic: Any = time.monotonic, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        check_slack_base_url(self.base_url)
         self.deadline: float | None = None
         self._monotonic = monotonic
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from offsetops.assets.alerting.model import Alert, Change, Transition, severity_order
+from offsetops.checks.alerting.model import Alert, Change, Transition, severity_order
 
 SEVERITY_EMOJI: dict[str, str] = {
     "critical": ":rotating_light:",
@@ -365,6 +365,9 @@ def condition_blocks(changes: Sequence[Change], links: AlertLinks, now: float) -
     keys = ", ".join(escape(c.observation.key) for c in ordered[:5])
     context = f"alert {escape(first.transition.value)} · keys {keys}" + (" …" if len(ordered) > 5 else "")
     blocks.append({"type": "context", "elements": [_mrkdwn(context, _SECTION_MAX)]})
+    settings = next((c.observation.settings for c in ordered if c.observation.settings), None)
+    if settings:
+        blocks.append({"type": "context", "elements": [_mrkdwn(escape(settings), _SECTION_MAX)]})
     return blocks
 
 

@@ -1,39 +1,30 @@
-"""Prometheus exporter: the offsets view, cleaner audit, expiration risk and failover forecast as metrics.
+"""The metrics snapshot: the offsets view, cleaner audit, expiration risk and failover forecast as metric
+families, shared by ``offsetops exporter`` and the ``offsets_metrics`` asset's textfile.
 
 Names follow the KMinion/Burrow exporters operators already chart (``*_consumer_group_topic_partition_lag``
 with ``group_id``, ``topic_name`` and ``partition_id`` labels; ``*_topic_partition_high_water_mark``),
-under the ``offsetops_`` prefix. Everything is computed on scrape from one snapshot that is refreshed at
-most every ``min_interval_s``, so a busy Prometheus never makes the exporter reread the log dir in a loop.
+under the ``offsetops_`` prefix. :func:`compute_snapshot` computes everything once; :func:`snapshot_metrics`
+turns one snapshot into the families, so every surface that shows these numbers shows the same ones.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
 from offsetops.coordinator_core.describe import (
     OUT_OF_RANGE,
-    GroupFilter,
     GroupView,
     describe_groups,
-    wanted_partitions,
 )
-from offsetops.coordinator_core.errors import error_total, printable
+from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
-
-log = logging.getLogger(__name__)
+from offsetops.coordinator_core.run import RunSettings
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 PREFIX = "offsetops"
 VERDICT_VALUE = {HEALTHY: 0, DEGRADED: 1, CRITICAL: 2}
@@ -51,31 +42,8 @@ class Snapshot:
     expiration: ExpirationPlan | None = None
     failover: FailoverForecast | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def build_snapshot(args: argparse.Namespace) -> Snapshot:
-    """Reload, describe, audit the cleaner (log dirs only), plan expiration and forecast failover, as of
-    ``--now``, else the clock the log dir declares, else the wall clock."""
-    from offsetops.commands._groupview import lookup_offsets
-    from offsetops.commands._load import load_caches
-    from offsetops.coordinator_core.clock import resolve_clock
-    from offsetops.coordinator_core.failover import read_load_logs
-
-    started = time.time()
-    now = resolve_clock(args.path, configured_ms=getattr(args, "now", None), configured_by="--now").as_of_ms
-    caches = load_caches(args)
-    offsets, _where = lookup_offsets(args, wanted_partitions(caches, GroupFilter()))
-    return compute_snapshot(
-        caches,
-        offsets,
-        log_dir=args.path,
-        now_ms=now,
-        retention_ms=args.retention_ms,
-        forecast_horizon_ms=args.forecast_horizon_ms,
-        observed=read_load_logs(args.broker_log),
-        failover_threshold_ms=args.failover_threshold_ms,
-        taken_at=started,
-    )
+    #: the settings the numbers were computed with, and their sources (``offsetops_settings_info``)
+    settings: RunSettings | None = None
 
 
 def compute_snapshot(
@@ -88,22 +56,27 @@ def compute_snapshot(
     forecast_horizon_ms: int,
     observed: Iterable[ObservedLoad] = (),
     failover_threshold_ms: int = DEFAULT_SLOW_MS,
-    taken_at: float | None = None,
+    taken_at: float,
+    settings: RunSettings | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
-    cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note)."""
+    cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note).
+    ``taken_at`` (epoch seconds) is when the caller took it: the core reads no wall clock."""
     from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.expiration import plan_expiration
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
-    taken = time.time() if taken_at is None else taken_at
-    snap = Snapshot(taken, caches, describe_groups(caches, log_offsets), log_offsets)
+    snap = Snapshot(taken_at, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
     if log_dir:
         snap.audit = audit_log_dir(log_dir, now_ms=now_ms, record_history=False)
     else:
         snap.notes.append("cleaner audit needs the log dir; not exported with --bootstrap")
     snap.expiration = plan_expiration(
-        caches, now_ms=now_ms, retention_ms=retention_ms, forecast_horizon_ms=forecast_horizon_ms
+        caches,
+        now_ms=now_ms,
+        retention_ms=retention_ms,
+        forecast_horizon_ms=forecast_horizon_ms,
+        **({"coordinator": settings["coordinator"]} if settings is not None else {}),
     )
     snap.failover = forecast_failover(
         loads_from_caches(caches), observed=observed, threshold_ms=failover_threshold_ms
@@ -117,6 +90,8 @@ def _g(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamil
 
 def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Iterator[Metric]:
     """The metric families of one snapshot."""
+    if snap.settings is not None:
+        yield settings_info(snap.settings)
     yield from _group_metrics(snap, granularity)
     yield from _reload_metrics(snap.caches)
     if snap.audit is not None:
@@ -125,6 +100,18 @@ def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Itera
         yield from _expiration_metrics(snap.expiration)
     if snap.failover is not None:
         yield from _failover_metrics(snap.failover)
+
+
+def settings_info(run: RunSettings) -> Metric:
+    """``offsetops_settings_info{name, value, source} 1``: what the numbers were computed with."""
+    info = _g("settings_info", "A setting the numbers were computed with, and where it came from (value 1)",
+              ["name", "value", "source"])  # fmt: skip
+    for name, setting in run.to_json().items():
+        if name != "now":
+            info.add_metric(
+                [name, "" if setting["value"] is None else str(setting["value"]), setting["source"]], 1
+            )
+    return info
 
 
 def _group_metrics(snap: Snapshot, granularity: str) -> Iterator[Metric]:
@@ -215,7 +202,7 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
         "records": _g("reload_records", "Records replayed from the offsets partition", labels),
         "batches": _g("reload_batches", "Batches replayed", labels),
         "bytes": _g("reload_bytes", "Bytes replayed", labels),
-        "errors": _g("reload_decode_errors", "Decode errors during the replay", labels),
+        "errors": _g("reload_decode_errors", "Decode errors during the replay (notices not counted)", labels),
         "groups": _g("reload_groups", "Groups in the rebuilt cache", labels),
         "offsets": _g("reload_offsets", "Committed offsets in the rebuilt cache", labels),
         "seconds": _g("reload_duration_seconds", "Time the replay took", labels),
@@ -226,7 +213,7 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
         fams["records"].add_metric(p, s.records)
         fams["batches"].add_metric(p, s.batches)
         fams["bytes"].add_metric(p, s.bytes)
-        fams["errors"].add_metric(p, error_total(s.errors))
+        fams["errors"].add_metric(p, count_errors(s.errors))
         fams["groups"].add_metric(p, len(c.groups))
         fams["offsets"].add_metric(p, c.offset_count)
         fams["seconds"].add_metric(p, s.elapsed_ms / 1000)
@@ -292,80 +279,3 @@ def _failover_metrics(fc: FailoverForecast) -> Iterator[Metric]:
     threshold = _g("coordinator_load_threshold_seconds", "Load time above which a partition is slow")
     threshold.add_metric([], fc.threshold_ms / 1000)
     yield from (est, slow, rate, threshold)
-
-
-class OffsetsCollector(Collector):
-    """Serves the latest snapshot; a background thread refreshes it every ``interval_s``.
-
-    Scrapes never wait for a refresh (a reload of a large log dir can outlast Prometheus's scrape
-    timeout). A failed refresh keeps the previous numbers, sets ``offsetops_exporter_up`` to 0 and
-    counts the error, so a dashboard shows stale-but-true data and an alert can fire on ``up``.
-    """
-
-    def __init__(self, refresh: Callable[[], Snapshot], *, granularity: str = "partition"):
-        self._refresh = refresh
-        self._granularity = granularity
-        self._lock = threading.Lock()
-        self._snapshot: Snapshot | None = None
-        self._up = 0
-        self._errors = 0
-        self._last_duration = 0.0
-        self.last_error: str | None = None
-        self._rendered = b""
-
-    def refresh(self) -> None:
-        started = time.monotonic()
-        try:
-            snap = self._refresh()
-        except Exception as exc:  # keep serving the last snapshot; the error is logged and counted
-            with self._lock:
-                self._up = 0
-                self._errors += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                self._last_duration = time.monotonic() - started
-            log.error("refresh failed: %s", printable(self.last_error))
-            self._render()
-            return
-        with self._lock:
-            self._snapshot = snap
-            self._up = 1
-            self.last_error = None
-            self._last_duration = time.monotonic() - started
-        self._render()
-
-    def _render(self) -> None:
-        """Render the text exposition once per refresh: a scrape sends these bytes and renders nothing
-        (the refresh thread is the only writer, so no newer snapshot can be overwritten)."""
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(self)
-        rendered = generate_latest(registry)
-        with self._lock:
-            self._rendered = rendered
-
-    def exposition(self) -> bytes:
-        """The latest rendered exposition (Prometheus text format 0.0.4)."""
-        with self._lock:
-            return self._rendered
-
-    def run_forever(self, interval_s: float, stop: threading.Event) -> None:
-        """Refresh every ``interval_s`` until ``stop`` is set (the first refresh is the caller's)."""
-        while not stop.wait(interval_s):
-            self.refresh()
-
-    def collect(self) -> Iterator[Metric]:
-        with self._lock:
-            snap, up_value, errors_value, last = self._snapshot, self._up, self._errors, self._last_duration
-        up = _g("exporter_up", "1 when the last refresh succeeded")
-        up.add_metric([], up_value)
-        yield up
-        errors = CounterMetricFamily(f"{PREFIX}_exporter_refresh_errors", "Refreshes that failed")
-        errors.add_metric([], errors_value)
-        yield errors
-        duration = _g("exporter_refresh_duration_seconds", "Time the last refresh took")
-        duration.add_metric([], last)
-        yield duration
-        if snap is not None:
-            taken = _g("exporter_snapshot_timestamp_seconds", "When the served numbers were computed")
-            taken.add_metric([], snap.taken_at)
-            yield taken
-            yield from snapshot_metrics(snap, granularity=self._granularity)

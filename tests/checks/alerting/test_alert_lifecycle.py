@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
-from offsetops.assets.alerting.blocks import condition_text
-from offsetops.assets.alerting.lifecycle import advance, message_groups, transition_for
-from offsetops.assets.alerting.model import Observation, Transition
-from offsetops.assets.alerting.state import ConditionEntry
+from offsetops.checks.alerting.blocks import condition_text
+from offsetops.checks.alerting.lifecycle import advance, message_groups, transition_for
+from offsetops.checks.alerting.model import Observation, Transition
+from offsetops.checks.alerting.state import ConditionEntry
 
 LEVELS = ("ok", "warning", "critical")
 SUBJECTS = (
