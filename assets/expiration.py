@@ -451,6 +451,7 @@ def tombstone_execution(
         open_or_create_journal,
         plan_document,
         run_journal,
+        target_lock,
     )
 
     partitions = run_partitions(context)
@@ -477,13 +478,13 @@ def tombstone_execution(
     try:
         executor = _executor(config, offsets_source, state, plan.coordinator)
         try:
-            journal, resumed = open_or_create_journal(
-                state.journal_dir, plan_document(plan, executor=executor, source=offsets_source.describe())
-            )
-        except BaseException:
+            # One run per target at a time, as for `offsetops expire --execute` (a second is refused).
+            with target_lock(state.journal_dir, executor.name, executor.target()):
+                plan_doc = plan_document(plan, executor=executor, source=offsets_source.describe())
+                journal, resumed = open_or_create_journal(state.journal_dir, plan_doc)
+                report = run_journal(journal, executor, resumed=resumed, verify=config.verify)
+        finally:
             executor.close()
-            raise
-        report = run_journal(journal, executor, resumed=resumed, verify=config.verify)
     except RunStopped as exc:
         # One line, no traceback: the cluster is gone and the journal is ready to resume.
         raise Failure(f"tombstone execution stopped: {exc}; rematerialize to resume") from None
