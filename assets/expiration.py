@@ -57,7 +57,7 @@ from offsetops.checks.dagster_checks import (
     table,
 )
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.errors import count_errors
+from offsetops.coordinator_core.errors import count_errors, error_total
 from offsetops.coordinator_core.expiration import (
     COORDINATORS,
     DeadGroup,
@@ -135,7 +135,7 @@ def partition_plan_doc(plan: ExpirationPlan, cache: CoordinatorCache, *, run_id:
         "retention_ms": plan.retention_ms,
         "coordinator": plan.coordinator,
         "forecast_horizon_ms": plan.forecast_horizon_ms,
-        "errors": len(cache.stats.errors),
+        "errors": error_total(cache.stats.errors),
         "groups": {g.group_id: len(g.offsets) for g in cache.groups.values()},
         "tombstones": [t.to_journal() for t in plan.tombstones if t.offsets_partition == p],
         "dead_groups": [d.to_json() for d in plan.dead_groups if d.offsets_partition == p],
@@ -451,6 +451,7 @@ def tombstone_execution(
         open_or_create_journal,
         plan_document,
         run_journal,
+        target_lock,
     )
 
     partitions = run_partitions(context)
@@ -477,13 +478,13 @@ def tombstone_execution(
     try:
         executor = _executor(config, offsets_source, state, plan.coordinator)
         try:
-            journal, resumed = open_or_create_journal(
-                state.journal_dir, plan_document(plan, executor=executor, source=offsets_source.describe())
-            )
-        except BaseException:
+            # One run per target at a time, as for `offsetops expire --execute` (a second is refused).
+            with target_lock(state.journal_dir, executor.name, executor.target()):
+                plan_doc = plan_document(plan, executor=executor, source=offsets_source.describe())
+                journal, resumed = open_or_create_journal(state.journal_dir, plan_doc)
+                report = run_journal(journal, executor, resumed=resumed, verify=config.verify)
+        finally:
             executor.close()
-            raise
-        report = run_journal(journal, executor, resumed=resumed, verify=config.verify)
     except RunStopped as exc:
         # One line, no traceback: the cluster is gone and the journal is ready to resume.
         raise Failure(f"tombstone execution stopped: {exc}; rematerialize to resume") from None

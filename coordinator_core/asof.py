@@ -53,6 +53,9 @@ class _TruncatedBatch:
     def iter_records(self) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
         return iter(self._records)
 
+    def record_chunks(self) -> Iterator[list[tuple[int, int, bytes | None, bytes | None]]]:
+        return iter((self._records,))
+
 
 def cut_batches(batches: Iterable[RecordBatch], cut: Cut) -> Iterator[Any]:
     """Yield the batches (or the leading part of one) that lie before ``cut``, then stop."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.errors import DecodeError, ErrorLog, error_total
 from offsetops.coordinator_core.share_group import EARLY_ACCESS_STATE, ShareGroup
 from offsetops.coordinator_core.streams_group import StreamsGroup
 
@@ -166,7 +166,7 @@ class LoadStats:
     first_offset: int | None = None
     last_offset: int | None = None
     elapsed_ms: float = 0.0
-    errors: list[DecodeError] = field(default_factory=list)
+    errors: list[DecodeError] = field(default_factory=ErrorLog)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -182,6 +182,7 @@ class LoadStats:
             "first_offset": self.first_offset,
             "last_offset": self.last_offset,
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "error_count": error_total(self.errors),
             "errors": [
                 {
                     "file": e.file,
@@ -189,6 +190,7 @@ class LoadStats:
                     "offset": e.offset,
                     "kind": e.kind,
                     "reason": e.reason,
+                    "count": e.count,
                 }
                 for e in self.errors
             ],

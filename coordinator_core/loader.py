@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
 from offsetops.coordinator_core.embedded import CORRUPT as EMBEDDED_KIND
-from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
+from offsetops.coordinator_core.errors import DecodeError, ErrorLog, OffsetsDecodeException
 from offsetops.coordinator_core.materialize import Entry, Materializer
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.batch import Record, RecordBatch
@@ -87,6 +87,9 @@ class PartitionFold:
     # Java semantics: group part of an offset key (int16 length + name) -> offset of the last commit
     # value replayed for it that did not survive.
     created: dict[bytes, int] = field(default_factory=dict)
+    # Java semantics: offset key -> producer ids whose open transaction stages it, so that a tombstone
+    # visits those transactions only (kept by the C twin too; resolved transactions are taken out).
+    txn_keys: dict[bytes, set[int]] = field(default_factory=dict)
     stats: LoadStats = field(default_factory=LoadStats)
     # Record offsets whose value failed the validation pass (already reported; see value_check).
     invalid_values: set[int] = field(default_factory=set)
@@ -127,21 +130,18 @@ class PartitionFold:
             stats.errors.append(exc.error)
 
     def _missing_key(self, file: str | None, position: int, offset: int) -> None:
-        self.stats.errors.append(
-            DecodeError(
-                "missing_key",
-                "record has no key; every __consumer_offsets record must have one",
-                file,
-                self.partition,
-                position,
-                offset,
-            )
-        )
+        errors = self.stats.errors
+        reason = "record has no key; every __consumer_offsets record must have one"
+        if isinstance(errors, ErrorLog):
+            errors.report("missing_key", reason, file, self.partition, position, offset)
+        else:
+            errors.append(DecodeError("missing_key", reason, file, self.partition, position, offset))
 
     def _add_plain(self, batch: RecordBatch) -> None:
-        records = list(batch.iter_records())  # decoded whole, so a corrupt batch folds nothing
-        self.fold_records(records, batch.base_offset, batch.position, batch.file)
-        self.stats.records += len(records)
+        # Checked whole before the first chunk, so a corrupt batch folds nothing; a chunk at a time after.
+        for records in batch.record_chunks():
+            self.fold_records(records, batch.base_offset, batch.position, batch.file)
+            self.stats.records += len(records)
 
     # -- the fold target of records.fold.fold_buffer ------------------------------------------------
 
@@ -152,6 +152,7 @@ class PartitionFold:
             open_txns=self.open_txns,
             first_marker=self.first_marker,
             created=self.created,
+            txn_keys=self.txn_keys,
             small_types=self._small_types,
             scala=self.semantics == "scala",
             fold_record=self.fold_record,
@@ -281,12 +282,35 @@ class PartitionFold:
                 small[rtype] = 0
 
     def _tombstone(self, key: bytes, off: int, rtype: int) -> None:
-        """Java semantics: remember the tombstone (for merges) and drop the key from open transactions."""
+        """Java semantics: remember the tombstone (for merges) and drop the key from open transactions
+        (only those that stage it, found through ``txn_keys``: a tombstone costs the same however many
+        transactions are open)."""
         self.tomb_max[key] = off
         if 0 <= rtype <= 1:
             self._created(key, self.latest.get(key))
-            for pending in self.open_txns.values():
-                self._created(key, pending.pop(key, None))
+            open_txns = self.open_txns
+            for pid in self.txn_keys.pop(key, ()):
+                pending = open_txns.get(pid)
+                if pending is not None:
+                    self._created(key, pending.pop(key, None))
+
+    def _unindex_txn(self, pid: int, pending: dict[bytes, Entry]) -> None:
+        """A resolved transaction's keys no longer point at its producer (Java semantics)."""
+        index = self.txn_keys
+        for key in pending:
+            pids = index.get(key)
+            if pids is not None:
+                pids.discard(pid)
+                if not pids:
+                    del index[key]
+
+    def _reindex_txns(self) -> None:
+        """Rebuild ``txn_keys`` from the open transactions (after a merge)."""
+        self.txn_keys.clear()  # in place: a FoldState handed to the C twin holds this dict
+        if self.semantics == "java":
+            for pid, pending in self.open_txns.items():
+                for key in pending:
+                    self.txn_keys.setdefault(key, set()).add(pid)
 
     def _created(self, key: bytes, entry: Entry | None) -> None:
         """Java semantics: an offset-commit value that will not survive still created its group."""
@@ -360,22 +384,26 @@ class PartitionFold:
                 _close_map(mm)
 
     def _add_transactional(self, batch: RecordBatch) -> None:
-        records = list(batch.iter_records())  # decoded whole, so a corrupt batch folds nothing
-        self.fold_transactional(batch.producer_id, records, batch.base_offset, batch.position, batch.file)
-        self.stats.records += len(records)
+        for records in batch.record_chunks():  # checked whole first: a corrupt batch folds nothing
+            self.fold_transactional(batch.producer_id, records, batch.base_offset, batch.position, batch.file)
+            self.stats.records += len(records)
 
     def fold_transactional(
         self, pid: int, records: list[Record], base: int, pos: int, file: str | None
     ) -> None:
         """Stage the records of a transactional batch until its producer's marker resolves them."""
         pending = self.open_txns.setdefault(pid, {})
-        self._fold_hot(
-            records, pending, functools.partial(self.fold_transactional_record, pending), base, pos, file
-        )
+        slow = functools.partial(self.fold_transactional_record, pid)
+        self._fold_hot(records, pending, slow, base, pos, file)
+        if self.semantics == "java":
+            index = self.txn_keys
+            for _off, _ts, key, value in records:
+                if _hot(key, value):
+                    index.setdefault(key, set()).add(pid)  # pyright: ignore[reportArgumentType]  # _hot: a key
 
     def fold_transactional_record(
         self,
-        pending: dict[bytes, Entry],
+        pid: int,
         off: int,
         key: bytes | None,
         value: bytes | None,
@@ -389,10 +417,13 @@ class PartitionFold:
             return
         rtype, key = admitted
         if rtype <= 1:
+            pending = self.open_txns.setdefault(pid, {})
             if value is None and self.semantics == "scala":
                 pending.pop(key, None)
             else:
                 pending[key] = (off, base, pos, value)
+                if self.semantics == "java":
+                    self.txn_keys.setdefault(key, set()).add(pid)
         else:
             # Only offset commits are transactional; anything else is replayed directly.
             self.latest[key] = (off, base, pos, value)
@@ -422,6 +453,8 @@ class PartitionFold:
             commit = ctype == _CONTROL_COMMIT
             self.first_marker.setdefault(pid, (off, commit))
             pending = self.open_txns.pop(pid, None)
+            if pending and self.semantics == "java":
+                self._unindex_txn(pid, pending)
             if commit and pending:
                 self._commit(pending)
             elif pending and self.semantics == "java":
@@ -514,6 +547,7 @@ class PartitionFold:
             s.last_offset = o.last_offset
         s.errors.extend(o.errors)
         self.invalid_values |= later.invalid_values
+        self._reindex_txns()
         return self
 
     # -- materializing ---------------------------------------------------------------------------

@@ -29,6 +29,13 @@ from typing import Any
 from offsetops.coordinator_core.clock import CONFIGURED, Clock, read_declared_clock, resolve_clock
 from offsetops.coordinator_core.expiration import KIP848, LEGACY, coordinator_for_broker_version
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.settings import (
+    parse_epoch_ms,
+    parse_forecast_hours,
+    parse_max_batch_bytes,
+    parse_offsets_partitions,
+    parse_retention_minutes,
+)
 
 ENV_CONFIG = "OFFSETOPS_CONFIG"
 ENV_SERVER_PROPERTIES = "OFFSETOPS_SERVER_PROPERTIES"
@@ -53,23 +60,6 @@ class Setting:
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "source": self.source}
-
-
-def _int_in(low: int, high: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = int(text.strip())
-        if not low <= value <= high:
-            raise ValueError(f"must be within [{low}, {high}], got {value}")
-        return value
-
-    return parse
-
-
-def _hours(text: str) -> float:
-    value = float(text.strip())
-    if not 0 < value <= 24 * 366:
-        raise ValueError(f"must be within (0, 8784], got {value:g}")
-    return value
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -110,17 +100,19 @@ class Spec:
     broker_keys: tuple[str, ...] = ()
 
 
+#: Each value is parsed by the core parser its flag uses too (coordinator_core/settings.py): a value from
+#: the environment or a config file meets the same range and the same error as on the command line.
 SPECS: tuple[Spec, ...] = (
     Spec("broker_version", "offsetops.broker.version", "OFFSETOPS_BROKER_VERSION", broker_version_of,
          ("inter.broker.protocol.version",)),
     Spec("retention_minutes", "offsets.retention.minutes", "OFFSETOPS_RETENTION_MINUTES",
-         _int_in(1, 2**31 - 1), ("offsets.retention.minutes",)),
-    Spec("num_partitions", "offsets.topic.num.partitions", "OFFSETOPS_NUM_PARTITIONS", _int_in(1, 10_000),
-         ("offsets.topic.num.partitions",)),
+         parse_retention_minutes, ("offsets.retention.minutes",)),
+    Spec("num_partitions", "offsets.topic.num.partitions", "OFFSETOPS_NUM_PARTITIONS",
+         parse_offsets_partitions, ("offsets.topic.num.partitions",)),
     Spec("coordinator", "offsetops.coordinator", "OFFSETOPS_COORDINATOR", _choice(KIP848, LEGACY)),
     Spec("semantics", "offsetops.semantics", "OFFSETOPS_SEMANTICS", _choice("java", "scala")),
-    Spec("forecast_hours", "offsetops.forecast.hours", "OFFSETOPS_FORECAST_HOURS", _hours),
-    Spec("max_batch_bytes", "offsetops.max.batch.bytes", "OFFSETOPS_MAX_BATCH_BYTES", _int_in(1, 2**31 - 1)),
+    Spec("forecast_hours", "offsetops.forecast.hours", "OFFSETOPS_FORECAST_HOURS", parse_forecast_hours),
+    Spec("max_batch_bytes", "offsetops.max.batch.bytes", "OFFSETOPS_MAX_BATCH_BYTES", parse_max_batch_bytes),
 )  # fmt: skip
 
 
@@ -370,7 +362,7 @@ def _resolve_clock(
     raw = environ.get(ENV_AS_OF_MS, "").strip()
     if raw:
         try:
-            as_of = _int_in(0, 2**63 - 1)(raw)
+            as_of = parse_epoch_ms(raw)
         except ValueError as exc:
             raise SettingsError(f"env {ENV_AS_OF_MS}: {exc}") from None
         return Clock(as_of, CONFIGURED, f"env {ENV_AS_OF_MS}")

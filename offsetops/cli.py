@@ -11,9 +11,10 @@ import importlib
 import logging
 import pkgutil
 import sys
+from typing import NoReturn
 
 from offsetops import commands
-from offsetops.commands._common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, die
+from offsetops.commands._common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, die, escape
 from offsetops.commands._run import add_run_args, resolve_args
 from offsetops.coordinator_core import __version__
 
@@ -22,8 +23,15 @@ __all__ = ["EXIT_ERRORS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "build_parse
 log = logging.getLogger("offsetops")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, except that a usage error is one line (the command, the option, why) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {escape(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="offsetops",
         description="Operations for Kafka's __consumer_offsets: decode, reload, expire, audit, validate.",
     )
@@ -42,7 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except (ArithmeticError, RecursionError, ValueError, TypeError) as exc:
+        # An argument type that failed in a way argparse does not turn into a usage error.
+        return die(f"bad argument: {exc}", EXIT_USAGE)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

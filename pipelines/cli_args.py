@@ -2,7 +2,9 @@
 
 Shared by ``offsetops pipeline JOB`` and by each job's ``main()`` under ``spark-submit``; the argument
 types and options every command shares (``positive_int``, ``--partition``, ``--max-batch-bytes``) are
-defined here once, over the core's plain parsers, and the ``offsetops`` command uses them too.
+defined here once, over the core's plain range-checked parsers (``coordinator_core/settings.py``, which
+the run model uses for the same settings from the environment and the config file), and the
+``offsetops`` command uses them too: a bad value is one line and exit 2 while the command line is parsed.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
+from offsetops.coordinator_core import settings
 from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.run import RunSettings, resolve_options
-from offsetops.coordinator_core.settings import parse_non_negative_int, parse_positive_int
 from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
 from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
 
@@ -39,16 +41,62 @@ def argument_type(parse: Callable[[str], T]) -> Callable[[str], T]:
     return convert
 
 
-#: An argparse type: an integer >= 1.
-positive_int = argument_type(parse_positive_int)
-#: An argparse type: an integer >= 0 (a duration in ms, an epoch-ms time, a partition number).
-non_negative_int = argument_type(parse_non_negative_int)
+def int_range(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[minimum, maximum]``."""
+    return argument_type(settings.int_in_range(minimum, maximum))
+
+
+def float_range(minimum: float, maximum: float, *, above_minimum: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number in ``[minimum, maximum]`` (``(minimum, maximum]`` if
+    ``above_minimum``); NaN and infinities are refused."""
+    return argument_type(settings.float_in_range(minimum, maximum, above_minimum=above_minimum))
+
+
+#: An argparse type: an integer from 1 to 2^63-1 (Kafka's long).
+positive_int = argument_type(settings.parse_positive_int)
+#: An argparse type: an integer from 0 to 2^63-1 (an offset, an epoch-ms time).
+non_negative_int = argument_type(settings.parse_non_negative_int)
+#: An argparse type: a finite number >= 0.
+non_negative_float = argument_type(settings.parse_non_negative_float)
+#: An argparse type: a duration in ms, from 1 ms to 100 years.
+duration_ms = argument_type(settings.parse_duration_ms)
+#: An argparse type: the offsets retention in ms (up to offsets.retention.minutes' 2^31-1 minutes).
+retention_duration_ms = argument_type(settings.parse_retention_ms)
+#: An argparse type: offsets.topic.num.partitions (1 to 10,000).
+offsets_partitions = argument_type(settings.parse_offsets_partitions)
+#: An argparse type: a ``__consumer_offsets`` partition number.
+partition_number = argument_type(settings.parse_partition_number)
+#: An argparse type: a broker id (node.id / broker.id).
+broker_id = argument_type(settings.parse_broker_id)
+#: An argparse type: a number of hours, from 0 to 100 years.
+hours = argument_type(settings.parse_hours)
+#: An argparse type: the expiry forecast's horizon in hours (above 0, at most a leap year).
+forecast_hours = argument_type(settings.parse_forecast_hours)
+#: An argparse type: the expiry forecast's horizon in ms (above 0, at most a leap year).
+forecast_horizon_ms = argument_type(settings.parse_forecast_horizon_ms)
+#: An argparse type: a whole number of minutes, from 1 to 100 years.
+minutes = argument_type(settings.parse_minutes)
+#: An argparse type: an instant in epoch ms, from 1970 to the year 9999.
+epoch_ms = argument_type(settings.parse_epoch_ms)
+#: An argparse type: a time (epoch ms, ISO-8601, or relative like -2h) from 1970 to the year 9999.
+epoch_time = argument_type(settings.parse_epoch_time)
+#: An argparse type: ``KEY=VALUE`` with a non-empty key.
+key_value = argument_type(settings.parse_key_value)
+#: An argparse type: a bounded regular expression, compiled.
+bounded_regex = argument_type(settings.parse_bounded_regex)
+#: An argparse type: an http(s) URL with a host.
+http_url = argument_type(settings.parse_http_url)
+#: An argparse type: a share from 0 to 1.
+fraction = argument_type(settings.parse_fraction)
+# The simulator's knobs (offsetops simulate, offsetops demo).
+simulated_groups = int_range(0, 1_000_000)
+simulated_days = float_range(0.0, 3650.0, above_minimum=True)
 
 
 def add_partition_filter(p: argparse.ArgumentParser) -> None:
     """``--partition N`` (repeat): only these ``__consumer_offsets`` partitions."""
     p.add_argument(
-        "--partition", type=non_negative_int, action="append", metavar="N", help="only partition N (repeat)"
+        "--partition", type=partition_number, action="append", metavar="N", help="only partition N (repeat)"
     )
 
 
@@ -58,7 +106,7 @@ def add_max_batch_bytes(p: argparse.ArgumentParser, *, default: int | None = DEF
     ``default=None`` leaves it to the run model (``OFFSETOPS_MAX_BATCH_BYTES``, the config file)."""
     p.add_argument(
         "--max-batch-bytes",
-        type=positive_int,
+        type=argument_type(settings.parse_max_batch_bytes),
         default=default,
         metavar="N",
         help="largest batch accepted, framed or decompressed (message.max.bytes-style; default 32 MiB)",
@@ -108,7 +156,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
     p.add_argument("--app-name", default=None, help="Spark application name")
-    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra Spark setting (repeat)")
+    p.add_argument(
+        "--conf", type=key_value, action="append", metavar="KEY=VALUE", help="extra Spark setting (repeat)"
+    )
     add_partition_filter(p)
     p.add_argument(
         "--partitions-per-task",
@@ -119,7 +169,7 @@ def _add_spark_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--num-partitions",
-        type=positive_int,
+        type=offsets_partitions,
         help="offsets.topic.num.partitions, for partition_for checks (default: $OFFSETOPS_NUM_PARTITIONS, "
         "the config file, server.properties, else 50)",
     )
@@ -169,12 +219,12 @@ def expire_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument(
         "--now-ms",
-        type=non_negative_int,
+        type=epoch_ms,
         help="evaluate expiry at this time, epoch ms (default: the input's declared clock, else now)",
     )
     p.add_argument(
         "--retention-minutes",
-        type=float,
+        type=float_range(0.0, settings.INT32_MAX, above_minimum=True),
         help="offsets.retention.minutes (default: $OFFSETOPS_RETENTION_MINUTES, the config file, "
         f"server.properties, else Kafka's default for the broker version, {DEFAULT_RETENTION_MS // 60_000})",
     )
@@ -184,7 +234,9 @@ def expire_arguments(p: argparse.ArgumentParser) -> None:
         help="legacy (<= 3.x) or kip848 (4.x); default: $OFFSETOPS_COORDINATOR, else the broker version",
     )
     p.add_argument(
-        "--forecast-hours", type=float, help="forecast horizon (default: $OFFSETOPS_FORECAST_HOURS, else 24)"
+        "--forecast-hours",
+        type=forecast_hours,
+        help="forecast horizon (default: $OFFSETOPS_FORECAST_HOURS, else 24)",
     )
 
 
@@ -192,14 +244,14 @@ def audit_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
     p.add_argument(
         "--now-ms",
-        type=non_negative_int,
+        type=epoch_ms,
         help="audit as of this time, epoch ms (default: the input's declared clock, else now)",
     )
 
 
 def validate_arguments(p: argparse.ArgumentParser) -> None:
     add_common_arguments(p)
-    p.add_argument("--now-ms", type=int, help="upper bound for timestamps, epoch ms (default: now)")
+    p.add_argument("--now-ms", type=epoch_ms, help="upper bound for timestamps, epoch ms (default: now)")
 
 
 JOB_ARGUMENTS = {

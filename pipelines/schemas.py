@@ -445,7 +445,7 @@ LOAD_STATS_SCHEMA = StructType(
             LongType(),
             False,
             "Decode errors for this partition (see decode_errors).",
-            "len(LoadStats `errors`).",
+            "LoadStats `errors`, each summary by its count (error_total).",
         ),
         _field(
             "elapsed_ms",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata, LoadStats, MemberMetadata
-from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.errors import DecodeError, error_total
 from offsetops.coordinator_core.share_group import ShareGroup
 from offsetops.coordinator_core.streams_group import StreamsGroup
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
@@ -121,7 +121,7 @@ def _load_stats_row(p: int, s: LoadStats) -> Row:
         s.tombstones,
         s.control_records,
         s.unknown_record_types,
-        len(s.errors),
+        error_total(s.errors),  # summaries by their count
         float(s.elapsed_ms),
     )
 

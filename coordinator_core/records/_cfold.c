@@ -114,10 +114,11 @@ typedef struct {
     Py_ssize_t vpos, vlen; /* vlen < 0: tombstone */
 } staged_t;
 
-/* Parse the `count` records of b[0:n] into `out`; STOP if any does not fit its length (or n is not
- * exactly the records), or cannot be represented exactly. Mirrors batch.decode_v2_records. */
-static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t base_offset, staged_t *out) {
-    Py_ssize_t q = 0;
+/* Parse `count` records of b[*qp:n] into `out` and move *qp past them; STOP if any does not fit its length
+ * or cannot be represented exactly. */
+static int parse_range(const uint8_t *b, Py_ssize_t n, Py_ssize_t *qp, int32_t count, int64_t base_offset,
+                       staged_t *out) {
+    Py_ssize_t q = *qp;
     for (int32_t r = 0; r < count; r++) {
         int64_t length, ts_delta, offset_delta, klen, vlen;
         if (varint(b, n, &q, &length) != OK) return STOP;
@@ -150,6 +151,29 @@ static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t 
         }
         if (q > rec_end) return STOP;
         q = rec_end; /* headers mean nothing on __consumer_offsets */
+    }
+    *qp = q;
+    return OK;
+}
+
+/* Parse the `count` records of b[0:n] into `out`; STOP if any does not fit its length (or n is not
+ * exactly the records), or cannot be represented exactly. Mirrors batch.decode_v2_records. */
+static int parse_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t base_offset, staged_t *out) {
+    Py_ssize_t q = 0;
+    return parse_range(b, n, &q, count, base_offset, out) == OK && q == n ? OK : STOP;
+}
+
+/* A batch of more records than this is staged a chunk at a time (batch.RECORD_CHUNK): an inflated batch
+ * of 7-byte records holds millions, and staging them all would cost 48 bytes each. */
+#define STAGE_CHUNK 65536
+
+/* parse_records for a batch of more than STAGE_CHUNK records, into a STAGE_CHUNK scratch area: the whole
+ * section is checked before anything is folded, then parse_range stages it again chunk by chunk. */
+static int check_records(const uint8_t *b, Py_ssize_t n, int32_t count, int64_t base_offset, staged_t *scratch) {
+    Py_ssize_t q = 0;
+    for (int32_t done = 0; done < count; done += STAGE_CHUNK) {
+        int32_t m = count - done < STAGE_CHUNK ? count - done : STAGE_CHUNK;
+        if (parse_range(b, n, &q, m, base_offset, scratch) != OK) return STOP;
     }
     return q == n ? OK : STOP;
 }
@@ -279,12 +303,47 @@ static int store(PyObject *dest, PyObject *key, PyObject *off, PyObject *base_ob
     return rc;
 }
 
+/* PartitionFold._index_txn_key: txn_keys[key].add(pid), so that a tombstone visits only the open
+ * transactions that stage its key. */
+static int index_txn_key(PyObject *index, PyObject *key, PyObject *pid) {
+    PyObject *pids = PyDict_GetItemWithError(index, key); /* borrowed */
+    if (pids == NULL) {
+        if (PyErr_Occurred()) return -1;
+        pids = PySet_New(NULL);
+        if (pids == NULL) return -1;
+        int rc = PyDict_SetItem(index, key, pids);
+        Py_DECREF(pids);
+        if (rc < 0) return -1;
+    } else if (!PySet_Check(pids)) {
+        PyErr_SetString(PyExc_TypeError, "txn_keys values are sets of producer ids");
+        return -1;
+    }
+    return PySet_Add(pids, pid);
+}
+
+/* PartitionFold._unindex_txn: a resolved transaction's keys no longer point at its producer. */
+static int unindex_txn(PyObject *index, PyObject *pending, PyObject *pid) {
+    Py_ssize_t it = 0;
+    PyObject *key, *entry;
+    while (PyDict_Next(pending, &it, &key, &entry)) {
+        PyObject *pids = PyDict_GetItemWithError(index, key); /* borrowed */
+        if (pids == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (!PySet_Check(pids) || PySet_Discard(pids, pid) < 0) return -1;
+        if (PySet_GET_SIZE(pids) == 0 && PyDict_DelItem(index, key) < 0) return -1;
+    }
+    return 0;
+}
+
 /* Fold one parsed plain or transactional batch into `dest` (latest, or the producer's pending dict);
- * records outside the hot case go to `slow` (with `pending` first for a transactional batch).
+ * records outside the hot case go to `slow` (with the producer id `pid` first for a transactional
+ * batch, whose hot keys are also indexed in `index` when it is not NULL).
  * -1 with an exception set if Python failed. */
 static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *base_obj, PyObject *pos_obj,
-                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pending, long long *hot_count,
-                 kcache_t *kc) {
+                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pid, PyObject *index,
+                 long long *hot_count, kcache_t *kc) {
     for (int32_t r = 0; r < count; r++) {
         const uint8_t *k = st[r].klen >= 0 ? b + st[r].kpos : NULL;
         const uint8_t *v = st[r].vlen >= 0 ? b + st[r].vpos : NULL;
@@ -299,6 +358,7 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
                 return -1;
             }
             int rc = store(dest, key, off, base_obj, pos_obj, value);
+            if (rc == 0 && index != NULL) rc = index_txn_key(index, key, pid);
             Py_DECREF(key);
             if (rc < 0) return -1;
             (*hot_count)++;
@@ -308,8 +368,8 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
         PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
         PyObject *res = NULL;
         if (value != NULL) {
-            if (pending != NULL)
-                res = PyObject_CallFunctionObjArgs(slow, pending, off, key, value, base_obj, pos_obj, file, NULL);
+            if (pid != NULL)
+                res = PyObject_CallFunctionObjArgs(slow, pid, off, key, value, base_obj, pos_obj, file, NULL);
             else
                 res = PyObject_CallFunctionObjArgs(slow, off, key, value, base_obj, pos_obj, file, NULL);
         }
@@ -318,6 +378,24 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
         Py_DECREF(off);
         if (res == NULL) return -1;
         Py_DECREF(res);
+    }
+    return 0;
+}
+
+/* apply() over a batch: in one go when its records are all staged (count <= STAGE_CHUNK), else staging
+ * and folding STAGE_CHUNK records at a time (the section was checked whole by check_records). */
+static int apply_all(const uint8_t *b, Py_ssize_t n, int64_t base_offset, staged_t *st, int32_t count,
+                     PyObject *base_obj, PyObject *pos_obj, PyObject *file, PyObject *dest, PyObject *slow,
+                     PyObject *pid, PyObject *index, long long *hot_count, kcache_t *kc) {
+    if (count <= STAGE_CHUNK) return apply(b, st, count, base_obj, pos_obj, file, dest, slow, pid, index, hot_count, kc);
+    Py_ssize_t q = 0;
+    for (int32_t done = 0; done < count; done += STAGE_CHUNK) {
+        int32_t m = count - done < STAGE_CHUNK ? count - done : STAGE_CHUNK;
+        if (parse_range(b, n, &q, m, base_offset, st) != OK) {
+            PyErr_SetString(PyExc_RuntimeError, "records section changed between its check and its fold");
+            return -1;
+        }
+        if (apply(b, st, m, base_obj, pos_obj, file, dest, slow, pid, index, hot_count, kc) < 0) return -1;
     }
     return 0;
 }
@@ -360,6 +438,7 @@ static PyObject *record_list(const uint8_t *b, const staged_t *st, int32_t count
 typedef struct {
     PyObject *latest, *open_txns, *small, *fold_record, *fold_txn_record, *fold_control, *order;
     PyObject *first_marker, *created; /* FoldState.first_marker and .created (dicts) */
+    PyObject *txn_keys;               /* FoldState.txn_keys: key -> set of producer ids (Java only) */
     int scala;                        /* FoldState.scala: the coordinator's Scala-era rules */
 } target_t;
 
@@ -373,6 +452,7 @@ static void target_clear(target_t *t) {
     Py_CLEAR(t->order);
     Py_CLEAR(t->first_marker);
     Py_CLEAR(t->created);
+    Py_CLEAR(t->txn_keys);
 }
 
 static int target_get(PyObject *obj, target_t *t) {
@@ -387,6 +467,7 @@ static int target_get(PyObject *obj, target_t *t) {
         !(t->order = PyObject_GetAttrString(obj, "offset_order")) ||
         !(t->first_marker = PyObject_GetAttrString(obj, "first_marker")) || !PyDict_Check(t->first_marker) ||
         !(t->created = PyObject_GetAttrString(obj, "created")) || !PyDict_Check(t->created) ||
+        !(t->txn_keys = PyObject_GetAttrString(obj, "txn_keys")) || !PyDict_Check(t->txn_keys) ||
         !(scala = PyObject_GetAttrString(obj, "scala")) || !PyBool_Check(scala)) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "fold_run takes a records.fold.FoldState (see _cfold.pyi)");
@@ -523,9 +604,10 @@ static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32
                 PyErr_SetString(PyExc_TypeError, "open transactions are dicts");
                 rc = -1;
             } else if (PyDict_GET_SIZE(pending) > 0) {
-                if (commit) {
+                if (!t->scala) rc = unindex_txn(t->txn_keys, pending, pid_obj);
+                if (rc == 0 && commit) {
                     rc = commit_core(t->latest, pending, t->scala, t->scala ? NULL : t->created);
-                } else if (!t->scala) {
+                } else if (rc == 0 && !t->scala) {
                     Py_ssize_t it = 0;
                     PyObject *key, *entry;
                     while (rc == 0 && PyDict_Next(pending, &it, &key, &entry))
@@ -579,6 +661,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     staged_t *st = NULL;
     size_t st_cap = 0;
     kcache_t kc = {NULL, 0, 0};
+    PyObject *whole = NULL; /* memoryview of `data`, made at the first compressed batch */
     int failed = 0;
 
     while (pos < limit) {
@@ -606,7 +689,10 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
         PyObject *body = NULL;
         int codec = attrs & CODEC_MASK;
         if (codec) {
-            PyObject *mv = PyMemoryView_FromMemory((char *)rec, rlen, PyBUF_READ);
+            /* A view of `data` itself (not of raw memory): it holds an export of the buffer, so a mapped
+             * segment cannot be unmapped while the codec, or whatever it hands the view to, holds it. */
+            if (whole == NULL && (whole = PyMemoryView_FromObject(data)) == NULL) { failed = 1; break; }
+            PyObject *mv = PySequence_GetSlice(whole, pos + V2_HEADER_SIZE, pos + total);
             if (mv == NULL) { failed = 1; break; }
             body = PyObject_CallFunction(decompress, "iOn", codec, mv, max_batch);
             Py_DECREF(mv);
@@ -618,20 +704,28 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
         /* Bounded before allocating. Plain batches are parsed by their records' lengths alone (the fold
          * always has); the other two kinds go through RecordBatch.records(), which checks the count. */
         if ((Py_ssize_t)count > rlen / (kind ? MIN_RECORD_SIZE : MIN_PARSED_RECORD)) { Py_XDECREF(body); break; }
-        if ((size_t)count > st_cap) {
-            size_t cap = (size_t)count < 64 ? 64 : (size_t)count;
+        /* A control batch is always staged whole: it goes to fold_markers or fold_control in one piece. */
+        if (count > STAGE_CHUNK && kind == CONTROL) { Py_XDECREF(body); break; }
+        size_t need = (size_t)count > STAGE_CHUNK ? STAGE_CHUNK : (size_t)count;
+        if (need > st_cap) {
+            size_t cap = need < 64 ? 64 : need;
             staged_t *grown = (staged_t *)realloc(st, cap * sizeof(staged_t));
             if (grown == NULL) { Py_XDECREF(body); PyErr_NoMemory(); failed = 1; break; }
             st = grown;
             st_cap = cap;
         }
-        if (parse_records(rec, rlen, count, base_offset, st) != OK) { Py_XDECREF(body); break; }
+        if ((count > STAGE_CHUNK ? check_records(rec, rlen, count, base_offset, st)
+                                 : parse_records(rec, rlen, count, base_offset, st)) != OK) {
+            Py_XDECREF(body);
+            break;
+        }
 
         PyObject *base_obj = PyLong_FromLongLong(base_offset);
         PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
         int rc = pos_obj ? 0 : -1;
         if (rc == 0 && kind == 0) {
-            rc = apply(rec, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL, &hot_count, &kc);
+            rc = apply_all(rec, rlen, base_offset, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL,
+                           NULL, &hot_count, &kc);
             if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
             prev_last = last_offset;
             n_records += count;
@@ -649,8 +743,8 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
                     rc = -1;
                 } else {
                     Py_INCREF(pending);
-                    rc = apply(rec, st, count, base_obj, pos_obj, file, pending, t.fold_txn_record, pending,
-                               &hot_count, &kc);
+                    rc = apply_all(rec, rlen, base_offset, st, count, base_obj, pos_obj, file, pending,
+                                   t.fold_txn_record, pid_obj, t.scala ? NULL : t.txn_keys, &hot_count, &kc);
                     Py_DECREF(pending);
                 }
                 Py_XDECREF(fresh);
@@ -681,6 +775,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     }
     free(st);
     kc_free(&kc);
+    Py_XDECREF(whole);
     PyBuffer_Release(&view);
     if (hot_count) {
         /* The type tally of the hot case (record type 1), as the Python fold keeps it. */
@@ -785,7 +880,7 @@ PyMODINIT_FUNC PyInit__cfold(void) {
 #endif
     PyObject *m = PyModule_Create(&module);
     /* The calling convention of fold_run; records/fold.py refuses a build with another one. */
-    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 6) < 0) {
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 7) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -57,6 +57,9 @@ V2_MIN_SIZE = V2_HEADER_SIZE - LOG_OVERHEAD  # the smallest size field of a magi
 LEGACY_OVERHEAD_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0 (crc, magic, attrs, key len, value len)
 LEGACY_OVERHEAD_V1 = 22  # LegacyRecord.RECORD_OVERHEAD_V1 (+ timestamp)
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
+#: The most records decoded into memory at once from a batch that holds more (an inflated batch of 7-byte
+#: records holds millions): the fold takes them a chunk at a time.
+RECORD_CHUNK = 65536
 # The smallest DefaultRecord: length, attributes, timestamp delta, offset delta, key length, value
 # length and header count, one byte each.
 MIN_RECORD_SIZE = 7
@@ -207,6 +210,31 @@ class RecordBatch:
         except (IndexError, ValueError) as exc:
             raise self._error("corrupt_record", f"record runs past the batch: {exc}") from exc
 
+    def record_chunks(self) -> Iterator[list[Record]]:
+        """:meth:`records` in lists of at most :data:`RECORD_CHUNK` records, checked whole before the first
+        list is handed out (raises as :meth:`records` does, when called), so a batch that inflates to
+        millions of records costs one chunk of memory."""
+        if self.magic < 2 or self.record_count <= RECORD_CHUNK:
+            return iter((self.records(),))
+        try:
+            data, pos, end = self._payload()
+        except CompressionError as exc:
+            raise self._error("decompression", str(exc)) from exc
+        if self.record_count > (end - pos) // MIN_RECORD_SIZE:
+            return iter((self.records(),))  # records() says why, before decoding anything
+        try:
+            chunks = _validated_chunks(
+                data, pos, end, self.record_count, self.base_offset, self.base_timestamp
+            )
+        except CorruptRecord as exc:
+            raise self._error("corrupt_record", str(exc)) from None
+        except (IndexError, ValueError) as exc:
+            raise self._error("corrupt_record", f"record runs past the batch: {exc}") from exc
+        if self.attributes & TIMESTAMP_TYPE_FLAG:
+            ts = self.max_timestamp
+            return ([(o, ts, k, v) for o, _t, k, v in chunk] for chunk in chunks)
+        return chunks
+
     def iter_records(self) -> Iterator[Record]:
         """Yield ``(offset, timestamp, key, value)`` per record, decompressing when needed.
 
@@ -216,6 +244,19 @@ class RecordBatch:
         when called: a batch is decoded whole (it is small, and a list is cheaper than a generator).
         """
         return iter(self.records())
+
+    def plain_record_chunks(self) -> Iterator[list[Record]] | None:
+        """:meth:`plain_records` in lists of at most :data:`RECORD_CHUNK` records (checked whole first)."""
+        if self.record_count <= RECORD_CHUNK or self.magic < 2:
+            records = self.plain_records()
+            return None if records is None else iter((records,))
+        if self.attributes & (TRANSACTIONAL_FLAG | CONTROL_FLAG):
+            return None
+        try:
+            data, pos, end = self._payload()
+            return _validated_chunks(data, pos, end, self.record_count, self.base_offset, 0)
+        except (CompressionError, CorruptRecord, IndexError, ValueError):
+            return None
 
     def plain_records(self) -> list[Record] | None:
         """The records of a plain magic-2 batch (neither transactional nor control), or None.
@@ -262,12 +303,52 @@ def decode_v2_records(
 def decode_v2_records_py(
     data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int
 ) -> list[Record]:
-    """The pure-Python record parser, the reference: each varint's 1-byte case (and 2-byte case for the
-    lengths, which often exceed 63) is inlined; anything longer goes through :func:`_varint`."""
+    """The pure-Python record parser, the reference (see :func:`_parse_v2_records`)."""
     out: list[Record] = []
+    pos = _parse_v2_records(data, pos, end, count, base_offset, base_ts, out, 0)
+    if pos != end:
+        raise CorruptRecord(f"{end - pos} bytes left after {count} records (wrong record count?)")
+    return out
+
+
+def _validated_chunks(
+    data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int
+) -> Iterator[list[Record]]:
+    """The records of a section of more than :data:`RECORD_CHUNK` records, :data:`RECORD_CHUNK` at a time.
+
+    The whole section is parsed once first, a chunk at a time and thrown away, so a corrupt section
+    raises before the first chunk is handed out (a corrupt batch folds nothing) and memory holds one
+    chunk, not millions of records, whatever the count.
+    """
+    at = pos
+    for first in range(0, count, RECORD_CHUNK):
+        at = _parse_v2_records(
+            data, at, end, min(RECORD_CHUNK, count - first), base_offset, base_ts, [], first
+        )
+    if at != end:
+        raise CorruptRecord(f"{end - at} bytes left after {count} records (wrong record count?)")
+
+    def chunks() -> Iterator[list[Record]]:
+        at = pos
+        for first in range(0, count, RECORD_CHUNK):
+            out: list[Record] = []
+            at = _parse_v2_records(
+                data, at, end, min(RECORD_CHUNK, count - first), base_offset, base_ts, out, first
+            )
+            yield out
+
+    return chunks()
+
+
+def _parse_v2_records(
+    data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int, out: list[Record], first: int
+) -> int:
+    """Parse ``count`` records from ``data[pos]`` (record ``first`` of the batch) into ``out``; returns where
+    they end. Each varint's 1-byte case (and 2-byte case for the lengths, which often exceed 63) is
+    inlined; anything longer goes through :func:`_varint`."""
     append = out.append
     zz = _ZIGZAG1
-    for n in range(count):
+    for n in range(first, first + count):
         b = data[pos]
         if b < 0x80:
             length = zz[b]
@@ -328,9 +409,7 @@ def decode_v2_records_py(
             raise CorruptRecord(f"record {n} (offset delta {offset_delta}) overruns its length {length}")
         pos = rec_end
         append((base_offset + offset_delta, base_ts + ts_delta, key, value))
-    if pos != end:
-        raise CorruptRecord(f"{end - pos} bytes left after {count} records (wrong record count?)")
-    return out
+    return pos
 
 
 def decode_legacy_message(

@@ -64,10 +64,13 @@ class FoldState:
     open_txns: dict[int, dict[bytes, tuple[int, int, int, bytes | None]]]
     first_marker: dict[int, tuple[int, bool]]
     created: dict[bytes, int]
+    # key -> producer ids whose open transaction stages it (Java semantics; the twin keeps it too)
+    txn_keys: dict[bytes, set[int]]
     small_types: list[int]  # the tally of record types 0..255; the twin adds its offset commits to [1]
     scala: bool
     fold_record: Callable[[int, bytes | None, bytes | None, int, int, str | None], None]
-    fold_transactional_record: Callable[[dict, int, bytes | None, bytes | None, int, int, str | None], None]
+    # (producer id, offset, key, value, base offset, position, file)
+    fold_transactional_record: Callable[[int, int, bytes | None, bytes | None, int, int, str | None], None]
     fold_control: Callable[[int, list[Record], int, str | None], None]
     offset_order: Callable[[str | None, int, int, int], None]
 
@@ -92,7 +95,7 @@ class FoldTarget(Protocol):
         """Fold one record of a plain batch that is not the hot case (see the module docstring)."""
 
     def fold_transactional_record(
-        self, pending: dict, offset: int, key: bytes | None, value: bytes | None, base_offset: int,
+        self, pid: int, offset: int, key: bytes | None, value: bytes | None, base_offset: int,
         position: int, file: str | None, /,
     ) -> None:  # fmt: skip
         """Stage one record of a transactional batch that is not the hot case (C twin only)."""
@@ -191,9 +194,10 @@ def fold_buffer(
         pos = nxt
         if batch is None:
             continue
-        records = batch.plain_records()
-        if records is not None:
-            target.fold_records(records, batch.base_offset, batch.position, file)
+        chunks = batch.plain_record_chunks()
+        if chunks is not None:
+            for records in chunks:
+                target.fold_records(records, batch.base_offset, batch.position, file)
             if batch.base_offset <= prev_last:
                 target.offset_order(file, batch.position, batch.base_offset, prev_last)
             prev_last = batch.last_offset

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 __all__ = ["INTERFACE", "NATIVE", "cfold", "native_available"]
 
-INTERFACE = 6  # the calling convention of _cfold that this package speaks (6: fold_run takes a FoldState)
+INTERFACE = 7  # the calling convention of _cfold that this package speaks (7: fold_run takes a FoldState
+# with txn_keys, the index of open transactions by key)
 
 
 def _installed_cfold() -> ModuleType | None:

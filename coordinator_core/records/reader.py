@@ -81,6 +81,10 @@ _MAGIC_AT = 16  # the magic byte sits 16 bytes into the entry in every format
 _MIN_SIZE = {0: LEGACY_OVERHEAD_V0, 1: LEGACY_OVERHEAD_V1, 2: V2_MIN_SIZE}
 _U32 = struct.Struct(">I")
 _MAGIC2 = b"\x02"
+#: How many bytes of CRC a resync may compute per byte it scans (beyond one batch's worth).
+RESYNC_CRC_PER_BYTE = 8
+_UNKNOWN_ATTRIBUTES = ~0x7F & 0xFFFF  # DefaultRecordBatch uses attribute bits 0-6
+_MAX_CODEC = 4  # zstd, the highest CompressionType id
 
 ErrorSink = list[DecodeError] | Callable[[DecodeError], object]
 
@@ -148,14 +152,20 @@ def resync(data, pos: int, end: int, max_batch_bytes: int, scan: Scan = _NO_SCAN
     """The resync rule: the first position after ``pos`` holding a plausible magic-2 batch.
 
     Plausible means: magic byte 2, a size between the v2 header size and ``max_batch_bytes`` that ends
-    inside the data, a non-negative record count and last offset delta, and a CRC-32C that matches.
-    Returns None when no such position exists before ``end``.
+    inside the data, attributes with no unknown bit and a known codec, a record count from 0 to the last
+    offset delta + 1, and a CRC-32C that matches. Returns None when no such position exists before ``end``.
+
+    The cost is linear in the bytes scanned: checking a candidate's CRC costs its claimed size, so
+    crafted data with a fake header every few bytes, each claiming to run to the end, would make it
+    quadratic. A resync spends at most ``max_batch_bytes`` plus :data:`RESYNC_CRC_PER_BYTE` bytes of
+    CRC per byte it has scanned; a candidate beyond that budget is passed over (as a failed check).
     """
     find = data.find
     i = pos + 1 + _MAGIC_AT
     unpack = V2_HEADER.unpack_from
     mv = memoryview(data)
     next_release = i + scan.chunk
+    checked = 0  # bytes of CRC computed so far
     while i < end:
         if scan.fd is not None:
             nxt = scan.next_data(i, end)
@@ -174,16 +184,19 @@ def resync(data, pos: int, end: int, max_batch_bytes: int, scan: Scan = _NO_SCAN
         i = j + 1
         if end - start < V2_HEADER_SIZE:
             return None
-        (_b, size, _e, _m, crc, _a, lod, _t, _x, _p, _pe, _s, count) = unpack(data, start)
+        (_b, size, _e, _m, crc, attrs, lod, _t, _x, _p, _pe, _s, count) = unpack(data, start)
         total = LOG_OVERHEAD + size
         if (
             V2_MIN_SIZE <= size <= max_batch_bytes
             and start + total <= end
-            and count >= 0
-            and lod >= 0
-            and crc32c(mv[start + 21 : start + total]) == crc
+            and 0 <= count <= lod + 1
+            and not attrs & _UNKNOWN_ATTRIBUTES
+            and attrs & CODEC_MASK <= _MAX_CODEC
+            and checked + total <= max_batch_bytes + RESYNC_CRC_PER_BYTE * (start - pos)
         ):
-            return start
+            checked += total
+            if crc32c(mv[start + 21 : start + total]) == crc:
+                return start
     return None
 
 

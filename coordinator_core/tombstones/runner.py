@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
+from offsetops.coordinator_core.atomic import file_lock
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.tombstones.journal import (
@@ -144,6 +150,30 @@ def plan_document(plan: ExpirationPlan, *, executor: Executor, source: str | Non
         "items": [t.to_journal() for t in plan.tombstones],
         "dead_groups": [d.to_json() for d in plan.dead_groups],
     }
+
+
+class TargetBusy(JournalError):
+    """Another process is applying a plan to the same target; nothing was done by this one."""
+
+
+@contextlib.contextmanager
+def target_lock(journal_dir: str | os.PathLike[str], executor: str, target: dict[str, Any]) -> Iterator[Path]:
+    """Hold the one lock of ``executor``'s ``target`` in ``journal_dir`` for the block (yields its path).
+
+    A plan is bound to one target, so this is also the plan's lock: two runs of the same plan (or of
+    two plans on one target) never apply at the same time. The second one is refused at once with
+    :class:`TargetBusy` instead of waiting on a run of unknown length; rerun it when the first is done,
+    and it resumes the journal (and says so when nothing is left to apply).
+    """
+    ident = json.dumps({"executor": executor, "target": target}, sort_keys=True, separators=(",", ":"))
+    path = Path(journal_dir) / f"target-{hashlib.sha256(ident.encode()).hexdigest()[:16]}.lock"
+    with file_lock(path, wait=False) as held:
+        if not held:
+            raise TargetBusy(
+                f"another offsetops run is applying a plan to this {executor} target (lock {path} is held); "
+                "nothing was done: rerun once it has finished, and the journal says what is left"
+            )
+        yield path
 
 
 def open_or_create_journal(

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import math
 import sys
 from typing import Any
 
 from offsetops.coordinator_core.errors import DecodeError, count_errors
 from offsetops.coordinator_core.errors import printable as escape
+
+# The argument types live in pipelines/cli_args.py; these two are re-exported for the commands.
+from offsetops.pipelines.cli_args import epoch_time as epoch_time
+from offsetops.pipelines.cli_args import non_negative_float as non_negative_float
 
 EXIT_OK = 0
 EXIT_ERRORS = 1  # the run finished but found errors and --strict was given (or the command failed)
@@ -63,27 +65,3 @@ def kafka_client_config(args: Any, bootstrap: str | None = None) -> Any:
     return KafkaClientConfig.resolve(
         bootstrap or getattr(args, "bootstrap", None), getattr(args, "client_config", None)
     )
-
-
-def non_negative_float(text: str) -> float:
-    """An argparse type: a finite number >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
-
-
-def epoch_time(text: str) -> int:
-    """An argparse type: a time (epoch ms, ISO-8601, or relative like -2h) that is not before 1970."""
-    from offsetops.coordinator_core.timefmt import parse_time
-
-    try:
-        value = parse_time(text)  # relative forms are taken against the wall clock
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is before 1970 (epoch ms must not be negative)")
-    return value

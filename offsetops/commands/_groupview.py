@@ -14,15 +14,9 @@ from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe
 from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.pipelines.cli_args import bounded_regex
 
 FORMATS = ("text", "json", "csv")
-
-
-def _regex(text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({exc})") from None
 
 
 def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
@@ -34,9 +28,11 @@ def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
         metavar="DIR",
         help="another broker log dir to look for data-topic partitions in (repeat; PATH is always searched)",
     )
-    p.add_argument("--group-regex", type=_regex, metavar="REGEX", help="groups whose id fully matches REGEX")
+    p.add_argument(
+        "--group-regex", type=bounded_regex, metavar="REGEX", help="groups whose id fully matches REGEX"
+    )
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC", help="only this topic (repeat)")
-    p.add_argument("--topic-regex", type=_regex, metavar="REGEX", help="topics that fully match REGEX")
+    p.add_argument("--topic-regex", type=bounded_regex, metavar="REGEX", help="topics that fully match REGEX")
     p.add_argument(
         "--state",
         action="append",

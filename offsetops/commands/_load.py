@@ -16,10 +16,11 @@ from offsetops.commands._common import (
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.run import RunSettings
+from offsetops.coordinator_core.settings import INT64_MAX, MAX_EPOCH_MS
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.sources.source import ReadLimits, Source
 from offsetops.coordinator_core.timefmt import parse_time
-from offsetops.pipelines.cli_args import add_partition_filter, positive_int
+from offsetops.pipelines.cli_args import add_partition_filter, offsets_partitions
 from offsetops.progress import Progress
 
 
@@ -50,7 +51,7 @@ def add_source_args(
     p.add_argument(topic_flag, dest="offsets_topic", default="__consumer_offsets", help=argparse.SUPPRESS)
     p.add_argument(
         "--num-partitions",
-        type=positive_int,
+        type=offsets_partitions,
         help="offsets.topic.num.partitions, for partition_for checks (default: $OFFSETOPS_NUM_PARTITIONS, "
         "the config file, server.properties, else 50)",
     )
@@ -86,12 +87,17 @@ def check_source(args: argparse.Namespace) -> str | None:
 def parse_until(text: str) -> Cut:
     """``--until``: a plain integer is a log offset; anything else a time (ISO-8601, -2h, 1700000000000ms)."""
     body = text.strip()
-    if re.fullmatch(r"\d+", body):
+    if re.fullmatch(r"\d{1,19}", body) and int(body) <= INT64_MAX:
         return Cut(until_offset=int(body))
     try:
-        return Cut(until_ms=parse_time(body))
+        until_ms = parse_time(body)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--until takes a log offset (e.g. 1200) or a time: {exc}") from None
+    if not 0 <= until_ms <= MAX_EPOCH_MS:
+        raise argparse.ArgumentTypeError(
+            f"{body[:40]!r} is neither a log offset (0 to 2^63-1) nor a time from 1970 to the year 9999"
+        )
+    return Cut(until_ms=until_ms)
 
 
 def source_from_args(args: argparse.Namespace) -> Source:

@@ -21,8 +21,9 @@ from offsetops.coordinator_core.cleaner.model import CleanerAudit, PartitionAudi
 from offsetops.coordinator_core.cleaner.run import AuditInputError, AuditRequest, run_audit
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
 from offsetops.coordinator_core.sources.logdir import PartitionDir
+from offsetops.coordinator_core.sources.replicas import split_broker_prefix
 from offsetops.coordinator_core.timefmt import format_duration
-from offsetops.pipelines.cli_args import add_partition_filter, positive_int
+from offsetops.pipelines.cli_args import add_partition_filter, broker_id, duration_ms, http_url, int_range
 from offsetops.progress import Progress
 
 #: exit codes with --exit-code, in the Nagios style monitoring systems understand
@@ -70,13 +71,16 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client-config", metavar="FILE", help=f"live config: {CLIENT_CONFIG_HELP}")
     p.add_argument(
         "--timeout-ms",
-        type=int,
+        type=int_range(1, 3_600_000),
         help="--bootstrap connect and request timeout (default: the client config's, else 10000 / 30000)",
     )
-    p.add_argument("--broker-id", type=int, help="broker for DescribeConfigs (default: meta.properties)")
+    p.add_argument(
+        "--broker-id", type=broker_id, help="broker for DescribeConfigs (default: meta.properties)"
+    )
     p.add_argument(
         "--metrics-url",
         metavar="[BROKER_ID=]URL",
+        type=_metrics_url,
         action="append",
         help="Prometheus endpoint exposing the cleaner JMX metrics (with --log-dir: BROKER_ID=URL, repeat)",
     )
@@ -113,7 +117,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--failover-threshold-ms",
-        type=positive_int,
+        type=duration_ms,
         default=DEFAULT_SLOW_MS,
         metavar="MS",
         help="flag partitions whose replay after a coordinator failover would take longer "
@@ -205,6 +209,16 @@ def print_failover(forecast: FailoverForecast | str) -> None:
             "      remedy: keep the partition small (a working Log Cleaner, offsets.retention.minutes), "
             "move leadership of __consumer_offsets in quiet hours, and check offsets.load.buffer.size\n"
         )
+
+
+def _metrics_url(text: str) -> str:
+    """``--metrics-url``'s type: ``[BROKER_ID=]URL`` with an http(s) URL (checked while parsing)."""
+    try:
+        _bid, url = split_broker_prefix(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    http_url(url)
+    return text.strip()
 
 
 def _ratio(x: float) -> str:

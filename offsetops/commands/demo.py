@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.commands._common import die
+from offsetops.commands.simulate import kafka_version
 from offsetops.coordinator_core.untrusted import read_regular_file
+from offsetops.pipelines.cli_args import (
+    forecast_hours,
+    minutes,
+    non_negative_int,
+    offsets_partitions,
+    simulated_days,
+    simulated_groups,
+)
 
 DEFAULT_OUT = "out/demo"
 
@@ -35,23 +44,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"output dir (default {DEFAULT_OUT})")
     p.add_argument("--log-dir", metavar="PATH", help="use this broker log dir instead of simulating one")
-    p.add_argument("--groups", type=int, default=60, help="simulated consumer groups (default 60)")
-    p.add_argument("--days", type=float, default=0.25, help="simulated days of history (default 0.25)")
-    p.add_argument("--seed", type=int, default=7, help="simulation seed (default 7)")
-    p.add_argument("--partitions", type=int, default=50, help="offsets.topic.num.partitions (default 50)")
+    p.add_argument(
+        "--groups", type=simulated_groups, default=60, help="simulated consumer groups (default 60)"
+    )
+    p.add_argument(
+        "--days", type=simulated_days, default=0.25, help="simulated days of history (default 0.25)"
+    )
+    p.add_argument("--seed", type=non_negative_int, default=7, help="simulation seed (default 7)")
+    p.add_argument(
+        "--partitions", type=offsets_partitions, default=50, help="offsets.topic.num.partitions (default 50)"
+    )
     p.add_argument(
         "--kafka-version",
+        type=kafka_version,
         default="4.2",
         help="simulated broker version (default 4.2: classic, consumer, share and streams groups)",
     )
     p.add_argument(
         "--retention-minutes",
-        type=int,
+        type=minutes,
         default=120,
         help="offsets.retention.minutes for the plan (default 120, so a short history shows expirations; "
         "Kafka's default is 10080)",
     )
-    p.add_argument("--forecast-hours", type=float, default=24.0, help="forecast window (default 24)")
+    p.add_argument("--forecast-hours", type=forecast_hours, default=24.0, help="forecast window (default 24)")
     p.add_argument(
         "--execute-tombstones",
         action="store_true",

@@ -16,13 +16,14 @@ from offsetops.commands._common import (
     epoch_time,
     escape,
     kafka_client_config,
-    non_negative_float,
     parse_partitions,
     print_json,
     quote,
     report_errors,
 )
 from offsetops.commands._run import with_settings
+from offsetops.coordinator_core.clock import wall_clock_ms
+from offsetops.coordinator_core.clock_guard import ClockFinding, clock_findings, newest_record_ms
 from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.expiration import (
     COORDINATORS,
@@ -32,7 +33,12 @@ from offsetops.coordinator_core.expiration import (
 )
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.timefmt import iso_utc
-from offsetops.pipelines.cli_args import add_partition_filter, positive_int
+from offsetops.pipelines.cli_args import (
+    add_partition_filter,
+    forecast_hours,
+    offsets_partitions,
+    retention_duration_ms,
+)
 from offsetops.progress import Progress
 
 EXECUTORS = ("admin", "produce", "segment")
@@ -57,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--retention-ms",
-        type=positive_int,
+        type=retention_duration_ms,
         metavar="MS",
         help="offsets.retention.minutes in ms (default: $OFFSETOPS_RETENTION_MINUTES, the config file, "
         f"server.properties, else Kafka's default for the broker version, {DEFAULT_RETENTION_MS} since 2.0)",
@@ -76,19 +82,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--forecast-hours",
-        type=non_negative_float,
+        type=forecast_hours,
         metavar="H",
         help="forecast offsets that expire within H hours (default: $OFFSETOPS_FORECAST_HOURS, else 24)",
     )
     p.add_argument(
         "--what-if-retention-ms",
-        type=positive_int,
+        type=retention_duration_ms,
         metavar="MS",
         help="also plan and forecast at this retention (reported under what_if)",
     )
     p.add_argument(
         "--num-partitions",
-        type=positive_int,
+        type=offsets_partitions,
         help="offsets.topic.num.partitions (default: $OFFSETOPS_NUM_PARTITIONS, the config file, "
         "server.properties, else 50)",
     )
@@ -124,6 +130,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="produce: allow --target-topic __consumer_offsets (dangerous; see docs/expiration.md)",
     )
     ex.add_argument("--output-dir", metavar="DIR", help="segment: where the copy of the log dir is made")
+    ex.add_argument(
+        "--override-clock-guard",
+        action="store_true",
+        help="execute even though the clock is ahead of this host's clock, or past the retention after "
+        "(or before) the newest record in the source (see docs/expiration.md)",
+    )
     p.set_defaults(func=run)
 
 
@@ -238,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
     )
     doc: dict[str, Any] = plan.to_json()
     doc["dry_run"] = not args.execute
+    findings = _clock_guard(args, caches, doc)
     if args.what_if_retention_ms is not None:
         what_if = plan_expiration(
             caches,
@@ -254,6 +267,11 @@ def run(args: argparse.Namespace) -> int:
             return die(
                 f"the reload met {count_errors(errors)} decode error(s); "
                 "refusing to execute a plan built on it"
+            )
+        if findings and not args.override_clock_guard:
+            return die(
+                f"refusing to execute at this clock ({'; '.join(f.kind for f in findings)}): check --now "
+                "or the clock file, or pass --override-clock-guard if this instant is intended"
             )
         try:
             report = _execute(args, plan, coordinator)
@@ -275,25 +293,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clock_guard(args: argparse.Namespace, caches: list, doc: dict[str, Any]) -> list[ClockFinding]:
+    """The clock's plausibility (:mod:`offsetops.coordinator_core.clock_guard`) against this host's wall
+    clock and the newest record of the source: noted in ``doc`` and warned about on every plan."""
+    run = args.run
+    findings = clock_findings(
+        run.now_ms, wall_ms=wall_clock_ms(), newest_ms=newest_record_ms(caches), retention_ms=run.retention_ms
+    )
+    doc["clock_findings"] = [f.to_json() for f in findings]
+    for f in findings:
+        print(
+            f"offsetops: WARNING: {escape(f.message)} (clock: {escape(run.clock.describe())})",
+            file=sys.stderr,
+        )
+    return findings
+
+
 def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -> Any:
-    from offsetops.coordinator_core.tombstones.runner import open_or_create_journal, plan_document
+    from offsetops.coordinator_core.tombstones.runner import (
+        open_or_create_journal,
+        plan_document,
+        target_lock,
+    )
 
     executor = _make_executor(args, args.executor, coordinator=coordinator)
     try:
-        journal, resumed = open_or_create_journal(
-            args.journal_dir,
-            plan_document(plan, executor=executor, source=args.path),
-            force_new=args.force_new_plan,
-        )
-    except BaseException:
+        with target_lock(args.journal_dir, executor.name, executor.target()):
+            journal, resumed = open_or_create_journal(
+                args.journal_dir,
+                plan_document(plan, executor=executor, source=args.path),
+                force_new=args.force_new_plan,
+            )
+            print(
+                f"offsetops: plan {journal.plan_id} journaled at {journal.plan_path}"
+                f"{' (resuming)' if resumed else ''}",
+                file=sys.stderr,
+            )
+            return _run_with_progress(journal, executor, resumed=resumed)
+    finally:
         executor.close()
-        raise
-    print(
-        f"offsetops: plan {journal.plan_id} journaled at {journal.plan_path}"
-        f"{' (resuming)' if resumed else ''}",
-        file=sys.stderr,
-    )
-    return _run_with_progress(journal, executor, resumed=resumed)
 
 
 def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
@@ -301,6 +339,8 @@ def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
     from offsetops.coordinator_core.tombstones.runner import run_journal
 
     todo = len(journal.items) - len(journal.applied_ids())
+    if resumed and not todo:
+        print(f"offsetops: plan {journal.plan_id} is already applied; verifying only", file=sys.stderr)
     with Progress(f"applying via {executor.name}", total=todo, unit="tombstones") as progress:
         journal.on_record = lambda n: progress.advance(n)
         try:
@@ -311,13 +351,18 @@ def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
 
 def _resume(args: argparse.Namespace) -> int:
     from offsetops.coordinator_core.tombstones.journal import Journal
+    from offsetops.coordinator_core.tombstones.runner import target_lock
 
     journal = Journal.open(args.journal_dir, args.resume)
     name = journal.plan["executor"]
     if args.executor and args.executor != name:
         raise ValueError(f"plan {journal.plan_id} was made for --executor {name}")
     executor = _make_executor(args, name, journal.plan["target"], journal.plan["coordinator"])
-    report = _run_with_progress(journal, executor, resumed=True)
+    try:
+        with target_lock(args.journal_dir, executor.name, executor.target()):
+            report = _run_with_progress(journal, executor, resumed=True)
+    finally:
+        executor.close()
     doc = {"plan_id": journal.plan_id, "execution": report.to_json()}
     if args.json:
         print_json(with_settings(doc, args))

@@ -15,17 +15,27 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from offsetops.commands._common import die
+from offsetops.commands._common import die, escape
 from offsetops.commands._groupview import lookup_offsets, refuse_bad_source
 from offsetops.commands._load import add_source_args, load_caches
 from offsetops.coordinator_core.clock import WALL, resolve_clock
 from offsetops.coordinator_core.describe import GroupFilter, wanted_partitions
+from offsetops.coordinator_core.errors import printable
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, read_load_logs
 from offsetops.coordinator_core.metrics_snapshot import PREFIX, Snapshot, compute_snapshot, snapshot_metrics
+from offsetops.exporter_http import MAX_CONNECTIONS, READ_TIMEOUT_S
+from offsetops.pipelines.cli_args import (
+    duration_ms,
+    float_range,
+    forecast_horizon_ms,
+    int_range,
+    retention_duration_ms,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--interval",
-        type=float,
+        type=float_range(1.0, 86_400.0),
         default=60.0,
         metavar="SECONDS",
-        help="seconds between refreshes (default 60)",
+        help="seconds between refreshes, 1 to 86400 (default 60)",
     )
     p.add_argument(
         "--log-dir",
@@ -69,20 +79,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--retention-ms",
-        type=int,
+        type=retention_duration_ms,
         help="offsets.retention.minutes in ms, for the expiration forecast (default: "
         "$OFFSETOPS_RETENTION_MINUTES, the config file, server.properties, else Kafka's default, "
         f"{DEFAULT_RETENTION_MS} ms)",
     )
     p.add_argument(
         "--forecast-horizon-ms",
-        type=int,
+        type=forecast_horizon_ms,
         help="count offsets that expire within this many ms (default: $OFFSETOPS_FORECAST_HOURS, else "
         "one day)",
     )
     p.add_argument(
         "--failover-threshold-ms",
-        type=int,
+        type=duration_ms,
         default=DEFAULT_SLOW_MS,
         help=f"a coordinator load longer than this is slow (default {DEFAULT_SLOW_MS})",
     )
@@ -91,6 +101,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["partition", "topic"],
         default="partition",
         help="lag per partition (default) or per topic only, to bound the series count",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int_range(1, 10_000),
+        default=MAX_CONNECTIONS,
+        metavar="N",
+        help=f"open connections served at once (default {MAX_CONNECTIONS}); at the cap the oldest one still "
+        f"waiting for its request is dropped, and every client has {READ_TIMEOUT_S:g} s to send it",
     )
     p.add_argument("--once", action="store_true", help="print the metrics once on stdout and exit")
     p.set_defaults(func=run)
@@ -104,13 +122,11 @@ def _listen(text: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+    from offsetops.exporter_http import MetricsServer
 
     bad = refuse_bad_source(args)
     if bad is not None:
         return bad
-    if args.interval <= 0:
-        return die(f"--interval must be positive, got {args.interval}")
     try:
         host, port = _listen(args.listen)
     except ValueError as exc:
@@ -121,17 +137,18 @@ def run(args: argparse.Namespace) -> int:
     if collector.last_error is not None:
         # The first refresh must work: a wrong path or cluster is a usage error, not a metric.
         return die(f"cannot build the first snapshot: {collector.last_error}")
-    registry = CollectorRegistry()
-    registry.register(collector)
     if args.once:
+        registry = CollectorRegistry()
+        registry.register(collector)
         sys.stdout.write(generate_latest(registry).decode())
         return 0
+    server = MetricsServer(host, port, collector.exposition, max_connections=args.max_connections)
     try:
-        server, _thread = start_http_server(port, addr=host, registry=registry)
+        bound = server.start()
     except OSError as exc:
         return die(f"cannot listen on {host}:{port}: {exc}")
     print(
-        f"serving http://{host}:{server.server_port}/metrics (refresh every {args.interval:g} s)",
+        f"serving http://{escape(host)}:{bound}/metrics (refresh every {args.interval:g} s)",
         file=sys.stderr,
         flush=True,
     )
@@ -142,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.shutdown()
+        server.stop()
     return 0
 
 
@@ -192,6 +209,7 @@ class OffsetsCollector(Collector):
         self._errors = 0
         self._last_duration = 0.0
         self.last_error: str | None = None
+        self._rendered = b""
 
     def refresh(self) -> None:
         started = time.monotonic()
@@ -203,13 +221,29 @@ class OffsetsCollector(Collector):
                 self._errors += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 self._last_duration = time.monotonic() - started
-            log.error("refresh failed: %s", self.last_error)
+            log.error("refresh failed: %s", printable(self.last_error))
+            self._render()
             return
         with self._lock:
             self._snapshot = snap
             self._up = 1
             self.last_error = None
             self._last_duration = time.monotonic() - started
+        self._render()
+
+    def _render(self) -> None:
+        """Render the text exposition once per refresh: a scrape sends these bytes and renders nothing
+        (the refresh thread is the only writer, so no newer snapshot can be overwritten)."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        rendered = generate_latest(registry)
+        with self._lock:
+            self._rendered = rendered
+
+    def exposition(self) -> bytes:
+        """The latest rendered exposition (Prometheus text format 0.0.4)."""
+        with self._lock:
+            return self._rendered
 
     def run_forever(self, interval_s: float, stop: threading.Event) -> None:
         """Refresh every ``interval_s`` until ``stop`` is set (the first refresh is the caller's)."""

@@ -21,6 +21,7 @@ from offsetops.coordinator_core.failover import (
 )
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.pipelines.cli_args import duration_ms
 
 HEADERS = ("PARTITION", "SIZE", "BATCHES", "RECORDS", "LIVE-KEYS", "ESTIMATED-LOAD", "OBSERVED-LOAD", "SLOW")
 
@@ -39,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--broker-log", action="append", default=[], metavar="FILE", help="server.log (repeat)")
     p.add_argument(
         "--threshold-ms",
-        type=int,
+        type=duration_ms,
         default=DEFAULT_SLOW_MS,
         metavar="MS",
         help=f"flag partitions whose load would take longer (default {DEFAULT_SLOW_MS})",

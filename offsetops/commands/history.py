@@ -26,6 +26,7 @@ from offsetops.coordinator_core.records.reader import iter_segment_batches
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
 from offsetops.coordinator_core.sources.source import Source
 from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
+from offsetops.pipelines.cli_args import int_range
 from offsetops.progress import Progress
 
 HEADERS = ("LOG-OFFSET", "TIME", "TOPIC", "PARTITION", "OFFSET", "DELTA", "EPOCH", "TXN", "OWNER", "FLAGS")
@@ -71,7 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--flagged", action="store_true", help="only commits with a flag")
     p.add_argument(
         "--max-commits",
-        type=int,
+        type=int_range(1, 100_000_000),
         default=1_000_000,
         metavar="N",
         help="keep at most the newest N selected commits in memory (default 1000000)",

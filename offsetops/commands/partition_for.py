@@ -6,6 +6,7 @@ import argparse
 
 from offsetops.commands._common import die
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
+from offsetops.pipelines.cli_args import offsets_partitions
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, as the broker computes it.",
     )
     p.add_argument("group", help="the group id")
-    p.add_argument("--partitions", type=int, default=DEFAULT_OFFSETS_PARTITIONS, help="default 50")
+    p.add_argument(
+        "--partitions", type=offsets_partitions, default=DEFAULT_OFFSETS_PARTITIONS, help="default 50"
+    )
     p.set_defaults(func=run)
 
 

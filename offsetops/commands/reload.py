@@ -17,7 +17,7 @@ from offsetops.commands._load import add_source_args, check_source, load_caches,
 from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.errors import DecodeError, count_errors
+from offsetops.coordinator_core.errors import DecodeError, count_errors, error_total
 from offsetops.coordinator_core.share_group import SHARE_STATE_TOPIC
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
@@ -90,7 +90,7 @@ def _print_cut(cut: Cut) -> None:
 def _findings(errors: list[DecodeError]) -> str:
     """``N errors``, and ``M notices`` when there are any (notices are not errors)."""
     n = count_errors(errors)
-    notices = len(errors) - n
+    notices = error_total(errors) - n  # summaries by their count
     return f"{n} errors" + (f", {notices} notices" if notices else "")
 
 

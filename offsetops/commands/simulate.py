@@ -10,8 +10,17 @@ from collections.abc import Callable, Iterator
 from offsetops.commands._common import die, print_json
 from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.simulator import DEFAULT_SEGMENT_BYTES, SimulationConfig, simulate
+from offsetops.coordinator_core.simulator.profile import broker_profile
+from offsetops.pipelines.cli_args import (
+    fraction,
+    non_negative_int,
+    offsets_partitions,
+    simulated_days,
+    simulated_groups,
+)
 from offsetops.progress import Progress
 
+MAX_SIZE = 10**12
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
 
 
@@ -20,7 +29,21 @@ def parse_size(text: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
     if not m or m.group(2).upper() not in _UNITS:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 512KB, 100MiB, 2GB)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    value = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    if not 1 <= value <= MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"size must be from 1 byte to 1TB, got {text[:40]!r}")
+    return int(value)
+
+
+def kafka_version(text: str) -> str:
+    """An argparse type: a Kafka version the simulator writes the logs of (2.0 to 4.x)."""
+    try:
+        profile = broker_profile(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if profile.major > 4:
+        raise argparse.ArgumentTypeError(f"the simulator knows Kafka 2.0 to 4.x, not {text.strip()[:20]!r}")
+    return text.strip()
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,12 +56,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "cleaner compacted, plus truth.json: the cache the broker would rebuild from it.",
     )
     p.add_argument("out_dir", metavar="OUT_DIR", help="an empty (or new) directory")
-    p.add_argument("--groups", type=int, default=100, help="consumer groups to simulate (default 100)")
-    p.add_argument("--partitions", type=int, default=50, help="offsets.topic.num.partitions (default 50)")
     p.add_argument(
-        "--days", type=float, default=1.0, help="simulated days (default 1; ignored with --target-bytes)"
+        "--groups", type=simulated_groups, default=100, help="consumer groups to simulate (default 100)"
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed; same seed, same bytes (default 0)")
+    p.add_argument(
+        "--partitions", type=offsets_partitions, default=50, help="offsets.topic.num.partitions (default 50)"
+    )
+    p.add_argument(
+        "--days",
+        type=simulated_days,
+        default=1.0,
+        help="simulated days (default 1; ignored with --target-bytes)",
+    )
+    p.add_argument(
+        "--seed", type=non_negative_int, default=0, help="random seed; same seed, same bytes (default 0)"
+    )
     p.add_argument(
         "--segment-bytes",
         type=parse_size,
@@ -59,12 +91,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--kafka-version",
+        type=kafka_version,
         default="3.9",
         help="broker version: record versions and coordinator rules (2.0 .. 4.1; default 3.9)",
     )
     p.add_argument(
         "--compacted-fraction",
-        type=float,
+        type=fraction,
         default=0.5,
         help="share of partitions whose log cleaner works; the rest keep every duplicate (default 0.5)",
     )

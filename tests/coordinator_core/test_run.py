@@ -107,7 +107,7 @@ def test_the_clock_from_the_environment_beats_the_declaration(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("env", "match"),
     [({"OFFSETOPS_RETENTION_MINUTES": "two hours"}, "retention_minutes from env OFFSETOPS_RETENTION_MINUTES"),
-     ({"OFFSETOPS_RETENTION_MINUTES": "0"}, "must be within"),
+     ({"OFFSETOPS_RETENTION_MINUTES": "0"}, "must be at least 1, got 0"),
      ({"OFFSETOPS_SEMANTICS": "kotlin"}, "expected one of java, scala"),
      ({"OFFSETOPS_AS_OF_MS": "-1"}, "OFFSETOPS_AS_OF_MS"),
      ({"OFFSETOPS_BROKER_VERSION": "latest"}, "not a Kafka version")],
@@ -186,3 +186,33 @@ def test_describe_configs_results_rank_as_the_brokers_own() -> None:
         now=(NOW, "t"),
     )
     assert over["retention_minutes"] == 60
+
+
+@pytest.mark.parametrize(
+    ("env", "flag_error"),
+    [({"OFFSETOPS_NUM_PARTITIONS": "100000000"}, "must be at most 10,000, got 100,000,000"),
+     ({"OFFSETOPS_FORECAST_HOURS": "1e308"}, "must be a finite number above 0 and at most 8784"),
+     ({"OFFSETOPS_FORECAST_HOURS": "nan"}, "must be a finite number above 0 and at most 8784"),
+     ({"OFFSETOPS_MAX_BATCH_BYTES": "10"}, "must be at least 49, got 10"),
+     ({"OFFSETOPS_RETENTION_MINUTES": "9" * 5000}, "not an integer"),
+     ({"OFFSETOPS_AS_OF_MS": str(2**62)}, "must be at most 253,402,300,799,999")],
+)  # fmt: skip
+def test_a_value_from_the_environment_meets_the_flags_range(env: dict[str, str], flag_error: str) -> None:
+    """The run model parses each setting with the parser of its flag (coordinator_core/settings.py):
+    an absurd value is refused with the same reason whichever source gave it."""
+    with pytest.raises(SettingsError, match=flag_error) as exc:
+        resolve_run(environ=env, now=None if "OFFSETOPS_AS_OF_MS" in env else (NOW, "t"))
+    assert next(iter(env)) in str(exc.value)  # names the variable
+
+
+def test_a_value_from_the_config_file_meets_the_flags_range(tmp_path: Path) -> None:
+    config = _props(tmp_path / "offsetops.properties", "offsets.topic.num.partitions=0\n")
+    with pytest.raises(SettingsError, match="must be at least 1, got 0") as exc:
+        resolve_run(config_file=config, environ={}, now=(NOW, "t"))
+    assert "offsets.topic.num.partitions" in str(exc.value) and config in str(exc.value)
+
+
+def test_a_broker_may_keep_offsets_for_kafkas_longest_retention(tmp_path: Path) -> None:
+    props = _props(tmp_path / "server.properties", f"offsets.retention.minutes={2**31 - 1}\n")
+    run = resolve_run(server_properties=props, environ={}, now=(NOW, "t"))
+    assert run["retention_minutes"] == 2**31 - 1
