@@ -207,4 +207,9 @@ def test_early_access_value_round_trip(record_type: int, index: int, data: st.Da
                 2,
             )[0]
         )
-    assert encode_value(decoded) == raw
+        assert encode_value(decoded) == raw
+    else:
+        # The bytes also read as the released layout, maybe with tagged fields out of tag order (which a
+        # reader accepts): the writer puts them in order, and writing what it reads back changes nothing.
+        again = encode_value(decoded)
+        assert encode_value(decode_value(record_type, again, strict=True)) == again
