@@ -34,6 +34,7 @@ from offsetops.assets.partitions import (
     all_partitions_tags,
     partitions_label,
     run_partitions,
+    scope_metadata,
 )
 from offsetops.assets.reload import raw_segments
 from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
@@ -52,6 +53,7 @@ from offsetops.checks.dagster_checks import (
 )
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, PartitionAudit, format_bytes
 from offsetops.coordinator_core.clock import Clock
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.failover import (
     DEFAULT_SLOW_MS,
     ObservedLoad,
@@ -59,6 +61,7 @@ from offsetops.coordinator_core.failover import (
     loads_from_audit,
     read_load_logs,
 )
+from offsetops.coordinator_core.findings import worst_first
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import format_duration
 from pydantic import Field
@@ -131,7 +134,7 @@ def partition_metadata(partition: int, pa: PartitionAudit | None) -> dict[str, A
         "reclaimable_bytes": MetadataValue.int(pa.reclaimable_bytes),
         "reclaimable": format_bytes(pa.reclaimable_bytes),
         "segments": MetadataValue.int(pa.segments),
-        "records": MetadataValue.int(pa.records),
+        "data_records": MetadataValue.int(pa.records),
         "tombstones": MetadataValue.int(pa.tombstones),
         "expired_tombstones": MetadataValue.int(pa.expired_tombstones),
         "log_start_offset": MetadataValue.int(pa.log_start_offset),
@@ -152,7 +155,7 @@ _INT_FACTS = (
     "cleanable_bytes",
     "reclaimable_bytes",
     "segments",
-    "records",
+    "data_records",
     "tombstones",
     "expired_tombstones",
     "log_start_offset",
@@ -223,14 +226,7 @@ def rebuild_audit_report(
         else {}
     )
     partitions = [json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("partition-*.json")]
-    partitions.sort(
-        key=lambda d: (
-            -VERDICT_RANK.get(d["verdict"], 0),
-            -d["dirty_ratio"],
-            d["partition"],
-            d.get("broker_id", -1),
-        )
-    )
+    partitions = worst_first(partitions)
     reasons = topic.get("reasons", [])
     verdict = max(
         [r["severity"] for r in reasons] + [d["verdict"] for d in partitions] + [HEALTHY],
@@ -411,12 +407,17 @@ def cleaner_audit(
     for p in partitions:
         # The partition's verdict first, then how it was evaluated: the UI lists keys in this order.
         context.add_asset_metadata(
-            {**partition_metadata(p, by_partition.get(p)), **replica_metadata(choices.get(p)), **run_facts},
+            {
+                **scope_metadata(p, report["verdict"]),
+                **partition_metadata(p, by_partition.get(p)),
+                **replica_metadata(choices.get(p)),
+                **run_facts,
+            },
             partition_key=str(p),
         )
     summary = doc["summary"]
     context.log.info(
-        f"cleaner audit as of {clock.describe()}: {audit.verdict}, {summary['critical']} critical, "
+        f"cleaner audit as of {for_log(clock.describe())}: {audit.verdict}, {summary['critical']} critical, "
         f"{summary['degraded']} degraded of {len(partitions)} partitions"
     )
     yield MaterializeResult(

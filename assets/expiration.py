@@ -38,6 +38,7 @@ from offsetops.assets.partitions import (
     all_partitions_tags,
     partitions_label,
     run_partitions,
+    scope_metadata,
 )
 from offsetops.assets.reload import coordinator_cache, read_cache_tables
 from offsetops.assets.resources import (
@@ -58,6 +59,7 @@ from offsetops.checks.dagster_checks import (
     table,
 )
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import (
     DeadGroup,
     ExpirationPlan,
@@ -245,15 +247,19 @@ def expiration_plan(
         at_risk = groups_at_risk(by_partition[p].forecast)
         # The partition's own plan first, then how it was made: the UI lists keys in this order.
         context.add_asset_metadata(
-            {**plan_metadata(by_partition[p], at_risk, cache, errors.get(p, 0)), **run_facts},
+            {
+                **scope_metadata(p),
+                **plan_metadata(by_partition[p], at_risk, cache, errors.get(p, 0)),
+                **run_facts,
+            },
             partition_key=str(p),
         )
         checks.append(forecast_check(p, at_risk, config.forecast_horizon_hours))
     offset_tombs = sum(t.kind == "offset_commit" for t in plan.tombstones)
     context.log.info(
-        f"plan as of {clock.describe()}: {offset_tombs} offset tombstones, {len(plan.dead_groups)} dead "
-        f"groups, {len(plan.forecast)} offsets of {len({f.group_id for f in plan.forecast})} groups expire "
-        f"within {config.forecast_horizon_hours}h"
+        f"plan as of {for_log(clock.describe())}: {offset_tombs} offset tombstones, "
+        f"{len(plan.dead_groups)} dead groups, {len(plan.forecast)} offsets of "
+        f"{len({f.group_id for f in plan.forecast})} groups expire within {config.forecast_horizon_hours}h"
     )
     yield MaterializeResult()
     yield from partition_evaluations(context, EXPIRATION_ASSET, FORECAST_CHECK, checks)

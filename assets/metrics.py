@@ -16,6 +16,7 @@ from typing import Any, Literal
 from dagster import AssetExecutionContext, Config, Definitions, MaterializeResult, MetadataValue, asset
 from offsetops.assets.resources import OffsetsSourceResource, StateResource
 from offsetops.assets.summary import offsets_topic_summary
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
 from prometheus_client import CollectorRegistry, write_to_textfile
@@ -143,7 +144,9 @@ def offsets_metrics(
     target = Path(config.textfile or os.environ.get(ENV_TEXTFILE) or state.reports_path / TEXTFILE)
     write_textfile(target, families)
     series = sum(len(f.samples) for f in families)
-    context.log.info(f"{series} series of {len(families)} families as of {clock.describe()} in {target}")
+    context.log.info(
+        f"{series} series of {len(families)} families as of {for_log(clock.describe())} in {for_log(target)}"
+    )
     for note in snap.notes:
         context.log.info(note)
     return MaterializeResult(

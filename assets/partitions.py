@@ -42,3 +42,13 @@ def partitions_label(partitions: list[int]) -> str:
     if partitions == list(range(partitions[0], partitions[-1] + 1)) and len(partitions) > 1:
         return f"{partitions[0]}-{partitions[-1]}"
     return ",".join(str(p) for p in partitions)
+
+
+def scope_metadata(partition: int, topic_verdict: str | None = None) -> dict[str, str]:
+    """The first metadata key of every per-partition materialization: whose numbers these are, so a
+    default asset page (which shows one partition's materialization) never reads as the topic's."""
+    topic = f"the topic is {topic_verdict}; " if topic_verdict else ""
+    return {
+        "scope": f"partition {partition} of __consumer_offsets only: {topic}the topic's verdict and "
+        "worst partitions are on offsets_topic_summary"
+    }

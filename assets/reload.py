@@ -22,7 +22,7 @@ from dagster import (
     asset,
 )
 from offsetops.assets.metadata import write_json
-from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions
+from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions, scope_metadata
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.timefmt import iso_utc
@@ -152,7 +152,9 @@ def raw_segments(
     write_json(path, merged)
     present = [p for p in partitions if inventory[p].get("present")]
     for p in partitions:
-        context.add_asset_metadata(inventory_metadata(inventory[p]), partition_key=str(p))
+        context.add_asset_metadata(
+            {**scope_metadata(p), **inventory_metadata(inventory[p])}, partition_key=str(p)
+        )
     context.log.info(f"{len(present)} of {len(partitions)} partitions present in {offsets_source.describe()}")
     return MaterializeResult(
         metadata={
@@ -412,7 +414,9 @@ def coordinator_cache(
     }
     path = write_json(state.reports_path / RELOAD_SUMMARY_FILE, report)
     for p in partitions:
-        context.add_asset_metadata(cache_metadata(by_partition.get(p, {})), partition_key=str(p))
+        context.add_asset_metadata(
+            {**scope_metadata(p), **cache_metadata(by_partition.get(p, {}))}, partition_key=str(p)
+        )
     context.log.info(
         f"reloaded {len(partitions)} partitions: {counts['groups']} groups, {counts['offsets']} offsets, "
         f"{counts['decode_errors']} decode errors in {elapsed:.1f}s"

@@ -48,7 +48,16 @@ from offsetops.coordinator_core.cleaner.model import (
     Reason,
     format_bytes,
 )
+from offsetops.coordinator_core.escape import for_markdown, markdown_code
 from offsetops.coordinator_core.expiration import ForecastEntry
+from offsetops.coordinator_core.findings import (
+    RANK,
+    and_more,
+    dagster_severity,
+    remedy_markdown,
+    sorted_reasons,
+    worst_first,
+)
 from offsetops.coordinator_core.timefmt import format_duration, iso_utc
 
 # The names of the assets the checks and the alerts watch, defined once (assets/ imports them).
@@ -60,8 +69,8 @@ PARTITION_VERDICT = "partition_verdict"
 CLEANER_VERDICT = "cleaner_verdict"
 FORECAST_CHECK = "no_offsets_expiring_soon"
 
-VERDICT_RANK = {HEALTHY: 0, DEGRADED: 1, CRITICAL: 2}
-"""Numeric verdicts, for sorting and for the Plots tab (0 healthy, 1 degraded, 2 critical)."""
+VERDICT_RANK = RANK
+"""Numeric verdicts, for the Plots tab (0 healthy, 1 degraded, 2 critical)."""
 
 
 # -- typed metadata --------------------------------------------------------------------------------
@@ -156,11 +165,6 @@ def partition_evaluations(
 FINDING_COLUMNS = (("severity", "string"), ("code", "string"), ("message", "string"), ("remedy", "string"))
 
 
-def sorted_reasons(reasons: Iterable[Reason]) -> list[Reason]:
-    """Findings worst first (stable: the audit's own order within a severity)."""
-    return sorted(reasons, key=lambda r: -VERDICT_RANK.get(r.severity, 0))
-
-
 def findings_table(reasons: Iterable[Reason]) -> TableMetadataValue:
     return table(
         FINDING_COLUMNS,
@@ -173,23 +177,22 @@ def findings_table(reasons: Iterable[Reason]) -> TableMetadataValue:
 
 
 def finding_text(reason: Reason) -> str:
-    """One finding as a sentence an on-call engineer can act on: code, what, remedy."""
-    return f"{reason.code}: {reason.message}. Remedy: {reason.remedy}"
+    """One finding as Markdown (Dagster renders check descriptions so): code, what, and the remedy with
+    its commands as code, so ``<broker>`` and ``<leader>`` survive."""
+    return (
+        f"{markdown_code(reason.code)}: {for_markdown(reason.message)}. "
+        f"Remedy: {remedy_markdown(reason.remedy)}"
+    )
 
 
 def check_severity(verdict: str) -> AssetCheckSeverity:
-    """CRITICAL pages (ERROR); DEGRADED is a warning."""
-    return AssetCheckSeverity.ERROR if verdict == CRITICAL else AssetCheckSeverity.WARN
+    """CRITICAL pages (ERROR); DEGRADED is a warning (the one mapping of coordinator_core.findings)."""
+    return AssetCheckSeverity[dagster_severity(verdict)]
 
 
 def worst_reason(pa: PartitionAudit) -> Reason | None:
     bad = [r for r in sorted_reasons(pa.reasons) if r.severity != HEALTHY]
     return bad[0] if bad else None
-
-
-def worst_first(audits: Iterable[PartitionAudit]) -> list[PartitionAudit]:
-    """Partitions by verdict (CRITICAL first), then by dirty ratio, then by number."""
-    return sorted(audits, key=lambda p: (-VERDICT_RANK[p.verdict], -p.dirty_ratio, p.partition))
 
 
 def partition_verdict(partition: int, pa: PartitionAudit | None) -> PartitionCheck:
@@ -234,14 +237,10 @@ def failing_partitions_table(audits: Iterable[PartitionAudit]) -> TableMetadataV
 
 def failing_partitions_table_from_json(partitions: Iterable[Mapping[str, Any]]) -> TableMetadataValue:
     """The same table from audit documents (``PartitionAudit.to_json()``, as the reports keep them)."""
-    bad = [d for d in partitions if d["verdict"] != HEALTHY]
-    bad.sort(key=lambda d: (-VERDICT_RANK.get(d["verdict"], 0), -d["dirty_ratio"], d["partition"]))
+    bad = worst_first(d for d in partitions if d["verdict"] != HEALTHY)
     rows = []
     for d in bad:
-        reasons = sorted(
-            (r for r in d["reasons"] if r["severity"] != HEALTHY),
-            key=lambda r: -VERDICT_RANK.get(r["severity"], 0),
-        )
+        reasons = sorted_reasons(r for r in d["reasons"] if r["severity"] != HEALTHY)
         first = reasons[0] if reasons else {}
         rows.append(
             {
@@ -469,3 +468,107 @@ def gx_results(
         for severity, name in GX_CHECKS.items()
         if is_selected(context, VALIDATION_ASSET, name)
     ]
+
+
+# -- topic-level checks (the unpartitioned offsets_topic_summary) ----------------------------------
+
+SUMMARY_ASSET = "offsets_topic_summary"
+TOPIC_CLEANER_CHECK = "topic_cleaner_verdict"
+TOPIC_EXPIRATION_CHECK = "topic_offsets_expiration"
+VERDICT_TAG = "offsetops/verdict"
+"""The run tag that carries the topic's verdict (the Runs list shows it beside the run status)."""
+_NAMED = 10
+
+
+def topic_check_specs() -> list[AssetCheckSpec]:
+    """The topic's own checks: what an operator should see first on the asset catalog."""
+    return [
+        AssetCheckSpec(
+            TOPIC_CLEANER_CHECK,
+            asset=SUMMARY_ASSET,
+            description="__consumer_offsets as a whole: fails (ERROR) when any partition or topic-wide "
+            "finding is CRITICAL, (WARN) when DEGRADED; the partitions are named worst first.",
+        ),
+        AssetCheckSpec(
+            TOPIC_EXPIRATION_CHECK,
+            asset=SUMMARY_ASSET,
+            description="No group lost committed offsets (ERROR otherwise) and none loses any within the "
+            "forecast window (WARN otherwise).",
+        ),
+    ]
+
+
+def topic_cleaner_result(audit: Mapping[str, Any]) -> AssetCheckResult:
+    """The merged audit (``cleaner_audit.json``) judged as one topic, partitions worst first."""
+    verdict = str(audit.get("verdict") or HEALTHY)
+    bad = worst_first(d for d in audit.get("partitions") or [] if d["verdict"] != HEALTHY)
+    critical = [d["partition"] for d in bad if d["verdict"] == CRITICAL]
+    degraded = [d["partition"] for d in bad if d["verdict"] == DEGRADED]
+    lines = [
+        f"**__consumer_offsets is {verdict}**: {len(critical)} critical, {len(degraded)} degraded of "
+        f"{len(audit.get('partitions') or [])} partition(s)."
+    ]
+    for r in sorted_reasons(audit.get("reasons") or []):
+        if r["severity"] != HEALTHY:
+            lines.append(f"- topic {r['severity']}: {finding_text(Reason(**r))}")
+
+    def line(d: Mapping[str, Any]) -> str:
+        first = next(iter(sorted_reasons(r for r in d["reasons"] if r["severity"] != HEALTHY)), None)
+        what = f": {finding_text(Reason(**first))}" if first else ""
+        return f"- partition {d['partition']} {d['verdict']}{what}"
+
+    lines.extend(line(d) for d in bad[:_NAMED])
+    if len(bad) > _NAMED:
+        lines.append(f"- and {len(bad) - _NAMED} more (cleaner_audit.json lists them all)")
+    return AssetCheckResult(
+        check_name=TOPIC_CLEANER_CHECK,
+        passed=verdict == HEALTHY,
+        severity=check_severity(verdict if verdict != HEALTHY else DEGRADED),
+        description="\n".join(lines)[:4000],
+        metadata={
+            "verdict": verdict,
+            "worst_first": and_more([str(p) for p in [*critical, *degraded]], 50) or "none",
+            "critical": MetadataValue.int(len(critical)),
+            "degraded": MetadataValue.int(len(degraded)),
+            "failing_partitions": failing_partitions_table_from_json(bad),
+        },
+    )
+
+
+def topic_expiration_result(
+    plan_verdict: str, at_risk: Sequence[Mapping[str, Any]], lost: int
+) -> AssetCheckResult:
+    """The merged expiration plan as one topic: lost offsets fail at ERROR, offsets at risk at WARN."""
+    names = and_more(
+        at_risk,
+        _NAMED,
+        lambda g: (
+            f"{markdown_code(g['group_id'])} (partition {g['partition']}, {g['offsets']} offsets, "
+            f"first in {g['first_expiry_in']})"
+        ),
+    )
+    text = (
+        f"**Expiration is {plan_verdict}**: {lost} group(s) lost committed offsets; {len(at_risk)} group(s) "
+    )
+    text += "lose offsets within the forecast window" + (f": {names}" if at_risk else "") + "."
+    return AssetCheckResult(
+        check_name=TOPIC_EXPIRATION_CHECK,
+        passed=plan_verdict == HEALTHY,
+        severity=check_severity(plan_verdict if plan_verdict != HEALTHY else DEGRADED),
+        description=text[:4000],
+        metadata={
+            "verdict": plan_verdict,
+            "groups_lost": MetadataValue.int(lost),
+            "groups_at_risk": MetadataValue.int(len(at_risk)),
+        },
+    )
+
+
+def not_evaluated(check_name: str, what: str) -> AssetCheckResult:
+    """A topic check with no report to judge yet: failed at WARN, never passed."""
+    return AssetCheckResult(
+        check_name=check_name,
+        passed=False,
+        severity=AssetCheckSeverity.WARN,
+        description=f"no {what} report yet: nothing to judge the topic by",
+    )

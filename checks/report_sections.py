@@ -175,14 +175,15 @@ def failover_section(audit: Mapping[str, Any] | None) -> str:
             f'<tr data-partition="{int(p["partition"])}"><td class="num">{int(p["partition"])}</td>'
             f"<td>{badge('DEGRADED' if p.get('slow') else HEALTHY)}</td>"
             f"{bytes_cell(p.get('bytes'))}"
-            f'<td class="num">{esc(p.get("batches"))}</td><td class="num">{esc(p.get("records"))}</td>'
+            f'<td class="num">{esc(p.get("batches"))}</td>'
+            f'<td class="num">{esc(p.get("data_records", p.get("records")))}</td>'
             f'<td class="num">{esc(p.get("live_keys"))}</td>'
             f'<td class="num">{esc(format_load_time(int(p["estimated_load_ms"])))}</td>'
             f'<td class="num">{esc("-" if observed is None else format_load_time(int(observed)))}</td></tr>'
         )
 
     head = (
-        "<tr><th>partition</th><th>forecast</th><th>size</th><th>batches</th><th>records</th>"
+        "<tr><th>partition</th><th>forecast</th><th>size</th><th>batches</th><th>data records</th>"
         "<th>live keys</th><th>estimated load</th><th>last observed load</th></tr>"
     )
     lead = (
@@ -345,7 +346,7 @@ def reload_section(reload: Mapping[str, Any] | None, validation: Mapping[str, An
             card("pending offsets", counts.get("pending_offsets", 0), "reload-pending"),
             card("members", counts.get("members", 0), "reload-members"),
             card("segments", reload.get("segments", 0), "reload-segments"),
-            card("records", reload.get("records", 0), "reload-records"),
+            card("records incl. control", reload.get("records", 0), "reload-records"),
             card(
                 "bytes",
                 format_bytes(reload.get("bytes", 0)),

@@ -12,7 +12,6 @@ blocks, 5 buttons per actions block) so a long reason can never get a message re
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from offsetops.assets.alerting.model import Alert, Change, Transition, severity_order
+from offsetops.coordinator_core.escape import for_slack, slack_code, visible
 
 SEVERITY_EMOJI: dict[str, str] = {
     "critical": ":rotating_light:",
@@ -39,20 +39,15 @@ _SUBJECT_LINES_MAX = 25  # the rest are counted ("and 12 more"); the report list
 _GROUPS_IN_TEXT = 10
 _PARTITION_BUTTONS = 3
 
-# C0 and C1 controls, DEL, and the Unicode line/paragraph separators and bidi overrides.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
 
 def neutralise(text: str) -> str:
     """Control characters as visible ``\\xNN`` (``\\uNNNN``) escapes; the rest unchanged."""
-    return _CONTROL.sub(
-        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
-    )
+    return visible(text)
 
 
 def escape(text: str) -> str:
     """Safe for Slack ``text`` and ``mrkdwn``: controls neutralised, ``& < >`` as entities."""
-    return neutralise(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return for_slack(text)
 
 
 def escape_multiline(text: str) -> str:
@@ -62,7 +57,7 @@ def escape_multiline(text: str) -> str:
 
 def code(text: str) -> str:
     """A data value in inline code; a backtick in it is shown as ``\\x60`` so it cannot close the span."""
-    return "`" + escape(text).replace("`", "\\x60") + "`"
+    return slack_code(text)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -37,6 +37,7 @@ from offsetops.coordinator_core.cleaner.model import (
 )
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
+from offsetops.coordinator_core.findings import remedy_terminal, worst_first
 from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDir, LogDirError, open_log_dir
 from offsetops.coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
@@ -268,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
         doc["failover"] = forecast.to_json() if ok else {"error": forecast}
         print_json(doc)
     else:
-        print(f"as of {clock.describe()}")
+        print(f"as of {escape(clock.describe())}")
         print_table(audit)
         print_failover(forecast)
     return EXIT_BY_VERDICT[audit.verdict] if args.exit_code else 0
@@ -376,16 +377,17 @@ _HEAD = [
 
 
 def print_table(audit: CleanerAudit) -> None:
-    """The readable report: one row per partition, then every reason with its remedy."""
+    """The readable report: one row per partition, then every finding with its remedy, both worst
+    first (the one order of coordinator_core.findings); every data string escaped for the terminal."""
     out = sys.stdout
     head = _HEAD if audit.brokers is None else ["part@broker", *_HEAD[1:]]
-    rows = [head, *(_row(p) for p in audit.partitions)]
+    rows = [head, *(_row(p) for p in worst_first(audit.partitions))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
     for r in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
     cfg = audit.config
     out.write(
-        f"\nconfig: cleanup.policy={cfg.cleanup_policy} "
+        f"\nconfig: cleanup.policy={escape(cfg.cleanup_policy)} "
         f"min.cleanable.dirty.ratio={cfg.min_cleanable_dirty_ratio:g} "
         f"min.compaction.lag.ms={cfg.min_compaction_lag_ms} delete.retention.ms={cfg.delete_retention_ms} "
         f"log.cleaner.enable={str(cfg.cleaner_enable).lower()} threads={cfg.cleaner_threads} "
@@ -405,12 +407,13 @@ def print_table(audit: CleanerAudit) -> None:
     if audit.brokers is not None:
         print_replicas(audit, out)
     out.write(f"\nverdict: {audit.verdict}\n")
-    for r in audit.reasons:
-        out.write(f"  [{r.severity}] {r.message}\n      remedy: {r.remedy}\n")
-    for p in audit.partitions:
-        for r in p.reasons:
-            where = f"partition {p.partition}" + ("" if p.broker_id is None else f" on broker {p.broker_id}")
-            out.write(f"  [{r.severity}] {where}: {r.message}\n      remedy: {r.remedy}\n")
+    for f in audit.findings():
+        where = "" if f.partition is None else f"partition {f.partition}"
+        where += "" if f.broker_id is None else f" on broker {f.broker_id}"
+        out.write(
+            f"  [{f.severity}] {where + ': ' if where else ''}{escape(f.code)}: {escape(f.text)}\n"
+            f"      remedy: {remedy_terminal(f.remedy)}\n"
+        )
 
 
 def print_replicas(audit: CleanerAudit, out: TextIO) -> None:

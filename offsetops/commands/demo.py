@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from offsetops.commands._common import die
+from offsetops.commands._common import die, escape
 
 DEFAULT_OUT = "out/demo"
 
@@ -210,7 +210,7 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
     clock = resources["offsets_source"].clock()  # type: ignore[attr-defined]
     print(
         f"materializing {len(targets)} assets and checks over {args.partitions} partitions "
-        f"of {log_dir} on Spark {args.spark_master}, as of {clock.describe()} ...",
+        f"of {escape(log_dir)} on Spark {args.spark_master}, as of {escape(clock.describe())} ...",
         flush=True,
     )
     run_started = time.perf_counter()
