@@ -56,6 +56,7 @@ __all__ = [
     "remedy_parts",
     "remedy_slack",
     "remedy_terminal",
+    "severity_of_level",
     "slack_level",
     "sorted_findings",
     "sorted_reasons",
@@ -117,6 +118,11 @@ def dagster_severity(severity: str) -> str:
 def slack_level(severity: str) -> str:
     """The alert level (``ok``, ``warning``, ``critical``) of this severity."""
     return _SLACK[severity]
+
+
+def severity_of_level(level: str) -> str:
+    """The severity word of an alert level (``warning`` is DEGRADED, ``ok`` HEALTHY)."""
+    return {v: k for k, v in _SLACK.items()}[level]
 
 
 def prometheus_value(severity: str) -> int:

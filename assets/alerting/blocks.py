@@ -18,8 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from offsetops.assets.alerting.model import Alert, Change, Transition, severity_order
+from offsetops.assets.alerting.model import Alert, Change, Observation, Transition, severity_order
 from offsetops.coordinator_core.escape import for_slack, slack_code, visible
+from offsetops.coordinator_core.findings import DEGRADED, and_more, severity_of_level
 
 SEVERITY_EMOJI: dict[str, str] = {
     "critical": ":rotating_light:",
@@ -133,9 +134,8 @@ def _button(text: str, url: str, action_id: str) -> dict[str, Any]:
 def alert_text(alert: Alert) -> str:
     """The notification/fallback text: severity, title, partitions and reason on one line."""
     where = f" ({partitions_label(alert.partitions).lower()} {format_partitions(alert.partitions)})"
-    return escape(
-        f"[{alert.severity.upper()}] {alert.title}{where if alert.partitions else ''}: "
-        + alert.reason.replace("\n", " ")
+    return escape(f"[{alert.severity.upper()}] {alert.title}{where if alert.partitions else ''}: ") + code(
+        alert.reason.replace("\n", " ")
     )
 
 
@@ -253,28 +253,39 @@ def _emoji(changes: Sequence[Change]) -> str:
     return {
         "RESOLVED": RESOLVED_EMOJI,
         "ESCALATED to CRITICAL": f"{ESCALATED_EMOJI} {SEVERITY_EMOJI['critical']}",
-        "DOWNGRADED to WARNING, not resolved": DOWNGRADED_EMOJI,
+        "DOWNGRADED to DEGRADED, not resolved": DOWNGRADED_EMOJI,
     }.get(_status_word(changes), SEVERITY_EMOJI.get(changes[0].level, ""))
 
 
 def _status_word(changes: Sequence[Change]) -> str:
-    """RESOLVED, CRITICAL, WARNING, ESCALATED to CRITICAL, DOWNGRADED to WARNING, not resolved."""
+    """RESOLVED, CRITICAL, DEGRADED, ESCALATED to CRITICAL, DOWNGRADED to DEGRADED, not resolved: the
+    one severity vocabulary of coordinator_core.findings (a warning level is DEGRADED everywhere)."""
     first = changes[0]
     if first.transition is Transition.RESOLVED:
         return "RESOLVED"
     if first.transition is Transition.DOWNGRADED:
-        return "DOWNGRADED to WARNING, not resolved"
+        return f"DOWNGRADED to {DEGRADED}, not resolved"
     if first.transition is Transition.ESCALATED and first.observation.kind != "offsets":
         return "ESCALATED to CRITICAL"  # (a group at risk that lost its offsets is its own alert)
-    return first.level.upper()
+    return severity_of_level(first.level)
 
 
-def _subject_line(change: Change, now: float) -> str:
+def _partition_link(o: Observation, links: AlertLinks | None) -> str:
+    """``__consumer_offsets-N`` linked to its partition in Dagster (our own text, never data)."""
+    name = f"__consumer_offsets-{o.partition}"
+    if links is None or not o.asset:
+        return f"*{name}*"
+    return f"<{links.asset_partition(o.asset, int(o.partition or 0))}|{name}>"
+
+
+def _subject_line(change: Change, now: float, links: AlertLinks | None = None) -> str:
+    """One subject: who (a group as code, a partition as a link), its state, and what, as code."""
     o = change.observation
     if o.group is not None:
-        who = f"{code(o.group)} (partition {o.partition})" if o.partition is not None else code(o.group)
+        where = f" ({_partition_link(o, links)})" if o.partition is not None else ""
+        who = f"{code(o.group)}{where}"
     elif o.partition is not None:
-        who = f"*__consumer_offsets-{o.partition}*"
+        who = _partition_link(o, links)
     else:
         who = "*__consumer_offsets*"
     line = f"• {who}: {escape(o.state)}"
@@ -283,7 +294,21 @@ def _subject_line(change: Change, now: float) -> str:
         if change.transition is Transition.RESOLVED:
             line += f" for {duration(now - change.opened_at)}"
         line += ")"
-    return line + f" — {escape(o.reason)}"
+    return line + f" — {code(o.reason)}"
+
+
+def _codes(changes: Sequence[Change]) -> list[str]:
+    """Every reason code present, in the order of the subjects (worst first)."""
+    return list(dict.fromkeys(c for ch in changes for c in ch.observation.codes))
+
+
+def report_note(links: AlertLinks | None) -> str:
+    """The operator report: its link, or its name when no base URL serves it."""
+    url = None if links is None else links.report()
+    if url:
+        return f"<{url}|Operator report>"
+    path = "report.html" if links is None else links.report_path
+    return f"Operator report: {code(path)} in the reports dir"
 
 
 def _remedies(changes: Sequence[Change]) -> str:
@@ -293,8 +318,9 @@ def _remedies(changes: Sequence[Change]) -> str:
     return "\n".join(f"• {escape(r)}" for r in seen) or "See the operator report."
 
 
-def condition_text(changes: Sequence[Change]) -> str:
-    """The fallback/notification text: status, title, partitions worst first, groups."""
+def condition_text(changes: Sequence[Change], links: AlertLinks | None = None) -> str:
+    """The fallback/notification text: status, title, partitions worst first, every reason code
+    present, groups (data as code spans), and where the operator report is."""
     ordered = sorted(changes, key=lambda c: severity_order(c.observation))
     partitions = list(
         dict.fromkeys(c.observation.partition for c in ordered if c.observation.partition is not None)
@@ -304,12 +330,14 @@ def condition_text(changes: Sequence[Change]) -> str:
     if partitions:
         text += f" ({partitions_label(partitions).lower()} {format_partitions(partitions)})"
     if groups:
-        shown = ", ".join(escape(g) for g in groups[:_GROUPS_IN_TEXT])
-        more = f" and {len(groups) - _GROUPS_IN_TEXT} more" if len(groups) > _GROUPS_IN_TEXT else ""
-        text += f": {shown}{more}"
+        text += f": {and_more(groups, _GROUPS_IN_TEXT, code)}"
     elif ordered[0].transition is not Transition.RESOLVED:
-        text += f": {escape(ordered[0].observation.reason)}"
-    return _clip(text, 3000)
+        text += f": {code(ordered[0].observation.reason)}"
+    codes = _codes(ordered)
+    if codes and ordered[0].transition is not Transition.RESOLVED:
+        text += f" · reasons {', '.join(code(c) for c in codes)}"
+    note = report_note(links) if links is not None else ""
+    return _clip(text, 3000 - len(note) - 3) + (f" · {note}" if note else "")
 
 
 def condition_blocks(changes: Sequence[Change], links: AlertLinks, now: float) -> list[dict[str, Any]]:
@@ -327,13 +355,16 @@ def condition_blocks(changes: Sequence[Change], links: AlertLinks, now: float) -
         ),
     ]
     if groups:
-        shown = ", ".join(code(g) for g in groups[:_GROUPS_IN_TEXT])
-        more = f" and {len(groups) - _GROUPS_IN_TEXT} more" if len(groups) > _GROUPS_IN_TEXT else ""
-        fields.append(_mrkdwn(f"*Groups ({len(groups)}):*\n{shown}{more}", _FIELD_MAX))
+        fields.append(
+            _mrkdwn(f"*Groups ({len(groups)}):*\n{and_more(groups, _GROUPS_IN_TEXT, code)}", _FIELD_MAX)
+        )
+    codes = _codes(ordered)
+    if codes:
+        fields.append(_mrkdwn(f"*Reason codes:*\n{', '.join(code(c) for c in codes)}", _FIELD_MAX))
     as_of = next((c.observation.as_of for c in ordered if c.observation.as_of), None)
     if as_of:
         fields.append(_mrkdwn(f"*As of:*\n{escape(as_of)}", _FIELD_MAX))
-    lines = [_subject_line(c, now) for c in ordered[:_SUBJECT_LINES_MAX]]
+    lines = [_subject_line(c, now, links) for c in ordered[:_SUBJECT_LINES_MAX]]
     if len(ordered) > _SUBJECT_LINES_MAX:
         lines.append(f"… and {len(ordered) - _SUBJECT_LINES_MAX} more (see the operator report)")
     blocks: list[dict[str, Any]] = [
@@ -357,8 +388,8 @@ def condition_blocks(changes: Sequence[Change], links: AlertLinks, now: float) -
         buttons.append(_button("Operator report", report, "open_report"))
     if buttons:
         blocks.append({"type": "actions", "elements": buttons[:5]})
-    keys = ", ".join(escape(c.observation.key) for c in ordered[:5])
-    context = f"alert {escape(first.transition.value)} · keys {keys}" + (" …" if len(ordered) > 5 else "")
+    keys = and_more([c.observation.key for c in ordered], 5, code)
+    context = f"alert {escape(first.transition.value)} · keys {keys} · {report_note(links)}"
     blocks.append({"type": "context", "elements": [_mrkdwn(context, _SECTION_MAX)]})
     return blocks
 
@@ -375,7 +406,7 @@ def _mrkdwn(text: str, limit: int) -> dict[str, Any]:
 
 
 def _run_link_blocks(key: str, run_url: str | None) -> list[dict[str, Any]]:
-    context = f"alert key `{escape(key)}`"
+    context = f"alert key {code(key)} · {report_note(None)}"
     if not run_url:
         return [{"type": "context", "elements": [_mrkdwn(context, _SECTION_MAX)]}]
     safe_url = quote(run_url, safe=":/?&=#%@+,;~")

@@ -213,7 +213,7 @@ def send_alerts(
             OutgoingMessage(
                 "recovery" if group[0].transition is Transition.RESOLVED else "alert",
                 ",".join(c.observation.key for c in group),
-                condition_text(group),
+                condition_text(group, Links(dagster_url=run_url)),
                 condition_blocks(group, Links(dagster_url=run_url), now),
                 {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
             )
