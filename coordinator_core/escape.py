@@ -12,7 +12,8 @@ medium                 policy
 terminal, log lines    :func:`for_terminal` / :func:`for_log`: every control character (C0 with
                        CR/LF/TAB, DEL, C1 with ESC's CSI twin), bidi control and line or paragraph
                        separator, and anything else Python does not call printable, shown as a
-                       visible ``\\xNN`` / ``\\uNNNN`` escape; printable non-ASCII stays readable
+                       visible ``\\n`` / ``\\xNN`` / ``\\uNNNN`` escape (as Python's repr writes
+                       them); printable non-ASCII stays readable
 HTML                   :func:`for_html`: the same characters made visible, then ``& < > " '`` as
                        entities (text and attribute values alike)
 Slack mrkdwn           :func:`for_slack`: the same characters made visible, ``& < >`` as entities;
@@ -52,7 +53,12 @@ __all__ = [
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _escape_char(c: str) -> str:
+    if c in _NAMED:
+        return _NAMED[c]
     n = ord(c)
     if n < 0x100:
         return f"\\x{n:02x}"

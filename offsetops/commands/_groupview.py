@@ -7,14 +7,23 @@ import os
 import re
 import sys
 
-from offsetops.commands._common import die, epoch_time, kafka_client_config
+from offsetops.commands._common import die, epoch_time, kafka_client_config, non_negative_float
 from offsetops.commands._load import add_source_args, check_source, is_live, load_caches
+from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
+from offsetops.coordinator_core.expiration import (
+    DEFAULT_RETENTION_MS,
+    coordinator_for_broker_version,
+    plan_expiration,
+)
+from offsetops.coordinator_core.expiry_risk import GroupRisk, group_risks
+from offsetops.coordinator_core.findings import CRITICAL
 from offsetops.coordinator_core.kafka_client import KafkaClientError
+from offsetops.coordinator_core.settings import positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError
-from offsetops.coordinator_core.timefmt import now_ms
+from offsetops.coordinator_core.timefmt import ago, iso_utc, now_ms
 
 FORMATS = ("text", "json", "csv")
 
@@ -46,6 +55,70 @@ def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
         help="only groups in this state, e.g. Stable, Empty, Dead (repeat; case-insensitive)",
     )
     add_output_args(p)
+    add_expiry_args(p)
+
+
+def add_expiry_args(p: argparse.ArgumentParser) -> None:
+    """When offsets expire, with the settings ``offsetops expire`` takes (same flags, same defaults)."""
+    from offsetops.commands.expire import broker_version
+
+    p.add_argument(
+        "--retention-ms",
+        type=positive_int,
+        metavar="MS",
+        help=f"offsets.retention.minutes in ms, for when offsets expire (default {DEFAULT_RETENTION_MS}, "
+        "7 days)",
+    )
+    p.add_argument(
+        "--broker-version",
+        type=broker_version,
+        metavar="X.Y",
+        help="the brokers' Kafka version; picks the expiration rules as `offsetops expire` does",
+    )
+    p.add_argument(
+        "--forecast-hours",
+        type=non_negative_float,
+        default=24.0,
+        metavar="H",
+        help="a group whose offsets expire within H hours is at risk (default 24)",
+    )
+
+
+def expiry_risks(args: argparse.Namespace, caches: list[CoordinatorCache], now: int) -> dict[str, GroupRisk]:
+    """Each group's expiry risk at ``now``, from the expiration plan ``offsetops expire`` would make."""
+    plan = plan_expiration(
+        caches,
+        now_ms=now,
+        retention_ms=args.retention_ms if args.retention_ms is not None else DEFAULT_RETENTION_MS,
+        coordinator=coordinator_for_broker_version(args.broker_version),
+        forecast_horizon_ms=int(args.forecast_hours * 3_600_000),
+    )
+    return {r.group_id: r for r in group_risks(plan)}
+
+
+def risk_rank(risks: dict[str, GroupRisk]) -> dict[str, int]:
+    """Each at-risk group's place in the one worst-first order (lost, then soonest expiry)."""
+    return {gid: i for i, gid in enumerate(risks)}
+
+
+def expiry_cell(risk: GroupRisk | None, now: int) -> str:
+    """``EXPIRED 3 offsets``, ``in 1 h 20 min (5 offsets)``, or ``-``."""
+    if risk is None:
+        return "-"
+    if risk.expired_offsets or risk.dead:
+        lost = f"{risk.expired_offsets} offsets" if risk.expired_offsets else "group"
+        return f"EXPIRED {lost}"
+    at = risk.first_expires_at
+    return f"{ago(at, now)} ({risk.expiring_offsets} offsets)" if at is not None else "-"
+
+
+def risk_line(risk: GroupRisk, now: int) -> str:
+    """``CRITICAL offsets_expired: 3 committed offsets past retention`` or ``DEGRADED offsets_expiring:
+    5 committed offsets expire within the window, the first in 1 h 20 min (at ...)``."""
+    line = f"{risk.severity} {risk.code}: {risk.finding().text}"
+    if risk.severity != CRITICAL and risk.first_expires_at is not None:
+        line += f", the first {ago(risk.first_expires_at, now)} (at {iso_utc(risk.first_expires_at)})"
+    return line
 
 
 def add_output_args(p: argparse.ArgumentParser) -> None:
@@ -61,8 +134,11 @@ def add_output_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[GroupView], str] | int:
-    """Load, look up log offsets and describe; an int is an exit code after a printed error."""
+def build_views(
+    args: argparse.Namespace, groups: list[str]
+) -> tuple[list[GroupView], str, list[CoordinatorCache]] | int:
+    """Load, look up log offsets and describe (with the caches, for the expiry risk); an int is an exit
+    code after a printed error."""
     bad = refuse_bad_source(args)
     if bad is not None:
         return bad
@@ -90,7 +166,7 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
             f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
             file=sys.stderr,
         )
-    return views, where
+    return views, where, caches
 
 
 def refuse_bad_source(args: argparse.Namespace) -> int | None:

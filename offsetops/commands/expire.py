@@ -22,6 +22,7 @@ from offsetops.commands._common import (
     quote,
     report_errors,
 )
+from offsetops.commands._groupview import risk_line
 from offsetops.coordinator_core.clock import ClockError, resolve_clock
 from offsetops.coordinator_core.expiration import (
     COORDINATORS,
@@ -30,6 +31,7 @@ from offsetops.coordinator_core.expiration import (
     coordinator_for_broker_version,
     plan_expiration,
 )
+from offsetops.coordinator_core.expiry_risk import group_risks
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.settings import add_partition_filter, positive_int
 from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
@@ -354,6 +356,7 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
         f"partitions={len(plan.partitions)}\n"
         f"{len(plan.tombstones)} tombstones, {len(plan.dead_groups)} dead groups\n"
     )
+    _print_group_summary(plan, out)
     for t in plan.tombstones:
         what = escape(f"{t.topic}-{t.partition}" if t.kind == "offset_commit" else t.kind)
         out.write(f"  [{t.offsets_partition}] {quote(t.group_id)} {what}: {t.reason}, age {_age(t.age_ms)}\n")
@@ -371,6 +374,16 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
         )
     if "execution" in doc:
         _print_execution(doc["execution"])
+
+
+def _print_group_summary(plan: ExpirationPlan, out: Any) -> None:
+    """One line per group, worst first (lost, then the soonest expiry), before the per-offset lists."""
+    risks = group_risks(plan)
+    if not risks:
+        return
+    out.write(f"groups ({len(risks)}, worst first):\n")
+    for r in risks:
+        out.write(f"  [{r.offsets_partition}] {quote(r.group_id)} {risk_line(r, plan.now_ms)}\n")
 
 
 def _print_forecast(forecast: list, hours: float, out: Any) -> None:

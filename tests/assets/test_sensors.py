@@ -479,15 +479,13 @@ def test_hostile_group_ids_reach_slack_escaped_end_to_end(lifecycle: Lifecycle) 
     texts = lifecycle.evaluate()
     assert texts == [
         "[CRITICAL] 1 consumer group lost committed offsets (partition 3): "
-        "`&lt;!channel&gt; pay&amp;ments &lt;http://evil.example|login&gt;\\x0a\\x1b[2J\\x60` · reasons "
+        "`&lt;!channel&gt; pay&amp;ments &lt;http://evil.example|login&gt;\\n\\x1b[2J\\x60` · reasons "
         "`offsets_expired`, `group_deleted`" + REPORT
     ]
     wire = json.dumps(lifecycle.server.requests_to("chat.postMessage")[-1].body)
     for raw in ("<!channel>", "<http://evil", "\\n\\u001b", "\\u001b"):
         assert raw not in wire
-    assert (
-        "`&lt;!channel&gt; pay&amp;ments &lt;http://evil.example|login&gt;\\\\x0a\\\\x1b[2J\\\\x60`" in wire
-    )
+    assert "`&lt;!channel&gt; pay&amp;ments &lt;http://evil.example|login&gt;\\\\n\\\\x1b[2J\\\\x60`" in wire
 
 
 def test_a_page_slack_did_not_take_goes_out_on_the_next_tick_even_with_nothing_new(

@@ -647,5 +647,5 @@ def test_hostile_text_reaches_slack_escaped_in_text_and_blocks(
     wire = json.dumps(body)
     for raw in ("<!channel>", "<http://evil.example", "\x1b", "\\u001b"):
         assert raw not in wire
-    assert "&lt;!channel&gt; &amp; &lt;http://evil.example|click me&gt;\\x0a\\x1b[31m" in body["text"]
+    assert "&lt;!channel&gt; &amp; &lt;http://evil.example|click me&gt;\\n\\x1b[31m" in body["text"]
     assert "&lt;!channel&gt;" in block_texts(body["blocks"])
