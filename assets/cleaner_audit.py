@@ -408,7 +408,7 @@ def cleaner_audit(
         # The partition's verdict first, then how it was evaluated: the UI lists keys in this order.
         context.add_asset_metadata(
             {
-                **scope_metadata(p, report["verdict"]),
+                **scope_metadata(p),
                 **partition_metadata(p, by_partition.get(p)),
                 **replica_metadata(choices.get(p)),
                 **run_facts,

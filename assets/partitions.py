@@ -44,11 +44,10 @@ def partitions_label(partitions: list[int]) -> str:
     return ",".join(str(p) for p in partitions)
 
 
-def scope_metadata(partition: int, topic_verdict: str | None = None) -> dict[str, str]:
+def scope_metadata(partition: int) -> dict[str, str]:
     """The first metadata key of every per-partition materialization: whose numbers these are, so a
     default asset page (which shows one partition's materialization) never reads as the topic's."""
-    topic = f"the topic is {topic_verdict}; " if topic_verdict else ""
     return {
-        "scope": f"partition {partition} of __consumer_offsets only: {topic}the topic's verdict and "
-        "worst partitions are on offsets_topic_summary"
+        "scope": f"partition {partition} of __consumer_offsets only; the topic's verdict and its worst "
+        "partitions are on offsets_topic_summary"
     }

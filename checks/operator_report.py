@@ -66,7 +66,7 @@ REPORT_FILE = "report.html"
 RUNS_DIR = "runs"
 """``runs/<run id>/report.html``: one kept per run."""
 ENV_REPORTS_BASE_URL = "OFFSETOPS_REPORTS_BASE_URL"
-_ROOT = "\x00reports-root\x00"  # stands for the path from a page back to the reports dir
+_ROOT = "\x00reports-root\x00"  # the path from a page back to the reports dir (escaped in the page)
 
 
 # -- where the report lives ------------------------------------------------------------------------
@@ -236,7 +236,7 @@ def write_operator_report(
     )
     for target in targets:
         root = os.path.relpath(reports, target.parent)
-        write_text_atomic(target, page.replace(_ROOT, "" if root == "." else f"{root}/"))
+        write_text_atomic(target, page.replace(esc(_ROOT), "" if root == "." else f"{root}/"))
     sections = section_verdicts(inputs)
     verdict = worst_verdict(*sections.values())
     parts = sorted_partitions(inputs.audit) if inputs.audit else []

@@ -28,13 +28,15 @@ from offsetops.coordinator_core.describe import (
     describe_groups,
     wanted_partitions,
 )
+from offsetops.coordinator_core.escape import prometheus_label_value
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
+from offsetops.coordinator_core.findings import prometheus_value
 
 log = logging.getLogger(__name__)
 
 PREFIX = "offsetops"
-VERDICT_VALUE = {HEALTHY: 0, DEGRADED: 1, CRITICAL: 2}
+VERDICT_VALUE = {s: prometheus_value(s) for s in (HEALTHY, DEGRADED, CRITICAL)}
 
 
 @dataclass(slots=True)
@@ -109,8 +111,17 @@ def compute_snapshot(
     return snap
 
 
+class _Gauge(GaugeMetricFamily):
+    """A gauge whose label values (group ids, topics: data) are made visible by the Prometheus label
+    policy of coordinator_core.escape; prometheus_client then applies the exposition escapes, so the
+    exporter and the textfile carry no raw control, bidi or separator character."""
+
+    def add_metric(self, labels: Any, value: float, timestamp: float | None = None) -> None:
+        super().add_metric([prometheus_label_value(v) for v in labels], value, timestamp)
+
+
 def _g(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamily:
-    return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels or [])
+    return _Gauge(f"{PREFIX}_{name}", doc, labels=labels or [])
 
 
 def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Iterator[Metric]:

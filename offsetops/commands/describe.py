@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
         for v in views:
             print_group(v, now, risk=risks.get(v.group_id))
         unknown = sum(r.status == LOG_UNKNOWN for v in views for r in v.rows)
-        sys.stdout.write(f"log start/end from {where}")
+        sys.stdout.write(f"log start/end from {cell(where)}")
         if unknown:
             sys.stdout.write(f"; {unknown} partition(s) not found there (LOG-UNKNOWN: no lag)")
         sys.stdout.write("\n")

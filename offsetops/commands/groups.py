@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         + "\n"
     )
     print_table(HEADERS, rows)
-    sys.stdout.write(f"log start/end from {where}\n")
+    sys.stdout.write(f"log start/end from {cell(where)}\n")
     return 0
 
 
