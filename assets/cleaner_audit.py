@@ -49,6 +49,7 @@ from offsetops.checks.dagster_checks import (
     is_selected,
     partition_evaluations,
     partition_verdict,
+    restate_worst,
     worst_reason,
 )
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, PartitionAudit, format_bytes
@@ -333,7 +334,9 @@ def _audit_log_dir(
     deps=[raw_segments],
     kinds={"kafka", "spark"},
     check_specs=audit_check_specs(OFFSETS_PARTITIONS),
-    description="Log Cleaner health of each partition: dirty ratio, what blocks cleaning, what a clean "
+    description="Per partition (the topic's verdict is on offsets_topic_summary; the latest "
+    "materialization shown here is the run's worst partition): Log Cleaner health of each partition: "
+    "dirty ratio, what blocks cleaning, what a clean "
     "would reclaim, progress since the previous audit; verdict HEALTHY, DEGRADED or CRITICAL, with the "
     "worst finding and its remedy. Each partition fails its own partition_verdict check when it is not "
     "HEALTHY.",
@@ -404,17 +407,16 @@ def cleaner_audit(
         "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
     }
     choices = {c.partition: c for c in audit.replicas or []}
+    metas = {}
     for p in partitions:
         # The partition's verdict first, then how it was evaluated: the UI lists keys in this order.
-        context.add_asset_metadata(
-            {
-                **scope_metadata(p),
-                **partition_metadata(p, by_partition.get(p)),
-                **replica_metadata(choices.get(p)),
-                **run_facts,
-            },
-            partition_key=str(p),
-        )
+        metas[p] = {
+            **scope_metadata(p),
+            **partition_metadata(p, by_partition.get(p)),
+            **replica_metadata(choices.get(p)),
+            **run_facts,
+        }
+        context.add_asset_metadata(metas[p], partition_key=str(p))
     summary = doc["summary"]
     context.log.info(
         f"cleaner audit as of {for_log(clock.describe())}: {audit.verdict}, {summary['critical']} critical, "
@@ -425,6 +427,9 @@ def cleaner_audit(
         if is_selected(context, AUDIT_ASSET, CLEANER_VERDICT)
         else [],
     )
+    worst = next((pa.partition for pa in worst_first(by_partition.values()) if pa.verdict != HEALTHY), None)
+    if worst is not None and len(partitions) > 1:
+        restate_worst(context, AUDIT_ASSET, worst, metas[worst])
     yield from partition_evaluations(
         context,
         AUDIT_ASSET,

@@ -139,6 +139,8 @@ def offsets_metrics(
         retention_ms=config.retention_minutes * 60_000,
         forecast_horizon_ms=int(config.forecast_horizon_hours * 3_600_000),
         failover_threshold_ms=config.failover_threshold_ms,
+        # the cleaner audit's own history: the same verdicts as cleaner_audit (a stalled cleaner too)
+        audit_state_dir=str(state.audit_history_dir),
     )
     families = list(snapshot_metrics(snap, granularity=config.granularity))
     target = Path(config.textfile or os.environ.get(ENV_TEXTFILE) or state.reports_path / TEXTFILE)
@@ -148,7 +150,7 @@ def offsets_metrics(
         f"{series} series of {len(families)} families as of {for_log(clock.describe())} in {for_log(target)}"
     )
     for note in snap.notes:
-        context.log.info(note)
+        context.log.info(for_log(note))
     return MaterializeResult(
         metadata={
             **headline_metadata(families),

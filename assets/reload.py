@@ -25,6 +25,7 @@ from offsetops.assets.metadata import write_json
 from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions, scope_metadata
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.timefmt import iso_utc
 
 if TYPE_CHECKING:
@@ -155,7 +156,9 @@ def raw_segments(
         context.add_asset_metadata(
             {**scope_metadata(p), **inventory_metadata(inventory[p])}, partition_key=str(p)
         )
-    context.log.info(f"{len(present)} of {len(partitions)} partitions present in {offsets_source.describe()}")
+    context.log.info(
+        f"{len(present)} of {len(partitions)} partitions present in {for_log(offsets_source.describe())}"
+    )
     return MaterializeResult(
         metadata={
             "source": offsets_source.describe(),

@@ -17,22 +17,25 @@ from offsetops.assets.resources import StateResource
 from offsetops.assets.validation import cache_validation
 from offsetops.checks.dagster_checks import (
     GROUPS_AT_RISK_COLUMNS,
-    SUMMARY_ASSET,
-    TOPIC_CLEANER_CHECK,
-    TOPIC_EXPIRATION_CHECK,
-    VERDICT_TAG,
     failing_partitions_table_from_json,
     findings_table,
     groups_at_risk,
     is_selected,
-    not_evaluated,
     table,
+)
+from offsetops.checks.report_verdicts import NOT_RUN, plan_verdict, worst_verdict
+from offsetops.checks.topic_checks import (
+    SUMMARY_ASSET,
+    TOPIC_CLEANER_CHECK,
+    TOPIC_EXPIRATION_CHECK,
+    VERDICT_TAG,
+    not_evaluated,
     topic_check_specs,
     topic_cleaner_result,
     topic_expiration_result,
 )
-from offsetops.checks.report_verdicts import NOT_RUN, plan_verdict, worst_verdict
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, Reason, format_bytes
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import ForecastEntry
 from offsetops.coordinator_core.timefmt import iso_utc
 
@@ -137,7 +140,7 @@ def offsets_topic_summary(context: AssetExecutionContext, state: StateResource) 
     try:
         operator = write_operator_report(state.reports_path, run_id=context.run.run_id)
     except ReportInputError as exc:  # a report file that is not what it should be: say which, go on
-        context.log.error(f"operator report not written: {exc}")
+        context.log.error(f"operator report not written: {for_log(exc)}")
         meta["operator_verdict"] = "not written"
     else:
         meta["operator_verdict"] = operator.verdict

@@ -89,9 +89,12 @@ def compute_snapshot(
     observed: Iterable[ObservedLoad] = (),
     failover_threshold_ms: int = DEFAULT_SLOW_MS,
     taken_at: float | None = None,
+    audit_state_dir: str | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
-    cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note)."""
+    cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note).
+    ``audit_state_dir`` is the audit history to judge progress by (read, never appended to), so a
+    stalled cleaner is CRITICAL here as in the audit that recorded it."""
     from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.expiration import plan_expiration
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
@@ -99,7 +102,7 @@ def compute_snapshot(
     taken = time.time() if taken_at is None else taken_at
     snap = Snapshot(taken, caches, describe_groups(caches, log_offsets), log_offsets)
     if log_dir:
-        snap.audit = audit_log_dir(log_dir, now_ms=now_ms, record_history=False)
+        snap.audit = audit_log_dir(log_dir, now_ms=now_ms, state_dir=audit_state_dir, record_history=False)
     else:
         snap.notes.append("cleaner audit needs the log dir; not exported with --bootstrap")
     snap.expiration = plan_expiration(

@@ -38,7 +38,6 @@ VIEWS = (
         None,
     ),
     ("dagster-cleaner-audit.png", "/assets/cleaner_audit", ("scope",), None),
-    ("dagster-cleaner-audit-checks.png", "/assets/cleaner_audit?view=checks", ("partition_verdict",), None),
     ("dagster-expiration-plan.png", "/assets/expiration_plan", ("scope",), None),
     (
         "dagster-expiration-checks.png",
@@ -109,12 +108,17 @@ def main(argv: list[str] | None = None) -> int:
     proc, base = _webserver(args.demo.resolve(), args.images / ".webserver.log")
     try:
         with BrowserPage(args.images / ".chromium-profile") as page:
+            page.goto(base + "/assets")
+            page.wait_for_text("cleaner_audit", timeout=90)
+            time.sleep(2)
+            if "Join the Dagster community" in page.text():
+                page.click_text("Skip")  # the first-visit dialog of a new instance
             for name, path, needles, tab in VIEWS:
                 page.goto(base + path)
                 page.wait_for_text(*needles, timeout=90)
                 if tab:
                     page.click_text(tab)
-                time.sleep(2)  # let the page settle (icons, lazy tables)
+                time.sleep(8)  # let the page settle (icons, lazy tables, status columns)
                 print(page.screenshot(args.images / name))
             for name, asset, check, needle in CHECKS:
                 page.goto(f"{base}/assets/{asset}?view=checks")

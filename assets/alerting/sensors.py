@@ -43,6 +43,7 @@ from offsetops.assets.partitions import (
     PARTITION_TAG,
 )
 from offsetops.assets.resources import SlackResource, StateResource
+from offsetops.coordinator_core.escape import for_log
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,9 @@ def slack_on_run_failure(
     )
     state.ensure()
     result = slack.notifier(state).send(alert)
-    context.log.info(f"run failure of {run.job_name} ({run.run_id}): {result.status.value}: {result.reason}")
+    context.log.info(
+        f"run failure of {run.job_name} ({run.run_id}): {result.status.value}: {for_log(result.reason)}"
+    )
 
 
 # -- the alert sensor: evidence -> observations -> lifecycle -> messages ---------------------------
