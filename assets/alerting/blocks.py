@@ -61,6 +61,13 @@ def code(text: str) -> str:
     return slack_code(text)
 
 
+def code_block(text: str) -> str:
+    """Multi-line data (a run's error messages) in a Slack code block: no formatting, mention or link;
+    its own line breaks kept, every other control character escaped."""
+    lines = (slack_code(line)[1:-1] for line in str(text).split("\n"))
+    return "```" + "\n".join(lines) + "```"
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -148,12 +155,12 @@ def alert_blocks(alert: Alert) -> list[dict[str, Any]]:
         ),
     ]
     for name, value in list(alert.details.items())[:_DETAIL_FIELDS_MAX]:
-        fields.append(_mrkdwn(f"*{escape(str(name))}:*\n{escape(str(value))}", _FIELD_MAX))
+        fields.append(_mrkdwn(f"*{escape(str(name))}:*\n{code(str(value))}", _FIELD_MAX))
 
     blocks: list[dict[str, Any]] = [
         _header(f"{SEVERITY_EMOJI[alert.severity]} {alert.title}"),
         {"type": "section", "fields": fields},
-        {"type": "section", "text": _mrkdwn(f"*Reason*\n{escape_multiline(alert.reason)}", _SECTION_MAX)},
+        {"type": "section", "text": _mrkdwn(f"*Reason*\n{code_block(alert.reason)}", _SECTION_MAX)},
         {"type": "section", "text": _mrkdwn(f"*Remedy*\n{escape_multiline(alert.remedy)}", _SECTION_MAX)},
     ]
     blocks.extend(_run_link_blocks(alert.key, alert.run_url))

@@ -119,7 +119,7 @@ def test_message_blocks_carry_severity_partitions_reason_remedy_and_run_link(
     fields = [f["text"] for f in blocks[1]["fields"]]
     assert fields[0] == "*Severity:*\nCRITICAL"
     assert fields[1] == "*Partitions:*\n7, 12"
-    assert "*broker:*\n3" in fields
+    assert "*broker:*\n`3`" in fields  # details are data: code spans
 
     text = block_texts(blocks)
     assert alert.reason in text
