@@ -116,3 +116,22 @@ def test_prometheus_label_values_from_the_data_are_escaped(tmp_path: Path) -> No
         if "group_id" in s.labels
     }
     assert parsed == {"pay\\nverdict: HEALTHY\\n\\x1b[2J\\u202eexe.txt\\u2028<b>x</b>"}
+
+
+def test_broker_scan_strings_are_escaped_in_audit_text(tmp_path: Path, capsys) -> None:
+    """A scan carries its broker's log dir name and whatever its collector wrote; the central audit
+    prints them escaped (a scan file is written by another host)."""
+    log_dir = _hostile_log_dir(tmp_path)
+    scans = tmp_path / "scans"
+    assert main(["broker-scan", "--log-dir", f"1={log_dir}", "--out", str(scans), "--now", str(T0)]) == 0
+    (scan,) = scans.glob("broker-*.json")
+    doc = json.loads(scan.read_text())
+    doc["log_dir"] = f"/data{FORGED}\x1b[2J\u202e"  # as a hostile collector would write it
+    scan.write_text(json.dumps(doc))
+    capsys.readouterr()
+    code = main(["audit", "--broker-scans", str(scans), "--now", str(T0)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    _lines_are_ours(out)
+    _lines_are_ours(err)
+    assert "brokers: 1=/data\\nverdict: HEALTHY\\n\\x1b[2J\\u202e" in out
