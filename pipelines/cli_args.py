@@ -1,8 +1,9 @@
 """Command-line arguments of the pipeline jobs, without importing Spark (``offsetops --help`` stays fast).
 
 Shared by ``offsetops pipeline JOB`` and by each job's ``main()`` under ``spark-submit``; the argument
-types and options every command shares (``positive_int``, ``--partition``, ``--max-batch-bytes``) are
-defined here once, over the core's plain parsers, and the ``offsetops`` command uses them too.
+types and options every command shares (``positive_int``, ``broker_version``, ``--partition``,
+``--max-batch-bytes``) are defined here once, over the core's plain parsers, and the ``offsetops``
+command uses them too.
 """
 
 from __future__ import annotations
@@ -43,6 +44,22 @@ def argument_type(parse: Callable[[str], T]) -> Callable[[str], T]:
 positive_int = argument_type(parse_positive_int)
 #: An argparse type: an integer >= 0 (a duration in ms, an epoch-ms time, a partition number).
 non_negative_int = argument_type(parse_non_negative_int)
+
+
+#: The newest Kafka major version this tool knows the coordinator of.
+NEWEST_MAJOR = 4
+
+
+def broker_version(text: str) -> str:
+    """An argparse type: a released Kafka version like ``3.9`` or ``4.0.0`` (0.8 up to 4.x)."""
+    parts = text.strip().lstrip("v").split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Kafka version like 3.9 or 4.0.0")
+    if not 0 <= int(parts[0]) <= NEWEST_MAJOR or (int(parts[0]) == 0 and int(parts[1]) < 8):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Kafka version this tool knows (0.8 to {NEWEST_MAJOR}.x)"
+        )
+    return text.strip()
 
 
 def add_partition_filter(p: argparse.ArgumentParser) -> None:

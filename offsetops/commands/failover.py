@@ -22,7 +22,16 @@ from offsetops.coordinator_core.failover import (
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.sources.logdir import LogDirError
 
-HEADERS = ("PARTITION", "SIZE", "BATCHES", "RECORDS", "LIVE-KEYS", "ESTIMATED-LOAD", "OBSERVED-LOAD", "SLOW")
+HEADERS = (
+    "PARTITION",
+    "SIZE",
+    "BATCHES",
+    "DATA-RECORDS",
+    "LIVE-KEYS",
+    "ESTIMATED-LOAD",
+    "OBSERVED-LOAD",
+    "SLOW",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
