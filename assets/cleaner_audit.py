@@ -34,6 +34,7 @@ from offsetops.assets.partitions import (
     all_partitions_tags,
     partitions_label,
     run_partitions,
+    scope_metadata,
 )
 from offsetops.assets.reload import raw_segments
 from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
@@ -48,10 +49,12 @@ from offsetops.checks.dagster_checks import (
     is_selected,
     partition_evaluations,
     partition_verdict,
+    restate_worst,
     worst_reason,
 )
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, PartitionAudit, format_bytes
 from offsetops.coordinator_core.clock import Clock
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.failover import (
     DEFAULT_SLOW_MS,
     ObservedLoad,
@@ -59,6 +62,7 @@ from offsetops.coordinator_core.failover import (
     loads_from_audit,
     read_load_logs,
 )
+from offsetops.coordinator_core.findings import worst_first
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import format_duration
 from offsetops.coordinator_core.untrusted import read_regular_file
@@ -132,7 +136,7 @@ def partition_metadata(partition: int, pa: PartitionAudit | None) -> dict[str, A
         "reclaimable_bytes": MetadataValue.int(pa.reclaimable_bytes),
         "reclaimable": format_bytes(pa.reclaimable_bytes),
         "segments": MetadataValue.int(pa.segments),
-        "records": MetadataValue.int(pa.records),
+        "data_records": MetadataValue.int(pa.records),
         "tombstones": MetadataValue.int(pa.tombstones),
         "expired_tombstones": MetadataValue.int(pa.expired_tombstones),
         "log_start_offset": MetadataValue.int(pa.log_start_offset),
@@ -153,7 +157,7 @@ _INT_FACTS = (
     "cleanable_bytes",
     "reclaimable_bytes",
     "segments",
-    "records",
+    "data_records",
     "tombstones",
     "expired_tombstones",
     "log_start_offset",
@@ -231,14 +235,7 @@ def rebuild_audit_report(
         else {}
     )
     partitions = [json.loads(read_regular_file(p, kind="report")) for p in folder.glob("partition-*.json")]
-    partitions.sort(
-        key=lambda d: (
-            -VERDICT_RANK.get(d["verdict"], 0),
-            -d["dirty_ratio"],
-            d["partition"],
-            d.get("broker_id", -1),
-        )
-    )
+    partitions = worst_first(partitions)
     reasons = topic.get("reasons", [])
     verdict = max(
         [r["severity"] for r in reasons] + [d["verdict"] for d in partitions] + [HEALTHY],
@@ -346,7 +343,9 @@ def _audit_log_dir(
     deps=[raw_segments],
     kinds={"kafka", "spark"},
     check_specs=audit_check_specs(OFFSETS_PARTITIONS),
-    description="Log Cleaner health of each partition: dirty ratio, what blocks cleaning, what a clean "
+    description="Per partition (the topic's verdict is on offsets_topic_summary; the latest "
+    "materialization shown here is the run's worst partition): Log Cleaner health of each partition: "
+    "dirty ratio, what blocks cleaning, what a clean "
     "would reclaim, progress since the previous audit; verdict HEALTHY, DEGRADED or CRITICAL, with the "
     "worst finding and its remedy. Each partition fails its own partition_verdict check when it is not "
     "HEALTHY.",
@@ -428,15 +427,19 @@ def cleaner_audit(
         "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
     }
     choices = {c.partition: c for c in audit.replicas or []}
+    metas = {}
     for p in partitions:
         # The partition's verdict first, then how it was evaluated: the UI lists keys in this order.
-        context.add_asset_metadata(
-            {**partition_metadata(p, by_partition.get(p)), **replica_metadata(choices.get(p)), **run_facts},
-            partition_key=str(p),
-        )
+        metas[p] = {
+            **scope_metadata(p),
+            **partition_metadata(p, by_partition.get(p)),
+            **replica_metadata(choices.get(p)),
+            **run_facts,
+        }
+        context.add_asset_metadata(metas[p], partition_key=str(p))
     summary = doc["summary"]
     context.log.info(
-        f"cleaner audit as of {clock.describe()}: {audit.verdict}, {summary['critical']} critical, "
+        f"cleaner audit as of {for_log(clock.describe())}: {audit.verdict}, {summary['critical']} critical, "
         f"{summary['degraded']} degraded of {len(partitions)} partitions"
     )
     yield MaterializeResult(
@@ -444,6 +447,9 @@ def cleaner_audit(
         if is_selected(context, AUDIT_ASSET, CLEANER_VERDICT)
         else [],
     )
+    worst = next((pa.partition for pa in worst_first(by_partition.values()) if pa.verdict != HEALTHY), None)
+    if worst is not None and len(partitions) > 1:
+        restate_worst(context, AUDIT_ASSET, worst, metas[worst])
     yield from partition_evaluations(
         context,
         AUDIT_ASSET,

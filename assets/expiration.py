@@ -38,6 +38,7 @@ from offsetops.assets.partitions import (
     all_partitions_tags,
     partitions_label,
     run_partitions,
+    scope_metadata,
 )
 from offsetops.assets.reload import coordinator_cache, read_cache_tables
 from offsetops.assets.resources import (
@@ -54,10 +55,12 @@ from offsetops.checks.dagster_checks import (
     forecast_check,
     groups_at_risk,
     partition_evaluations,
+    restate_worst,
     table,
 )
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.errors import count_errors, error_total
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import (
     COORDINATORS,
     DeadGroup,
@@ -271,22 +274,33 @@ def expiration_plan(
         "report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
     }
     checks = []
+    metas: dict[int, dict[str, Any]] = {}
+    soonest: dict[int, int] = {}
     for p in partitions:
         cache = caches_by_partition.get(p)
         at_risk = groups_at_risk(by_partition[p].forecast)
         # The partition's own plan first, then how it was made: the UI lists keys in this order.
-        context.add_asset_metadata(
-            {**plan_metadata(by_partition[p], at_risk, cache, errors.get(p, 0)), **run_facts},
-            partition_key=str(p),
-        )
+        metas[p] = {
+            **scope_metadata(p),
+            **plan_metadata(by_partition[p], at_risk, cache, errors.get(p, 0)),
+            **run_facts,
+        }
+        context.add_asset_metadata(metas[p], partition_key=str(p))
         checks.append(forecast_check(p, at_risk, hours))
+        if at_risk:
+            soonest[p] = min(int(g["first_expiry_in_ms"]) for g in at_risk)
     offset_tombs = sum(t.kind == "offset_commit" for t in plan.tombstones)
     context.log.info(
-        f"plan as of {clock.describe()}: {offset_tombs} offset tombstones, {len(plan.dead_groups)} dead "
-        f"groups, {len(plan.forecast)} offsets of {len({f.group_id for f in plan.forecast})} groups expire "
-        f"within {hours}h; {run.summary()}"
+        f"plan as of {for_log(clock.describe())}: {offset_tombs} offset tombstones, "
+        f"{len(plan.dead_groups)} dead groups, {len(plan.forecast)} offsets of "
+        f"{len({f.group_id for f in plan.forecast})} groups expire within {hours}h; "
+        f"{for_log(run.summary())}"
     )
     yield MaterializeResult()
+    # the partition whose groups lose offsets soonest is "the latest" its pages show
+    worst = min(soonest, key=lambda p: (soonest[p], p), default=None)
+    if worst is not None and len(partitions) > 1:
+        restate_worst(context, EXPIRATION_ASSET, worst, metas[worst])
     yield from partition_evaluations(context, EXPIRATION_ASSET, FORECAST_CHECK, checks)
 
 

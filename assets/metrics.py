@@ -18,6 +18,7 @@ from dagster import AssetExecutionContext, Config, Definitions, MaterializeResul
 from offsetops.assets.metadata import run_config_flags, settings_metadata
 from offsetops.assets.resources import OffsetsSourceResource, StateResource
 from offsetops.assets.summary import offsets_topic_summary
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
 from prometheus_client import CollectorRegistry, write_to_textfile
@@ -155,14 +156,18 @@ def offsets_metrics(
         failover_threshold_ms=config.failover_threshold_ms,
         taken_at=time.time(),
         settings=run,
+        # the cleaner audit's own history: the same verdicts as cleaner_audit (a stalled cleaner too)
+        audit_state_dir=str(state.audit_history_dir),
     )
     families = list(snapshot_metrics(snap, granularity=config.granularity))
     target = Path(config.textfile or os.environ.get(ENV_TEXTFILE) or state.reports_path / TEXTFILE)
     write_textfile(target, families)
     series = sum(len(f.samples) for f in families)
-    context.log.info(f"{series} series of {len(families)} families as of {clock.describe()} in {target}")
+    context.log.info(
+        f"{series} series of {len(families)} families as of {for_log(clock.describe())} in {for_log(target)}"
+    )
     for note in snap.notes:
-        context.log.info(note)
+        context.log.info(for_log(note))
     return MaterializeResult(
         metadata={
             **headline_metadata(families),

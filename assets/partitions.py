@@ -42,3 +42,12 @@ def partitions_label(partitions: list[int]) -> str:
     if partitions == list(range(partitions[0], partitions[-1] + 1)) and len(partitions) > 1:
         return f"{partitions[0]}-{partitions[-1]}"
     return ",".join(str(p) for p in partitions)
+
+
+def scope_metadata(partition: int) -> dict[str, str]:
+    """The first metadata key of every per-partition materialization: whose numbers these are, so a
+    default asset page (which shows one partition's materialization) never reads as the topic's."""
+    return {
+        "scope": f"partition {partition} of __consumer_offsets only; the topic's verdict and its worst "
+        "partitions are on offsets_topic_summary"
+    }

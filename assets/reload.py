@@ -22,10 +22,11 @@ from dagster import (
     asset,
 )
 from offsetops.assets.metadata import settings_metadata, write_json
-from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions
+from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions, scope_metadata
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.errors import NOTICE_KINDS
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.coordinator_core.untrusted import read_regular_file
 
@@ -152,8 +153,12 @@ def raw_segments(
     write_json(path, merged)
     present = [p for p in partitions if inventory[p].get("present")]
     for p in partitions:
-        context.add_asset_metadata(inventory_metadata(inventory[p]), partition_key=str(p))
-    context.log.info(f"{len(present)} of {len(partitions)} partitions present in {offsets_source.describe()}")
+        context.add_asset_metadata(
+            {**scope_metadata(p), **inventory_metadata(inventory[p])}, partition_key=str(p)
+        )
+    context.log.info(
+        f"{len(present)} of {len(partitions)} partitions present in {for_log(offsets_source.describe())}"
+    )
     return MaterializeResult(
         metadata={
             "source": offsets_source.describe(),
@@ -425,7 +430,9 @@ def coordinator_cache(
     }
     path = write_json(state.reports_path / RELOAD_SUMMARY_FILE, report)
     for p in partitions:
-        context.add_asset_metadata(cache_metadata(by_partition.get(p, {})), partition_key=str(p))
+        context.add_asset_metadata(
+            {**scope_metadata(p), **cache_metadata(by_partition.get(p, {}))}, partition_key=str(p)
+        )
     context.log.info(
         f"reloaded {len(partitions)} partitions: {counts['groups']} groups, {counts['offsets']} offsets, "
         f"{counts['decode_errors']} decode errors in {elapsed:.1f}s"

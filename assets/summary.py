@@ -21,15 +21,27 @@ from offsetops.checks.dagster_checks import (
     failing_partitions_table_from_json,
     findings_table,
     groups_at_risk,
+    is_selected,
     table,
 )
+from offsetops.checks.report_verdicts import NOT_RUN, plan_verdict, worst_verdict
+from offsetops.checks.topic_checks import (
+    SUMMARY_ASSET,
+    TOPIC_CLEANER_CHECK,
+    TOPIC_EXPIRATION_CHECK,
+    VERDICT_TAG,
+    not_evaluated,
+    topic_check_specs,
+    topic_cleaner_result,
+    topic_expiration_result,
+)
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, Reason, format_bytes
+from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import ForecastEntry
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.coordinator_core.untrusted import read_regular_file
 
 GROUP = "summary"
-SUMMARY_ASSET = "offsets_topic_summary"
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -71,6 +83,27 @@ def failover_summary_metadata(failover: dict[str, Any] | None) -> dict[str, Any]
     }
 
 
+def _lost_groups(plan: dict[str, Any]) -> int:
+    lost = {t.get("group_id") for t in plan.get("tombstones") or [] if t.get("kind") == "offset_commit"}
+    lost |= {d.get("group_id") for d in plan.get("dead_groups") or []}
+    return len(lost)
+
+
+def _topic_results(context: AssetExecutionContext, audit: dict[str, Any], plan: dict[str, Any]) -> list[Any]:
+    """The topic's checks from the merged reports; a report not written yet fails at WARN (no evidence
+    is not health)."""
+    out = []
+    if is_selected(context, SUMMARY_ASSET, TOPIC_CLEANER_CHECK):
+        out.append(topic_cleaner_result(audit) if audit else not_evaluated(TOPIC_CLEANER_CHECK, "audit"))
+    if is_selected(context, SUMMARY_ASSET, TOPIC_EXPIRATION_CHECK):
+        if plan:
+            at_risk = groups_at_risk(ForecastEntry(**f) for f in plan.get("forecast") or [])
+            out.append(topic_expiration_result(plan_verdict(plan), at_risk, _lost_groups(plan)))
+        else:
+            out.append(not_evaluated(TOPIC_EXPIRATION_CHECK, "expiration plan"))
+    return out
+
+
 def plan_summary_metadata(plan: dict[str, Any]) -> dict[str, Any]:
     summary = plan.get("summary") or {}
     as_of = {d["now_ms"] for d in plan.get("planned") or []}
@@ -92,9 +125,12 @@ def plan_summary_metadata(plan: dict[str, Any]) -> dict[str, Any]:
     # After validation too: the operator report it writes must show this run's audit, plan and checks.
     deps=[cleaner_audit, expiration_plan, cache_validation],
     kinds={"python"},
-    description="Topic-wide figures of __consumer_offsets: the cleaner verdict with the worst partitions "
-    "first, total and reclaimable bytes, planned tombstones and the groups about to lose offsets. Built "
-    "from every partition's latest audit and plan. Writes the run's operator report (reports/report.html).",
+    check_specs=topic_check_specs(),
+    description="The topic's verdict first: __consumer_offsets is as healthy as its worst partition "
+    "(checks topic_cleaner_verdict and topic_offsets_expiration). Topic-wide figures: the cleaner verdict "
+    "with the worst partitions first, total and reclaimable bytes, planned tombstones and the groups about "
+    "to lose offsets, from every partition's latest audit and plan. Writes the operator report "
+    "(reports/report.html).",
 )
 def offsets_topic_summary(context: AssetExecutionContext, state: StateResource) -> MaterializeResult:
     """Merge the latest per-partition audit and plan reports into topic-wide metadata."""
@@ -106,7 +142,7 @@ def offsets_topic_summary(context: AssetExecutionContext, state: StateResource) 
     try:
         operator = write_operator_report(state.reports_path, run_id=context.run.run_id)
     except ReportInputError as exc:  # a report file that is not what it should be: say which, go on
-        context.log.error(f"operator report not written: {exc}")
+        context.log.error(f"operator report not written: {for_log(exc)}")
         meta["operator_verdict"] = "not written"
     else:
         meta["operator_verdict"] = operator.verdict
@@ -116,13 +152,18 @@ def offsets_topic_summary(context: AssetExecutionContext, state: StateResource) 
         f"{meta['degraded_partitions'].value} degraded partitions, {meta['forecast_groups'].value} groups "
         "at risk"
     )
+    verdict = worst_verdict(str(meta["cleaner_verdict"]), plan_verdict(plan) if plan else NOT_RUN)
+    # The Runs list shows tags beside the run's status: a green "Success" run still says CRITICAL.
+    context.instance.add_run_tags(context.run.run_id, {VERDICT_TAG: verdict})
     return MaterializeResult(
+        check_results=_topic_results(context, audit, plan),
         metadata={
+            "topic_verdict": verdict,
             **meta,
             "audit_report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
             "plan_report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),
             **({"settings": MetadataValue.json(plan["settings"])} if plan.get("settings") else {}),
-        }
+        },
     )
 
 

@@ -7,3 +7,4 @@ Dagster's sensors and by Airflow's DAGs alike) names them in its observations.
 VALIDATION_ASSET = "cache_validation"
 AUDIT_ASSET = "cleaner_audit"
 EXPIRATION_ASSET = "expiration_plan"
+SUMMARY_ASSET = "offsets_topic_summary"

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 VERDICT_COLOURS = {"HEALTHY": "#1f8a4c", "DEGRADED": "#b7791f", "CRITICAL": "#c0392b"}
 _INK = "#1d2330"
@@ -50,39 +51,64 @@ def _style(ax) -> None:
     ax.set_axisbelow(True)
 
 
-def dirty_ratio_chart(
-    partitions: Sequence[int],
-    ratios: Sequence[float],
-    verdicts: Sequence[str],
-    *,
-    min_cleanable_ratio: float | None,
-) -> str:
-    """Dirty ratio per ``__consumer_offsets`` partition, each bar coloured by its verdict.
+#: what each part of a partition's bytes is, bottom to top, and its colour
+BYTE_PARTS = (
+    ("clean", "clean (below the cleaner checkpoint)", "#c9d3df"),
+    ("cleanable", "dirty, cleanable now", "#b7791f"),
+    ("pinned", "dirty, held back by an open transaction or uncleanable mark", "#c0392b"),
+    ("active", "dirty, in the active segment (never cleaned until it rolls)", "#8a93a3"),
+)
 
-    The dashed line is ``min.cleanable.dirty.ratio``: above it the cleaner would pick the partition
-    (LogCleanerManager.grabFilthiestCompactedLog), unless something blocks it.
+
+def partition_bytes(p: Mapping[str, Any]) -> dict[str, int]:
+    """A partition's bytes by what the cleaner can do with them (from its audit JSON): clean, dirty and
+    cleanable now, dirty and pinned (an open transaction holds the LSO, or an uncleanable mark), and
+    the rest, the active segment and what follows the first uncleanable offset for that reason."""
+    size = int(p.get("size_bytes") or 0)
+    clean = int(p.get("clean_bytes") or 0)
+    cleanable = int(p.get("cleanable_bytes") or 0)
+    rest = max(size - clean - cleanable, 0)
+    reasons = set(p.get("uncleanable_reasons") or [])
+    held = bool(reasons & {"open_transaction"}) or bool(p.get("marked_uncleanable"))
+    return {
+        "clean": clean,
+        "cleanable": cleanable,
+        "pinned": rest if held else 0,
+        "active": 0 if held else rest,
+    }
+
+
+def partition_bytes_chart(partitions: Sequence[Mapping[str, Any]]) -> str:
+    """Bytes per ``__consumer_offsets`` partition, stacked by what the Log Cleaner can do with them.
+
+    A partition whose dirty bytes are pinned (a hanging transaction holds the last stable offset, so
+    LogCleanerManager.cleanableOffsets stops there) shows a red block even though its dirty ratio is
+    0; the partition numbers under the bars are coloured by verdict, so the worst one is never hidden.
     """
-    fig = _figure(10, 2.6)
+    rows = sorted(partitions, key=lambda p: int(p["partition"]))
+    xs = list(range(len(rows)))
+    parts = [partition_bytes(p) for p in rows]
+    fig = _figure(10, 3.0)
     ax = fig.add_subplot()
-    colours = [VERDICT_COLOURS.get(v, "#5b6472") for v in verdicts]
-    ax.bar(list(partitions), list(ratios), color=colours, width=0.8)
-    if min_cleanable_ratio is not None:
-        ax.axhline(min_cleanable_ratio, color=_INK, linestyle="--", linewidth=0.8)
-        ax.annotate(
-            f"min.cleanable.dirty.ratio {min_cleanable_ratio:g}",
-            xy=(1, min_cleanable_ratio),
-            xycoords=("axes fraction", "data"),
-            ha="right",
-            va="bottom",
-            fontsize=8,
-            color=_INK,
-        )
-    ax.set_ylim(0, 1.05)
-    ax.set_xlim(-1, max(partitions, default=0) + 1)
-    ax.set_xlabel("__consumer_offsets partition", fontsize=9, color=_INK)
-    ax.set_ylabel("dirty ratio", fontsize=9, color=_INK)
+    bottom = [0.0] * len(rows)
+    for key, label, colour in BYTE_PARTS:
+        values = [part[key] / 2**20 for part in parts]
+        ax.bar(xs, values, bottom=bottom, color=colour, width=0.8, label=label)
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    ax.set_xticks(xs)
+    ax.set_xticklabels([str(p["partition"]) for p in rows], fontsize=6, rotation=90)
+    for tick, p in zip(ax.get_xticklabels(), rows, strict=True):
+        verdict = str(p.get("verdict"))
+        if verdict != "HEALTHY":
+            tick.set_color(VERDICT_COLOURS.get(verdict, _INK))
+            tick.set_fontweight("bold")
+            tick.set_fontsize(8)
+    ax.set_xlim(-1, len(rows))
+    ax.set_xlabel("__consumer_offsets partition (unhealthy ones in their verdict's colour)", fontsize=9)
+    ax.set_ylabel("MiB", fontsize=9, color=_INK)
+    ax.legend(fontsize=7, frameon=False, loc="upper left", ncols=2)
     _style(ax)
-    return _svg(fig, "chart-dirty-ratio")
+    return _svg(fig, "chart-partition-bytes")
 
 
 def expiration_timeline_chart(

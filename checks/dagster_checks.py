@@ -22,6 +22,7 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
+    AssetMaterialization,
     AssetRecordsFilter,
     MetadataValue,
     Output,
@@ -49,15 +50,23 @@ from offsetops.coordinator_core.cleaner.model import (
     Reason,
     format_bytes,
 )
+from offsetops.coordinator_core.escape import for_markdown, markdown_code
 from offsetops.coordinator_core.expiration import ForecastEntry
+from offsetops.coordinator_core.findings import (
+    RANK,
+    dagster_severity,
+    remedy_markdown,
+    sorted_reasons,
+    worst_first,
+)
 from offsetops.coordinator_core.timefmt import format_duration, iso_utc
 
 PARTITION_VERDICT = "partition_verdict"
 CLEANER_VERDICT = "cleaner_verdict"
 FORECAST_CHECK = "no_offsets_expiring_soon"
 
-VERDICT_RANK = {HEALTHY: 0, DEGRADED: 1, CRITICAL: 2}
-"""Numeric verdicts, for sorting and for the Plots tab (0 healthy, 1 degraded, 2 critical)."""
+VERDICT_RANK = RANK
+"""Numeric verdicts, for the Plots tab (0 healthy, 1 degraded, 2 critical)."""
 
 
 # -- typed metadata --------------------------------------------------------------------------------
@@ -109,6 +118,29 @@ def is_selected(context: AssetExecutionContext, asset: str, check_name: str) -> 
     return AssetCheckKey(AssetKey(asset), check_name) in context.selected_asset_check_keys
 
 
+def restate_worst(
+    context: AssetExecutionContext, asset: str, partition: int | None, metadata: Mapping[str, Any]
+) -> None:
+    """Log the worst partition's materialization once more, after all the others.
+
+    A run over many partitions materializes them in no particular order, and the asset's page and each
+    partitioned check's "Latest execution" show the latest materialization and the evaluation that
+    targets it: a healthy partition, picked by chance. Restating the worst one last makes "the latest"
+    the worst. Call it after the ``MaterializeResult`` and before :func:`partition_evaluations`, in runs
+    over more than one partition.
+    """
+    if partition is None:
+        return
+    context.log_event(
+        AssetMaterialization(
+            asset_key=asset,
+            partition=str(partition),
+            metadata=dict(metadata),
+            description=f"partition {partition} restated last: the worst partition of the run",
+        )
+    )
+
+
 def partition_evaluations(
     context: AssetExecutionContext, asset: str, check_name: str, results: Iterable[PartitionCheck]
 ) -> Iterator[Output | AssetCheckEvaluation]:
@@ -152,11 +184,6 @@ def partition_evaluations(
 FINDING_COLUMNS = (("severity", "string"), ("code", "string"), ("message", "string"), ("remedy", "string"))
 
 
-def sorted_reasons(reasons: Iterable[Reason]) -> list[Reason]:
-    """Findings worst first (stable: the audit's own order within a severity)."""
-    return sorted(reasons, key=lambda r: -VERDICT_RANK.get(r.severity, 0))
-
-
 def findings_table(reasons: Iterable[Reason]) -> TableMetadataValue:
     return table(
         FINDING_COLUMNS,
@@ -169,23 +196,22 @@ def findings_table(reasons: Iterable[Reason]) -> TableMetadataValue:
 
 
 def finding_text(reason: Reason) -> str:
-    """One finding as a sentence an on-call engineer can act on: code, what, remedy."""
-    return f"{reason.code}: {reason.message}. Remedy: {reason.remedy}"
+    """One finding as Markdown (Dagster renders check descriptions so): code, what, and the remedy with
+    its commands as code, so ``<broker>`` and ``<leader>`` survive."""
+    return (
+        f"{markdown_code(reason.code)}: {for_markdown(reason.message)}. "
+        f"Remedy: {remedy_markdown(reason.remedy)}"
+    )
 
 
 def check_severity(verdict: str) -> AssetCheckSeverity:
-    """CRITICAL pages (ERROR); DEGRADED is a warning."""
-    return AssetCheckSeverity.ERROR if verdict == CRITICAL else AssetCheckSeverity.WARN
+    """CRITICAL pages (ERROR); DEGRADED is a warning (the one mapping of coordinator_core.findings)."""
+    return AssetCheckSeverity[dagster_severity(verdict)]
 
 
 def worst_reason(pa: PartitionAudit) -> Reason | None:
     bad = [r for r in sorted_reasons(pa.reasons) if r.severity != HEALTHY]
     return bad[0] if bad else None
-
-
-def worst_first(audits: Iterable[PartitionAudit]) -> list[PartitionAudit]:
-    """Partitions by verdict (CRITICAL first), then by dirty ratio, then by number."""
-    return sorted(audits, key=lambda p: (-VERDICT_RANK[p.verdict], -p.dirty_ratio, p.partition))
 
 
 def partition_verdict(partition: int, pa: PartitionAudit | None) -> PartitionCheck:
@@ -230,14 +256,10 @@ def failing_partitions_table(audits: Iterable[PartitionAudit]) -> TableMetadataV
 
 def failing_partitions_table_from_json(partitions: Iterable[Mapping[str, Any]]) -> TableMetadataValue:
     """The same table from audit documents (``PartitionAudit.to_json()``, as the reports keep them)."""
-    bad = [d for d in partitions if d["verdict"] != HEALTHY]
-    bad.sort(key=lambda d: (-VERDICT_RANK.get(d["verdict"], 0), -d["dirty_ratio"], d["partition"]))
+    bad = worst_first(d for d in partitions if d["verdict"] != HEALTHY)
     rows = []
     for d in bad:
-        reasons = sorted(
-            (r for r in d["reasons"] if r["severity"] != HEALTHY),
-            key=lambda r: -VERDICT_RANK.get(r["severity"], 0),
-        )
+        reasons = sorted_reasons(r for r in d["reasons"] if r["severity"] != HEALTHY)
         first = reasons[0] if reasons else {}
         rows.append(
             {

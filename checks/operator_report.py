@@ -42,6 +42,7 @@ from offsetops.checks.report_verdicts import (
 from offsetops.coordinator_core.atomic import write_text_atomic
 from offsetops.coordinator_core.cleaner.model import DEGRADED, HEALTHY
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.findings import and_more
 
 __all__ = [
     "ENV_REPORTS_BASE_URL",
@@ -65,7 +66,7 @@ REPORT_FILE = "report.html"
 RUNS_DIR = "runs"
 """``runs/<run id>/report.html``: one kept per run."""
 ENV_REPORTS_BASE_URL = "OFFSETOPS_REPORTS_BASE_URL"
-_ROOT = "\x00reports-root\x00"  # stands for the path from a page back to the reports dir
+_ROOT = "\x00reports-root\x00"  # the path from a page back to the reports dir (escaped in the page)
 
 
 # -- where the report lives ------------------------------------------------------------------------
@@ -137,15 +138,15 @@ def render_operator_report(
     why = []
     if inputs.audit and sections["cleaner audit"] != HEALTHY:
         parts = [p for p in sorted_partitions(inputs.audit) if p["verdict"] != HEALTHY]
-        names = ", ".join(f"{p['partition']} ({p['verdict']})" for p in parts[:5])
+        names = and_more(parts, 5, lambda p: f"{p['partition']} ({p['verdict']})")
         why.append(
             (sections["cleaner audit"], f"Cleaner audit {sections['cleaner audit']}: partitions {names}")
         )
     if inputs.audit and sections["failover"] == DEGRADED:
         fo = inputs.audit["failover"]
         slow = [p for p in fo["partitions"] if p.get("slow")]
-        names = ", ".join(
-            f"{p['partition']} (about {format_load_time(failover_load_ms(p))})" for p in slow[:5]
+        names = and_more(
+            slow, 5, lambda p: f"{p['partition']} (about {format_load_time(failover_load_ms(p))})"
         )
         why.append(
             (
@@ -176,7 +177,7 @@ def render_operator_report(
             )
         )
     if inputs.validation and sections["validation"] != HEALTHY:
-        ids = ", ".join(o["check_id"] for o in inputs.validation.get("failed", [])[:5])
+        ids = and_more(inputs.validation.get("failed", []), 5, lambda o: str(o["check_id"]))
         why.append((sections["validation"], f"Validation {sections['validation']}: {ids}"))
     why.sort(key=lambda item: -rank(item[0]))  # the worst section first
     as_of = _as_of_ms(inputs)
@@ -254,7 +255,7 @@ def write_operator_report(
     )
     for target in targets:
         root = os.path.relpath(reports, target.parent)
-        write_text_atomic(target, page.replace(_ROOT, "" if root == "." else f"{root}/"))
+        write_text_atomic(target, page.replace(esc(_ROOT), "" if root == "." else f"{root}/"))
     sections = section_verdicts(inputs)
     verdict = worst_verdict(*sections.values())
     parts = sorted_partitions(inputs.audit) if inputs.audit else []

@@ -6,13 +6,13 @@ reference (its Content-Security-Policy allows inline styles and data: images onl
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from offsetops.coordinator_core.cleaner.model import format_bytes
+from offsetops.coordinator_core.escape import for_html
 
 MAX_ROWS = 200
 """Rows shown per detail table; the page says how many more there are."""
@@ -44,7 +44,9 @@ th{background:#eef0f4}td.num{text-align:right;font-variant-numeric:tabular-nums;
 
 
 def esc(value: object) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    """The HTML policy of coordinator_core.escape: controls, bidi and separators made visible, then
+    entities."""
+    return for_html(value)
 
 
 DECODE_ERROR_COLUMNS = (

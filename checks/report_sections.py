@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from offsetops.checks.charts import dirty_ratio_chart, expiration_timeline_chart
+from offsetops.checks.charts import expiration_timeline_chart, partition_bytes, partition_bytes_chart
 from offsetops.checks.report_html import (
     MAX_ROWS,
     badge,
@@ -31,6 +31,7 @@ from offsetops.checks.report_verdicts import (
 )
 from offsetops.coordinator_core.cleaner.model import HEALTHY, format_bytes
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.findings import remedy_html, sorted_reasons
 from offsetops.coordinator_core.share_group import SHARE_OFFSETS_NOTE
 from offsetops.coordinator_core.timefmt import format_duration
 
@@ -64,24 +65,17 @@ def audit_section(audit: Mapping[str, Any] | None) -> str:
     )
     topic_reasons = "".join(
         f"<li>{badge(r['severity'])} <code>{esc(r['code'])}</code> {esc(r['message'])}"
-        f'<div class="remedy">Remedy: {esc(r["remedy"])}</div></li>'
+        f'<div class="remedy">Remedy: {remedy_html(r["remedy"])}</div></li>'
         for r in audit.get("reasons", [])
         if r.get("severity") != HEALTHY
     )
-    min_ratio = (audit.get("config", {}).get("min_cleanable_dirty_ratio") or {}).get("value")
-    by_number = sorted(parts, key=lambda p: p["partition"])
-    chart = dirty_ratio_chart(
-        [p["partition"] for p in by_number],
-        [float(p.get("dirty_ratio") or 0) for p in by_number],
-        [p["verdict"] for p in by_number],
-        min_cleanable_ratio=None if min_ratio is None else float(min_ratio),
-    )
+    chart = partition_bytes_chart(parts)
 
     def row(p: Mapping[str, Any]) -> str:
         reasons = "".join(
             f"<div>{badge(r['severity'])} <code>{esc(r['code'])}</code> {esc(r['message'])}"
-            f'<div class="remedy">Remedy: {esc(r["remedy"])}</div></div>'
-            for r in p.get("reasons", [])
+            f'<div class="remedy">Remedy: {remedy_html(r["remedy"])}</div></div>'
+            for r in sorted_reasons(p.get("reasons", []))
             if r.get("severity") != HEALTHY
         )
         txns = p.get("open_transactions") or []
@@ -95,14 +89,16 @@ def audit_section(audit: Mapping[str, Any] | None) -> str:
             f'<tr data-partition="{int(p["partition"])}" data-verdict="{esc(p["verdict"])}">'
             f'<td class="num">{int(p["partition"])}</td><td>{badge(p["verdict"])}</td>'
             f'<td class="num">{float(p.get("dirty_ratio") or 0):.3f}</td>'
-            f"{bytes_cell(p.get('size_bytes'))}{bytes_cell(p.get('reclaimable_bytes'))}"
+            f"{bytes_cell(p.get('size_bytes'))}{bytes_cell(partition_bytes(p)['cleanable'])}"
+            f"{bytes_cell(partition_bytes(p)['pinned'])}{bytes_cell(p.get('reclaimable_bytes'))}"
             f'<td class="num">{len(txns)}{txn_text}</td>'
             f'<td class="num">{esc(p.get("log_start_offset"))}..{esc(p.get("log_end_offset"))}</td>'
             f"<td>{reasons or '<span class=muted>no findings</span>'}</td></tr>"
         )
 
     head = (
-        "<tr><th>partition</th><th>verdict</th><th>dirty ratio</th><th>size</th><th>reclaimable</th>"
+        "<tr><th>partition</th><th>verdict</th><th>dirty ratio</th><th>size</th><th>cleanable</th>"
+        "<th>pinned</th><th>reclaimable</th>"
         "<th>open txns</th><th>offsets</th><th>findings and remedy</th></tr>"
     )
     unhealthy = [p for p in parts if p["verdict"] != HEALTHY]
@@ -110,8 +106,9 @@ def audit_section(audit: Mapping[str, Any] | None) -> str:
     worst = parts[0] if parts else None
     worst_line = (
         f'<p id="audit-worst">Worst partition: <strong>{int(worst["partition"])}</strong> '
-        f"({esc(worst['verdict'])}, "
-        f"dirty ratio {float(worst.get('dirty_ratio') or 0):.2f})</p>"
+        f"({esc(worst['verdict'])}: {_worst_code(worst)}; "
+        f"{esc(format_bytes(partition_bytes(worst)['pinned']))} pinned, "
+        f"{esc(format_bytes(partition_bytes(worst)['cleanable']))} cleanable)</p>"
         if worst and worst["verdict"] != HEALTHY
         else ""
     )
@@ -121,7 +118,8 @@ def audit_section(audit: Mapping[str, Any] | None) -> str:
         f"audited as of {iso(audit.get('audited_at_ms'))}.</p>"
         f"{worst_line}<div class=cards>{cards}</div>"
         + (f"<h3>Topic findings</h3><ul>{topic_reasons}</ul>" if topic_reasons else "")
-        + f'<h3>Dirty ratio per partition</h3><div class="chart">{chart}</div>'
+        + "<h3>Bytes per partition: clean, cleanable, pinned</h3>"
+        + f'<div class="chart">{chart}</div>'
         f'<h3>Partitions needing attention ({len(unhealthy)})</h3><table id="audit-partitions">{head}'
         + "".join(row(p) for p in unhealthy)
         + "</table>"
@@ -135,6 +133,11 @@ def audit_section(audit: Mapping[str, Any] | None) -> str:
         )
         + "</section>"
     )
+
+
+def _worst_code(p: Mapping[str, Any]) -> str:
+    first = next(iter(sorted_reasons(r for r in p.get("reasons", []) if r.get("severity") != HEALTHY)), None)
+    return f"<code>{esc(first['code'])}</code>" if first else "no findings"
 
 
 def failover_section(audit: Mapping[str, Any] | None) -> str:
@@ -176,14 +179,15 @@ def failover_section(audit: Mapping[str, Any] | None) -> str:
             f'<tr data-partition="{int(p["partition"])}"><td class="num">{int(p["partition"])}</td>'
             f"<td>{badge('DEGRADED' if p.get('slow') else HEALTHY)}</td>"
             f"{bytes_cell(p.get('bytes'))}"
-            f'<td class="num">{esc(p.get("batches"))}</td><td class="num">{esc(p.get("records"))}</td>'
+            f'<td class="num">{esc(p.get("batches"))}</td>'
+            f'<td class="num">{esc(p.get("data_records", p.get("records")))}</td>'
             f'<td class="num">{esc(p.get("live_keys"))}</td>'
             f'<td class="num">{esc(format_load_time(int(p["estimated_load_ms"])))}</td>'
             f'<td class="num">{esc("-" if observed is None else format_load_time(int(observed)))}</td></tr>'
         )
 
     head = (
-        "<tr><th>partition</th><th>forecast</th><th>size</th><th>batches</th><th>records</th>"
+        "<tr><th>partition</th><th>forecast</th><th>size</th><th>batches</th><th>data records</th>"
         "<th>live keys</th><th>estimated load</th><th>last observed load</th></tr>"
     )
     lead = (
@@ -346,7 +350,7 @@ def reload_section(reload: Mapping[str, Any] | None, validation: Mapping[str, An
             card("pending offsets", counts.get("pending_offsets", 0), "reload-pending"),
             card("members", counts.get("members", 0), "reload-members"),
             card("segments", reload.get("segments", 0), "reload-segments"),
-            card("records", reload.get("records", 0), "reload-records"),
+            card("records incl. control", reload.get("records", 0), "reload-records"),
             card(
                 "bytes",
                 format_bytes(reload.get("bytes", 0)),

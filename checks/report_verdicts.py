@@ -12,15 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY
+from offsetops.coordinator_core.findings import CRITICAL, DEGRADED, HEALTHY, rank, worst_first
 from offsetops.coordinator_core.untrusted import read_regular_file
 
 VERDICTS = (HEALTHY, DEGRADED, CRITICAL)
 NOT_RUN = "NOT RUN"
-
-
-def rank(verdict: str) -> int:
-    return VERDICTS.index(verdict) if verdict in VERDICTS else -1
 
 
 def worst_verdict(*verdicts: str) -> str:
@@ -122,13 +118,5 @@ def section_verdicts(inputs: ReportInputs) -> dict[str, str]:
 
 
 def sorted_partitions(audit: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Audited partitions worst first: verdict, then dirty ratio, then reclaimable bytes."""
-    return sorted(
-        audit.get("partitions", []),
-        key=lambda p: (
-            -rank(p["verdict"]),
-            -float(p.get("dirty_ratio") or 0),
-            -int(p.get("reclaimable_bytes") or 0),
-            p["partition"],
-        ),
-    )
+    """Audited partitions in the one worst-first order (:mod:`offsetops.coordinator_core.findings`)."""
+    return worst_first(audit.get("partitions", []))

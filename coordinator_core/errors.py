@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from offsetops.coordinator_core.escape import visible
+
 
 @dataclass(frozen=True, slots=True)
 class DecodeError:
@@ -73,16 +75,13 @@ LOG_DIR_KINDS = frozenset(
 
 
 def printable(text: object) -> str:
-    """``text`` with every non-printable character escaped (newlines, ANSI escapes, invalid UTF-8).
+    """``text`` with every non-printable character escaped (newlines, ANSI escapes, bidi controls).
 
     Strings from the data (group ids, topics, member ids, error reasons that quote them) must never
     reach a terminal raw: a newline would forge a line of output and an escape sequence could rewrite
-    the screen. Printable non-ASCII stays readable.
+    the screen. Printable non-ASCII stays readable. The terminal policy of :mod:`.escape`.
     """
-    s = str(text)
-    if s.isprintable():
-        return s
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+    return visible(text)
 
 
 def count_errors(errors: list[DecodeError]) -> int:

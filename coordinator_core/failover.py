@@ -68,7 +68,7 @@ class PartitionLoad:
     partition: int
     bytes: int
     batches: int
-    records: int
+    records: int  # data records (control records left out), the same count from a reload or an audit
     live_keys: int  # keys the cache ends up holding (groups, offsets, KIP-848 records)
 
     def to_json(self) -> dict[str, Any]:
@@ -76,7 +76,7 @@ class PartitionLoad:
             "partition": self.partition,
             "bytes": self.bytes,
             "batches": self.batches,
-            "records": self.records,
+            "data_records": self.records,
             "live_keys": self.live_keys,
         }
 
@@ -256,13 +256,13 @@ def loads_from_caches(caches: Iterable[Any]) -> list[PartitionLoad]:
             continue
         keys = sum(1 + len(g.offsets) + len(g.members) for g in c.groups.values())
         s = c.stats
-        out.append(PartitionLoad(c.partition, s.bytes, s.batches, s.records, keys))
+        out.append(PartitionLoad(c.partition, s.bytes, s.batches, s.records - s.control_records, keys))
     return out
 
 
 def _field_reader(p: Any) -> Callable[[str], Any]:
     """``name -> value`` of a JSON object or of an object's attributes."""
-    return p.get if isinstance(p, Mapping) else lambda name: getattr(p, name)
+    return p.get if isinstance(p, Mapping) else lambda name: getattr(p, name, None)
 
 
 def loads_from_audit(partitions: Iterable[Any]) -> list[PartitionLoad]:
@@ -277,7 +277,7 @@ def loads_from_audit(partitions: Iterable[Any]) -> list[PartitionLoad]:
                 int(get("partition")),
                 int(get("size_bytes")),
                 int(get("batches")),
-                int(get("records")),
+                int(get("data_records") if get("data_records") is not None else get("records")),
                 int(get("distinct_keys")),
             )
         )

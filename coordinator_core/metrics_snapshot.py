@@ -21,14 +21,16 @@ from offsetops.coordinator_core.describe import (
     describe_groups,
 )
 from offsetops.coordinator_core.errors import count_errors
+from offsetops.coordinator_core.escape import prometheus_label_value
 from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, ObservedLoad
+from offsetops.coordinator_core.findings import prometheus_value
 from offsetops.coordinator_core.run import RunSettings
 from offsetops.coordinator_core.streams_group import TASK_TYPES, StreamsGroup
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 PREFIX = "offsetops"
-VERDICT_VALUE = {HEALTHY: 0, DEGRADED: 1, CRITICAL: 2}
+VERDICT_VALUE = {s: prometheus_value(s) for s in (HEALTHY, DEGRADED, CRITICAL)}
 
 
 @dataclass(slots=True)
@@ -59,17 +61,20 @@ def compute_snapshot(
     failover_threshold_ms: int = DEFAULT_SLOW_MS,
     taken_at: float,
     settings: RunSettings | None = None,
+    audit_state_dir: str | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
     cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note).
-    ``taken_at`` (epoch seconds) is when the caller took it: the core reads no wall clock."""
+    ``taken_at`` (epoch seconds) is when the caller took it: the core reads no wall clock.
+    ``audit_state_dir`` is the audit history to judge progress by (read, never appended to), so a
+    stalled cleaner is CRITICAL here as in the audit that recorded it."""
     from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.expiration import plan_expiration
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
     snap = Snapshot(taken_at, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
     if log_dir:
-        snap.audit = audit_log_dir(log_dir, now_ms=now_ms, record_history=False)
+        snap.audit = audit_log_dir(log_dir, now_ms=now_ms, state_dir=audit_state_dir, record_history=False)
     else:
         snap.notes.append("cleaner audit needs the log dir; not exported with --bootstrap")
     snap.expiration = plan_expiration(
@@ -85,8 +90,17 @@ def compute_snapshot(
     return snap
 
 
+class _Gauge(GaugeMetricFamily):
+    """A gauge whose label values (group ids, topics: data) are made visible by the Prometheus label
+    policy of coordinator_core.escape; prometheus_client then applies the exposition escapes, so the
+    exporter and the textfile carry no raw control, bidi or separator character."""
+
+    def add_metric(self, labels: Any, value: float, timestamp: float | None = None) -> None:
+        super().add_metric([prometheus_label_value(v) for v in labels], value, timestamp)
+
+
 def _g(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamily:
-    return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels or [])
+    return _Gauge(f"{PREFIX}_{name}", doc, labels=labels or [])
 
 
 def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Iterator[Metric]:
@@ -178,6 +192,13 @@ def _group_metrics(snap: Snapshot, granularity: str) -> Iterator[Metric]:
                 oor.add_metric([v.group_id, r.topic, str(r.partition), r.status], 1)
         for topic, lag in sorted(per_topic.items()):
             topic_lag.add_metric([v.group_id, topic], lag)
+    yield from (info, members, generation, topic_lag, part_lag, committed, oor, oor_count, last_commit)
+    yield from _water_mark_metrics(snap.log_offsets)
+    yield from _group_type_metrics(snap.views)
+
+
+def _water_mark_metrics(log_offsets: dict[tuple[str, int], Any]) -> Iterator[Metric]:
+    """The data partitions' log end and log start offsets (high and low water marks)."""
     high = _g(
         "topic_partition_high_water_mark",
         "Log end offset of a data partition",
@@ -188,14 +209,12 @@ def _group_metrics(snap: Snapshot, granularity: str) -> Iterator[Metric]:
         "Log start offset of a data partition",
         ["topic_name", "partition_id", "source"],
     )
-    for (topic, part), lo in sorted(snap.log_offsets.items()):
+    for (topic, part), lo in sorted(log_offsets.items()):
         if lo.log_end_offset is not None:
             high.add_metric([topic, str(part), lo.source], lo.log_end_offset)
         if lo.log_start_offset is not None:
             low.add_metric([topic, str(part), lo.source], lo.log_start_offset)
-    yield from (info, members, generation, topic_lag, part_lag, committed, oor, oor_count, last_commit)
     yield from (high, low)
-    yield from _group_type_metrics(snap.views)
 
 
 def _group_type_metrics(views: list[GroupView]) -> Iterator[Metric]:

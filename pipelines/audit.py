@@ -96,7 +96,7 @@ CLEANER_AUDIT_SCHEMA = StructType(
         _f("eligible", BooleanType(), False, "Whether grabFilthiestCompactedLog would pick the partition."),
         _f("uncleanable_reasons", ArrayType(StringType(), False), False, "Why cleaning stops where it does."),
         _f("open_transactions", IntegerType(), False, "Transactions with no COMMIT/ABORT marker."),
-        _f("records", LongType(), False, "Records scanned."),
+        _f("data_records", LongType(), False, "Data records scanned (control records left out)."),
         _f("reclaimable_records", LongType(), False, "Records a full clean would drop."),
         _f("reclaimable_bytes", LongType(), False, "Bytes a full clean would drop."),
         _f("tombstones", LongType(), False, "Tombstones in the log."),

@@ -98,6 +98,7 @@ def cleaner_topic_observations(
             remedy=str(f.get("remedy") or ""),
             asset=AUDIT_ASSET,
             run_id=run_id,
+            codes=(code,),
         )
         for code, f in sorted(found.items())
     ]
@@ -137,6 +138,7 @@ def validation_observations(instance: Any) -> list[Observation]:
             if passed
             else f"{len(failed)} error-level expectation(s) failed: "
             + ", ".join(f"{f.get('check_id')} ({f.get('unexpected_count')})" for f in failed[:10]),
+            codes=() if passed else ("validation_failed",),
             remedy="Open the Data Docs of the run, look at the failing rows, and check the reload's decode "
             "errors before trusting the cache (or acting on an expiration plan).",
             run_id=event.run_id,

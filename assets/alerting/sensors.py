@@ -37,6 +37,7 @@ from offsetops.checks.alerting.model import Observation, SendResult, failure_ale
 from offsetops.checks.alerting.reconcile import reconcile
 from offsetops.checks.alerting.state import ConditionEntry
 from offsetops.checks.asset_names import AUDIT_ASSET, EXPIRATION_ASSET, VALIDATION_ASSET
+from offsetops.coordinator_core.escape import for_log
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,9 @@ def slack_on_run_failure(
     )
     state.ensure()
     result = slack.notifier(state).send(alert)
-    context.log.info(f"run failure of {run.job_name} ({run.run_id}): {result.status.value}: {result.reason}")
+    context.log.info(
+        f"run failure of {run.job_name} ({run.run_id}): {result.status.value}: {for_log(result.reason)}"
+    )
 
 
 # -- the alert sensor: evidence -> observations -> lifecycle -> messages ---------------------------

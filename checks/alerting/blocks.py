@@ -12,14 +12,15 @@ blocks, 5 buttons per actions block) so a long reason can never get a message re
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from offsetops.checks.alerting.model import Alert, Change, Transition, severity_order
+from offsetops.checks.alerting.model import Alert, Change, Observation, Transition, severity_order
+from offsetops.coordinator_core.escape import for_slack, slack_code, visible
+from offsetops.coordinator_core.findings import DEGRADED, and_more, severity_of_level
 
 SEVERITY_EMOJI: dict[str, str] = {
     "critical": ":rotating_light:",
@@ -39,20 +40,15 @@ _SUBJECT_LINES_MAX = 25  # the rest are counted ("and 12 more"); the report list
 _GROUPS_IN_TEXT = 10
 _PARTITION_BUTTONS = 3
 
-# C0 and C1 controls, DEL, and the Unicode line/paragraph separators and bidi overrides.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
 
 def neutralise(text: str) -> str:
     """Control characters as visible ``\\xNN`` (``\\uNNNN``) escapes; the rest unchanged."""
-    return _CONTROL.sub(
-        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
-    )
+    return visible(text)
 
 
 def escape(text: str) -> str:
     """Safe for Slack ``text`` and ``mrkdwn``: controls neutralised, ``& < >`` as entities."""
-    return neutralise(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return for_slack(text)
 
 
 def escape_multiline(text: str) -> str:
@@ -62,7 +58,14 @@ def escape_multiline(text: str) -> str:
 
 def code(text: str) -> str:
     """A data value in inline code; a backtick in it is shown as ``\\x60`` so it cannot close the span."""
-    return "`" + escape(text).replace("`", "\\x60") + "`"
+    return slack_code(text)
+
+
+def code_block(text: str) -> str:
+    """Multi-line data (a run's error messages) in a Slack code block: no formatting, mention or link;
+    its own line breaks kept, every other control character escaped."""
+    lines = (slack_code(line)[1:-1] for line in str(text).split("\n"))
+    return "```" + "\n".join(lines) + "```"
 
 
 def _clip(text: str, limit: int) -> str:
@@ -138,9 +141,8 @@ def _button(text: str, url: str, action_id: str) -> dict[str, Any]:
 def alert_text(alert: Alert) -> str:
     """The notification/fallback text: severity, title, partitions and reason on one line."""
     where = f" ({partitions_label(alert.partitions).lower()} {format_partitions(alert.partitions)})"
-    return escape(
-        f"[{alert.severity.upper()}] {alert.title}{where if alert.partitions else ''}: "
-        + alert.reason.replace("\n", " ")
+    return escape(f"[{alert.severity.upper()}] {alert.title}{where if alert.partitions else ''}: ") + code(
+        alert.reason.replace("\n", " ")
     )
 
 
@@ -153,12 +155,12 @@ def alert_blocks(alert: Alert) -> list[dict[str, Any]]:
         ),
     ]
     for name, value in list(alert.details.items())[:_DETAIL_FIELDS_MAX]:
-        fields.append(_mrkdwn(f"*{escape(str(name))}:*\n{escape(str(value))}", _FIELD_MAX))
+        fields.append(_mrkdwn(f"*{escape(str(name))}:*\n{code(str(value))}", _FIELD_MAX))
 
     blocks: list[dict[str, Any]] = [
         _header(f"{SEVERITY_EMOJI[alert.severity]} {alert.title}"),
         {"type": "section", "fields": fields},
-        {"type": "section", "text": _mrkdwn(f"*Reason*\n{escape_multiline(alert.reason)}", _SECTION_MAX)},
+        {"type": "section", "text": _mrkdwn(f"*Reason*\n{code_block(alert.reason)}", _SECTION_MAX)},
         {"type": "section", "text": _mrkdwn(f"*Remedy*\n{escape_multiline(alert.remedy)}", _SECTION_MAX)},
     ]
     blocks.extend(_run_link_blocks(alert.key, alert.run_url))
@@ -258,28 +260,39 @@ def _emoji(changes: Sequence[Change]) -> str:
     return {
         "RESOLVED": RESOLVED_EMOJI,
         "ESCALATED to CRITICAL": f"{ESCALATED_EMOJI} {SEVERITY_EMOJI['critical']}",
-        "DOWNGRADED to WARNING, not resolved": DOWNGRADED_EMOJI,
+        "DOWNGRADED to DEGRADED, not resolved": DOWNGRADED_EMOJI,
     }.get(_status_word(changes), SEVERITY_EMOJI.get(changes[0].level, ""))
 
 
 def _status_word(changes: Sequence[Change]) -> str:
-    """RESOLVED, CRITICAL, WARNING, ESCALATED to CRITICAL, DOWNGRADED to WARNING, not resolved."""
+    """RESOLVED, CRITICAL, DEGRADED, ESCALATED to CRITICAL, DOWNGRADED to DEGRADED, not resolved: the
+    one severity vocabulary of coordinator_core.findings (a warning level is DEGRADED everywhere)."""
     first = changes[0]
     if first.transition is Transition.RESOLVED:
         return "RESOLVED"
     if first.transition is Transition.DOWNGRADED:
-        return "DOWNGRADED to WARNING, not resolved"
+        return f"DOWNGRADED to {DEGRADED}, not resolved"
     if first.transition is Transition.ESCALATED and first.observation.kind != "offsets":
         return "ESCALATED to CRITICAL"  # (a group at risk that lost its offsets is its own alert)
-    return first.level.upper()
+    return severity_of_level(first.level)
 
 
-def _subject_line(change: Change, now: float) -> str:
+def _partition_link(o: Observation, links: AlertLinks | None) -> str:
+    """``__consumer_offsets-N`` linked to its partition in Dagster (our own text, never data)."""
+    name = f"__consumer_offsets-{o.partition}"
+    if links is None or not o.asset:
+        return f"*{name}*"
+    return f"<{links.asset_partition(o.asset, int(o.partition or 0))}|{name}>"
+
+
+def _subject_line(change: Change, now: float, links: AlertLinks | None = None) -> str:
+    """One subject: who (a group as code, a partition as a link), its state, and what, as code."""
     o = change.observation
     if o.group is not None:
-        who = f"{code(o.group)} (partition {o.partition})" if o.partition is not None else code(o.group)
+        where = f" ({_partition_link(o, links)})" if o.partition is not None else ""
+        who = f"{code(o.group)}{where}"
     elif o.partition is not None:
-        who = f"*__consumer_offsets-{o.partition}*"
+        who = _partition_link(o, links)
     else:
         who = "*__consumer_offsets*"
     line = f"• {who}: {escape(o.state)}"
@@ -288,7 +301,21 @@ def _subject_line(change: Change, now: float) -> str:
         if change.transition is Transition.RESOLVED:
             line += f" for {duration(now - change.opened_at)}"
         line += ")"
-    return line + f" — {escape(o.reason)}"
+    return line + f" — {code(o.reason)}"
+
+
+def _codes(changes: Sequence[Change]) -> list[str]:
+    """Every reason code present, in the order of the subjects (worst first)."""
+    return list(dict.fromkeys(c for ch in changes for c in ch.observation.codes))
+
+
+def report_note(links: AlertLinks | None) -> str:
+    """The operator report: its link, or its name when no base URL serves it."""
+    url = None if links is None else links.report()
+    if url:
+        return f"<{url}|Operator report>"
+    path = "report.html" if links is None else links.report_path
+    return f"Operator report: {code(path)} in the reports dir"
 
 
 def _remedies(changes: Sequence[Change]) -> str:
@@ -298,8 +325,9 @@ def _remedies(changes: Sequence[Change]) -> str:
     return "\n".join(f"• {escape(r)}" for r in seen) or "See the operator report."
 
 
-def condition_text(changes: Sequence[Change]) -> str:
-    """The fallback/notification text: status, title, partitions worst first, groups."""
+def condition_text(changes: Sequence[Change], links: AlertLinks | None = None) -> str:
+    """The fallback/notification text: status, title, partitions worst first, every reason code
+    present, groups (data as code spans), and where the operator report is."""
     ordered = sorted(changes, key=lambda c: severity_order(c.observation))
     partitions = list(
         dict.fromkeys(c.observation.partition for c in ordered if c.observation.partition is not None)
@@ -309,12 +337,14 @@ def condition_text(changes: Sequence[Change]) -> str:
     if partitions:
         text += f" ({partitions_label(partitions).lower()} {format_partitions(partitions)})"
     if groups:
-        shown = ", ".join(escape(g) for g in groups[:_GROUPS_IN_TEXT])
-        more = f" and {len(groups) - _GROUPS_IN_TEXT} more" if len(groups) > _GROUPS_IN_TEXT else ""
-        text += f": {shown}{more}"
+        text += f": {and_more(groups, _GROUPS_IN_TEXT, code)}"
     elif ordered[0].transition is not Transition.RESOLVED:
-        text += f": {escape(ordered[0].observation.reason)}"
-    return _clip(text, 3000)
+        text += f": {code(ordered[0].observation.reason)}"
+    codes = _codes(ordered)
+    if codes and ordered[0].transition is not Transition.RESOLVED:
+        text += f" · reasons {', '.join(code(c) for c in codes)}"
+    note = report_note(links) if links is not None else ""
+    return _clip(text, 3000 - len(note) - 3) + (f" · {note}" if note else "")
 
 
 def condition_blocks(changes: Sequence[Change], links: AlertLinks, now: float) -> list[dict[str, Any]]:
@@ -332,13 +362,16 @@ def condition_blocks(changes: Sequence[Change], links: AlertLinks, now: float) -
         ),
     ]
     if groups:
-        shown = ", ".join(code(g) for g in groups[:_GROUPS_IN_TEXT])
-        more = f" and {len(groups) - _GROUPS_IN_TEXT} more" if len(groups) > _GROUPS_IN_TEXT else ""
-        fields.append(_mrkdwn(f"*Groups ({len(groups)}):*\n{shown}{more}", _FIELD_MAX))
+        fields.append(
+            _mrkdwn(f"*Groups ({len(groups)}):*\n{and_more(groups, _GROUPS_IN_TEXT, code)}", _FIELD_MAX)
+        )
+    codes = _codes(ordered)
+    if codes:
+        fields.append(_mrkdwn(f"*Reason codes:*\n{', '.join(code(c) for c in codes)}", _FIELD_MAX))
     as_of = next((c.observation.as_of for c in ordered if c.observation.as_of), None)
     if as_of:
         fields.append(_mrkdwn(f"*As of:*\n{escape(as_of)}", _FIELD_MAX))
-    lines = [_subject_line(c, now) for c in ordered[:_SUBJECT_LINES_MAX]]
+    lines = [_subject_line(c, now, links) for c in ordered[:_SUBJECT_LINES_MAX]]
     if len(ordered) > _SUBJECT_LINES_MAX:
         lines.append(f"… and {len(ordered) - _SUBJECT_LINES_MAX} more (see the operator report)")
     blocks: list[dict[str, Any]] = [
@@ -362,8 +395,8 @@ def condition_blocks(changes: Sequence[Change], links: AlertLinks, now: float) -
         buttons.append(_button("Operator report", report, "open_report"))
     if buttons:
         blocks.append({"type": "actions", "elements": buttons[:5]})
-    keys = ", ".join(escape(c.observation.key) for c in ordered[:5])
-    context = f"alert {escape(first.transition.value)} · keys {keys}" + (" …" if len(ordered) > 5 else "")
+    keys = and_more([c.observation.key for c in ordered], 5, code)
+    context = f"alert {escape(first.transition.value)} · keys {keys} · {report_note(links)}"
     blocks.append({"type": "context", "elements": [_mrkdwn(context, _SECTION_MAX)]})
     settings = next((c.observation.settings for c in ordered if c.observation.settings), None)
     if settings:
@@ -383,7 +416,7 @@ def _mrkdwn(text: str, limit: int) -> dict[str, Any]:
 
 
 def _run_link_blocks(key: str, run_url: str | None) -> list[dict[str, Any]]:
-    context = f"alert key `{escape(key)}`"
+    context = f"alert key {code(key)} · {report_note(None)}"
     if not run_url:
         return [{"type": "context", "elements": [_mrkdwn(context, _SECTION_MAX)]}]
     safe_url = quote(run_url, safe=":/?&=#%@+,;~")

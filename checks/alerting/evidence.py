@@ -21,13 +21,19 @@ from offsetops.checks.alerting.state import ConditionEntry
 from offsetops.checks.asset_names import AUDIT_ASSET, EXPIRATION_ASSET
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.failover import format_load_time
+from offsetops.coordinator_core.findings import (
+    IMPACT,
+    SEVERITIES,
+    partition_key,
+    slack_level,
+    sorted_reasons,
+)
 from offsetops.coordinator_core.run import EXPIRATION_SETTINGS, settings_line
 from offsetops.coordinator_core.untrusted import read_regular_file
 
 log = logging.getLogger(__name__)
 
-CLEANER_LEVEL = {"HEALTHY": "ok", "DEGRADED": "warning", "CRITICAL": "critical"}
-_SEVERITY_RANK = {"CRITICAL": 2, "DEGRADED": 1, "WARNING": 1, "HEALTHY": 0}
+CLEANER_LEVEL = {s: slack_level(s) for s in SEVERITIES}
 #: A lost group no plan has shown for this long is forgotten (it cannot come back as "resolved").
 LOST_MEMORY_S = 7 * 24 * 3600
 
@@ -59,11 +65,21 @@ def cleaner_observations(latest: Mapping[int, tuple[dict[str, Any], str]]) -> li
         if level is None:
             continue  # no verdict is no evidence, not health
         # Run-wide findings carry their partition; a partition's own findings table does not.
-        mine = [f for f in metadata_rows(meta.get("findings")) if f.get("partition", partition) == partition]
-        mine.sort(key=lambda f: -_SEVERITY_RANK.get(str(f.get("severity")), 0))
+        mine = sorted_reasons(
+            f for f in metadata_rows(meta.get("findings")) if f.get("partition", partition) == partition
+        )
         worst = [f for f in mine if f.get("severity") == verdict] or mine
         reason = "; ".join(f"{f.get('code')}: {f.get('message')}" for f in worst[:3])
         ratio = meta.get("dirty_ratio", meta.get("max_dirty_ratio"))
+        size = meta.get("size_bytes")
+        order = partition_key(
+            {
+                "verdict": verdict,
+                "reasons": mine,
+                "size_bytes": size if isinstance(size, int) else 0,
+                "partition": partition,
+            }
+        )[1:]
         out.append(
             Observation(
                 key=f"cleaner:{partition}",
@@ -77,6 +93,10 @@ def cleaner_observations(latest: Mapping[int, tuple[dict[str, Any], str]]) -> li
                 asset=AUDIT_ASSET,
                 run_id=run_id,
                 as_of=_as_of(meta.get("as_of")),
+                codes=tuple(
+                    dict.fromkeys(str(f.get("code")) for f in mine if f.get("severity") != "HEALTHY")
+                ),
+                order=order,
             )
         )
     return out
@@ -138,6 +158,7 @@ def failover_observations(reports_dir: Path) -> list[Observation]:
                 f"COORDINATOR_LOAD_IN_PROGRESS{seen}{within}; {rate}",
                 remedy=FAILOVER_REMEDY,
                 partition=partition,
+                codes=("slow_coordinator_load",) if p.get("slow") else (),
                 weight=float(load),
                 asset=AUDIT_ASSET,
                 as_of=as_of,
@@ -256,6 +277,10 @@ def _lost_observations(
                 reason="; ".join(what),
                 remedy=LOST_REMEDY,
                 group=gid,
+                codes=tuple(
+                    c for c, on in (("offsets_expired", g["offsets"]), ("group_deleted", g["dead"])) if on
+                ),
+                order=(-IMPACT["offsets_expired"],),
                 weight=g["offsets"],
                 as_of=as_of,
                 **common,
@@ -283,6 +308,8 @@ def _at_risk_observations(
                 reason=f"{g['offsets']} committed offset(s) expire{within}{first}",
                 remedy=AT_RISK_REMEDY,
                 group=gid,
+                codes=("offsets_expiring",),
+                order=(-IMPACT["offsets_expiring"], g["first"] if isinstance(g["first"], int) else 0),
                 weight=-float(g["in"] or 0),  # the sooner the offsets expire, the worse
                 as_of=as_of,
                 **common,
@@ -331,6 +358,7 @@ def _firing_observations(
                     "deleted (expired and cleaned up, or the group was deleted)",
                     remedy=LOST_REMEDY,
                     group=entry.group,
+                    codes=("group_deleted",),
                     as_of=as_of,
                     **common,
                 )

@@ -166,6 +166,12 @@ class Observation:
     as_of: str | None = None
     #: the settings the evidence was computed with and their sources (one line, for the message)
     settings: str | None = None
+    #: the stable reason codes behind it (``hanging_transaction``, ``offsets_expiring``), every one named
+    #: in the message's notification text
+    codes: tuple[str, ...] = ()
+    #: the subject's place in the one worst-first order (coordinator_core.findings) within its level;
+    #: ahead of ``weight``
+    order: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.level not in LEVEL_RANK:
@@ -187,10 +193,12 @@ class Change:
         return self.observation.level
 
 
-def severity_order(observation: Observation) -> tuple[int, float, int, str]:
-    """Sort key that puts the worst subject first: level, then weight, then partition and group."""
+def severity_order(observation: Observation) -> tuple[Any, ...]:
+    """Sort key that puts the worst subject first: level, then the findings order, then weight, then
+    partition and group."""
     return (
         -LEVEL_RANK[observation.level],
+        observation.order,
         -observation.weight,
         observation.partition if observation.partition is not None else -1,
         observation.group or "",

@@ -31,7 +31,7 @@ def reconcile(notifier: SlackNotifier, links: AlertLinks, observe: Observe, now:
             OutgoingMessage(
                 "recovery" if group[0].transition is Transition.RESOLVED else "alert",
                 ",".join(c.observation.key for c in group),
-                condition_text(group),
+                condition_text(group, links),
                 condition_blocks(group, links, now),
                 {"changes": [{"key": c.observation.key, "transition": c.transition.value} for c in group]},
             )

@@ -18,6 +18,16 @@ from offsetops.coordinator_core.cleaner.history import PartitionSnapshot, Progre
 from offsetops.coordinator_core.cleaner.manager import max_dirty_ratio
 from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics
 from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.findings import (
+    CRITICAL,
+    DEGRADED,
+    HEALTHY,
+    RANK,
+    Finding,
+    partition_findings,
+    worst_first,
+)
+from offsetops.coordinator_core.findings import worst as worst_severity
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 
 __all__ = [
@@ -34,9 +44,6 @@ __all__ = [
     "format_bytes",
     "worst",
 ]
-
-HEALTHY, DEGRADED, CRITICAL = "HEALTHY", "DEGRADED", "CRITICAL"
-RANK = {HEALTHY: 0, DEGRADED: 1, CRITICAL: 2}
 
 
 @dataclass(frozen=True)
@@ -95,7 +102,7 @@ class Reason:
 
 
 def worst(reasons: Sequence[Reason]) -> str:
-    return max((r.severity for r in reasons), key=RANK.__getitem__, default=HEALTHY)
+    return worst_severity(r.severity for r in reasons)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +150,7 @@ class PartitionAudit:
     eligible: bool
     needs_compaction_now: bool
     max_compaction_delay_ms: int
+    #: data records scanned (COMMIT/ABORT markers left out; a reload's ``records`` counts them)
     records: int
     batches: int
     reclaimable_records: int
@@ -240,7 +248,7 @@ class PartitionAudit:
             "max_compaction_delay_ms": self.max_compaction_delay_ms,
             "marked_uncleanable": self.marked_uncleanable is not None,
             "batches": self.batches,
-            "records": self.records,
+            "data_records": self.records,
             "reclaimable_records": self.reclaimable_records,
             "reclaimable_bytes": self.reclaimable_bytes,
             "reclaimable_ratio": round(self.reclaimable_ratio, 6),
@@ -313,6 +321,10 @@ class CleanerAudit:
     brokers: dict[int, str] | None = None
     replicas: list[ReplicaChoice] | None = None
 
+    def findings(self) -> list[Finding]:
+        """Every finding, topic-wide and per partition, worst first (the one order)."""
+        return partition_findings(self.partitions, self.reasons)
+
     def to_json(self) -> dict[str, Any]:
         total = sum(p.size_bytes for p in self.partitions)
         ratio = max_dirty_ratio(self.partitions, self.config)
@@ -337,6 +349,13 @@ class CleanerAudit:
                 "failed": len(self.failures),
             },
             "partitions": [p.to_json() for p in self.partitions],
+            # the one worst-first order (coordinator_core.findings), as every surface shows it
+            "worst_first": [
+                p.partition if p.broker_id is None else {"partition": p.partition, "broker_id": p.broker_id}
+                for p in worst_first(self.partitions)
+                if p.verdict != HEALTHY
+            ],
+            "findings": [f.to_json() for f in self.findings()],
             "failed_partitions": [f.to_json() for f in self.failures],
             "config": self.config.to_json(),
             "thresholds": self.thresholds.to_json(),

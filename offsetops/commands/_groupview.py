@@ -7,14 +7,19 @@ import os
 import re
 import sys
 
-from offsetops.commands._common import die, epoch_time
+from offsetops.commands._common import die, epoch_time, non_negative_float
 from offsetops.commands._load import add_source_args, check_source, load_caches, source_from_args
+from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
 from offsetops.coordinator_core.errors import count_errors
+from offsetops.coordinator_core.expiration import plan_expiration
+from offsetops.coordinator_core.expiry_risk import GroupRisk, group_risks
+from offsetops.coordinator_core.findings import CRITICAL
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.sources.logdir import LogDirError
-from offsetops.pipelines.cli_args import bounded_regex
+from offsetops.coordinator_core.timefmt import ago, iso_utc
+from offsetops.pipelines.cli_args import bounded_regex, broker_version, positive_int
 
 FORMATS = ("text", "json", "csv")
 
@@ -41,6 +46,74 @@ def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
         help="only groups in this state, e.g. Stable, Empty, Dead (repeat; case-insensitive)",
     )
     add_output_args(p)
+    add_expiry_args(p)
+
+
+def add_expiry_args(p: argparse.ArgumentParser) -> None:
+    """When offsets expire, with the settings ``offsetops expire`` takes (same flags, resolved by the same
+    run model: flag, ``OFFSETOPS_*``, the config file, server.properties, Kafka's default)."""
+    p.add_argument(
+        "--retention-ms",
+        type=positive_int,
+        metavar="MS",
+        help="offsets.retention.minutes in ms, for when offsets expire (default: "
+        "$OFFSETOPS_RETENTION_MINUTES, the config file, server.properties, else Kafka's default for the "
+        "broker version)",
+    )
+    p.add_argument(
+        "--broker-version",
+        type=broker_version,
+        metavar="X.Y",
+        help="the brokers' Kafka version; picks the expiration rules and the retention default as "
+        "`offsetops expire` does (default: $OFFSETOPS_BROKER_VERSION, the config file, server.properties, "
+        "the log dir's declaration)",
+    )
+    p.add_argument(
+        "--forecast-hours",
+        type=non_negative_float,
+        metavar="H",
+        help="a group whose offsets expire within H hours is at risk (default: $OFFSETOPS_FORECAST_HOURS, "
+        "else 24)",
+    )
+
+
+def expiry_risks(args: argparse.Namespace, caches: list[CoordinatorCache], now: int) -> dict[str, GroupRisk]:
+    """Each group's expiry risk at ``now``, from the expiration plan ``offsetops expire`` would make with
+    the run's settings (``args.run``: retention, coordinator, forecast window)."""
+    run = args.run
+    plan = plan_expiration(
+        caches,
+        now_ms=now,
+        retention_ms=run.retention_ms,
+        coordinator=run["coordinator"],
+        forecast_horizon_ms=run.forecast_horizon_ms,
+    )
+    return {r.group_id: r for r in group_risks(plan)}
+
+
+def risk_rank(risks: dict[str, GroupRisk]) -> dict[str, int]:
+    """Each at-risk group's place in the one worst-first order (lost, then soonest expiry)."""
+    return {gid: i for i, gid in enumerate(risks)}
+
+
+def expiry_cell(risk: GroupRisk | None, now: int) -> str:
+    """``EXPIRED 3 offsets``, ``in 1 h 20 min (5 offsets)``, or ``-``."""
+    if risk is None:
+        return "-"
+    if risk.expired_offsets or risk.dead:
+        lost = f"{risk.expired_offsets} offsets" if risk.expired_offsets else "group"
+        return f"EXPIRED {lost}"
+    at = risk.first_expires_at
+    return f"{ago(at, now)} ({risk.expiring_offsets} offsets)" if at is not None else "-"
+
+
+def risk_line(risk: GroupRisk, now: int) -> str:
+    """``CRITICAL offsets_expired: 3 committed offsets past retention`` or ``DEGRADED offsets_expiring:
+    5 committed offsets expire within the window, the first in 1 h 20 min (at ...)``."""
+    line = f"{risk.severity} {risk.code}: {risk.finding().text}"
+    if risk.severity != CRITICAL and risk.first_expires_at is not None:
+        line += f", the first {ago(risk.first_expires_at, now)} (at {iso_utc(risk.first_expires_at)})"
+    return line
 
 
 def add_output_args(p: argparse.ArgumentParser) -> None:
@@ -56,8 +129,11 @@ def add_output_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[GroupView], str] | int:
-    """Load, look up log offsets and describe; an int is an exit code after a printed error."""
+def build_views(
+    args: argparse.Namespace, groups: list[str]
+) -> tuple[list[GroupView], str, list[CoordinatorCache]] | int:
+    """Load, look up log offsets and describe (with the caches, for the expiry risk); an int is an exit
+    code after a printed error."""
     bad = refuse_bad_source(args)
     if bad is not None:
         return bad
@@ -85,7 +161,7 @@ def build_views(args: argparse.Namespace, groups: list[str]) -> tuple[list[Group
             f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
             file=sys.stderr,
         )
-    return views, where
+    return views, where, caches
 
 
 def refuse_bad_source(args: argparse.Namespace) -> int | None:

@@ -42,6 +42,9 @@ def _log_dir(args: argparse.Namespace) -> str | None:
     broker's log dir (``--log-dir`` means data-topic dirs to the group views and the exporter)."""
     if getattr(args, "path", None):
         return str(args.path)
+    targets = getattr(args, "targets", None)  # describe: [PATH] GROUP..., PATH first unless live
+    if targets and not (getattr(args, "bootstrap", None) or getattr(args, "client_config", None)):
+        return str(targets[0])
     if getattr(args, "input", None) and "://" not in str(args.input):
         return str(args.input)  # a pipeline job's log dir
     specs = getattr(args, "broker_log_dirs", None)

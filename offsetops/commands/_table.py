@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from offsetops.coordinator_core.escape import for_terminal
+
 # A spreadsheet runs a cell starting with these as a formula (CSV injection); a leading quote disarms it.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -16,10 +18,7 @@ def cell(value: Any) -> str:
     id crafted with ANSI escapes or line breaks can neither repaint the terminal nor fake a row."""
     if value is None:
         return "-"
-    text = str(value)
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    return for_terminal(value)
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO | None = None) -> None:

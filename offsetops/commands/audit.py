@@ -20,6 +20,7 @@ from offsetops.coordinator_core.cleaner.config import known_config_keys
 from offsetops.coordinator_core.cleaner.model import CleanerAudit, PartitionAudit, Thresholds, format_bytes
 from offsetops.coordinator_core.cleaner.run import AuditInputError, AuditRequest, run_audit
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
+from offsetops.coordinator_core.findings import remedy_terminal, worst_first
 from offsetops.coordinator_core.sources.logdir import PartitionDir
 from offsetops.coordinator_core.sources.replicas import split_broker_prefix
 from offsetops.coordinator_core.timefmt import format_duration
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(with_settings(result.to_json(), args))
     else:
-        print(f"as of {result.clock.describe()}")
+        print(f"as of {escape(result.clock.describe())}")
         print_table(result.audit)
         print_failover(result.forecast)
         print(escape(args.run.summary()))
@@ -258,16 +259,17 @@ _HEAD = [
 
 
 def print_table(audit: CleanerAudit) -> None:
-    """The readable report: one row per partition, then every reason with its remedy."""
+    """The readable report: one row per partition, then every finding with its remedy, both worst
+    first (the one order of coordinator_core.findings); every data string escaped for the terminal."""
     out = sys.stdout
     head = _HEAD if audit.brokers is None else ["part@broker", *_HEAD[1:]]
-    rows = [head, *(_row(p) for p in audit.partitions)]
+    rows = [head, *(_row(p) for p in worst_first(audit.partitions))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
     for r in rows:
         out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
     cfg = audit.config
     out.write(
-        f"\nconfig: cleanup.policy={cfg.cleanup_policy} "
+        f"\nconfig: cleanup.policy={escape(cfg.cleanup_policy)} "
         f"min.cleanable.dirty.ratio={cfg.min_cleanable_dirty_ratio:g} "
         f"min.compaction.lag.ms={cfg.min_compaction_lag_ms} delete.retention.ms={cfg.delete_retention_ms} "
         f"log.cleaner.enable={str(cfg.cleaner_enable).lower()} threads={cfg.cleaner_threads} "
@@ -287,12 +289,13 @@ def print_table(audit: CleanerAudit) -> None:
     if audit.brokers is not None:
         print_replicas(audit, out)
     out.write(f"\nverdict: {audit.verdict}\n")
-    for r in audit.reasons:
-        out.write(f"  [{r.severity}] {r.message}\n      remedy: {r.remedy}\n")
-    for p in audit.partitions:
-        for r in p.reasons:
-            where = f"partition {p.partition}" + ("" if p.broker_id is None else f" on broker {p.broker_id}")
-            out.write(f"  [{r.severity}] {where}: {r.message}\n      remedy: {r.remedy}\n")
+    for f in audit.findings():
+        where = "" if f.partition is None else f"partition {f.partition}"
+        where += "" if f.broker_id is None else f" on broker {f.broker_id}"
+        out.write(
+            f"  [{f.severity}] {where + ': ' if where else ''}{escape(f.code)}: {escape(f.text)}\n"
+            f"      remedy: {remedy_terminal(f.remedy)}\n"
+        )
 
 
 def print_replicas(audit: CleanerAudit, out: TextIO) -> None:

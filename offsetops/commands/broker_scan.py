@@ -88,7 +88,7 @@ def _scan_once(path: str, broker_id: int, config: CleanerConfig, args: argparse.
         return die(f"cannot write the scan into {args.out}: {exc}", code=1)
     failed = sum(isinstance(pa, PartitionFailure) for pa in scan.partitions.values())
     print(
-        f"broker {broker_id}: {len(scan.partitions)} partitions scanned as of {clock.describe()}, "
+        f"broker {broker_id}: {len(scan.partitions)} partitions scanned as of {escape(clock.describe())}, "
         f"{failed} failed -> {escape(str(out))}",
         file=sys.stderr,
     )

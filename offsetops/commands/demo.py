@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from offsetops.commands._common import die
+from offsetops.commands._common import die, escape
 from offsetops.commands.simulate import kafka_version
+from offsetops.coordinator_core.findings import and_more
 from offsetops.coordinator_core.untrusted import read_regular_file
 from offsetops.pipelines.cli_args import (
     forecast_hours,
@@ -231,7 +232,7 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
     clock = resources["offsets_source"].clock()  # type: ignore[attr-defined]
     print(
         f"materializing {len(targets)} assets and checks over {args.partitions} partitions "
-        f"of {log_dir} on Spark {args.spark_master}, as of {clock.describe()} ...",
+        f"of {escape(log_dir)} on Spark {args.spark_master}, as of {escape(clock.describe())} ...",
         flush=True,
     )
     run_started = time.perf_counter()
@@ -361,6 +362,7 @@ def summary_lines(result: Any) -> list[str]:
             k: sum(int(m.get(k) or 0) for m in cache)
             for k in ("groups", "offsets", "records", "bytes", "errors")
         }
+        totals["records incl. control"] = totals.pop("records")
         lines.append("coordinator cache    " + ", ".join(f"{k}={v}" for k, v in totals.items()))
     for meta in (by_asset.get("cache_validation") or [])[:1]:
         lines.append(
@@ -368,6 +370,7 @@ def summary_lines(result: Any) -> list[str]:
             f"expectations_passed={meta.get('expectations_passed')}, "
             f"expectations_failed={meta.get('expectations_failed')}"
         )
+    order = {int(row["partition"]): i for i, row in enumerate(topic.get("worst_partitions") or [])}
     checks: dict[str, list[Any]] = {}
     for ev in result.get_asset_check_evaluations():
         checks.setdefault(f"{ev.asset_key.to_user_string()}.{ev.check_name}", []).append(ev)
@@ -376,10 +379,17 @@ def summary_lines(result: Any) -> list[str]:
         if not failed:
             lines.append(f"check {name}: passed" + (f" on {len(evs)} partitions" if len(evs) > 1 else ""))
             continue
-        failed.sort(key=lambda e: (e.severity.value != "ERROR", int(e.partition) if e.partition else -1))
-        where = ", ".join(
-            f"{e.partition} ({e.severity.value})" for e in failed[:8] if e.partition is not None
+        # the one worst-first order: the topic summary's, then ERROR before WARN, then the number
+        ranks = order if name.startswith("cleaner_audit.") else {}
+        failed.sort(
+            key=lambda e: (
+                ranks.get(int(e.partition), len(ranks)) if e.partition is not None else -1,
+                e.severity.value != "ERROR",
+                int(e.partition) if e.partition is not None else -1,
+            )
         )
+        named = [e for e in failed if e.partition is not None]
+        where = and_more(named, 8, lambda e: f"{e.partition} ({e.severity.value})")
         lines.append(
             f"check {name}: FAILED ({failed[0].severity.value})"
             + (f" on {len(failed)} of {len(evs)} partitions: {where}" if where else "")

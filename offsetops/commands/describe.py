@@ -8,7 +8,14 @@ from typing import Any
 
 from offsetops.commands._common import print_json
 from offsetops.commands._group_detail import headline, print_detail
-from offsetops.commands._groupview import add_view_args, build_views, now_of
+from offsetops.commands._groupview import (
+    add_view_args,
+    build_views,
+    expiry_risks,
+    now_of,
+    risk_line,
+    risk_rank,
+)
 from offsetops.commands._run import with_settings
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.coordinator_core.describe import (
@@ -18,6 +25,7 @@ from offsetops.coordinator_core.describe import (
     GroupView,
     OffsetRow,
 )
+from offsetops.coordinator_core.expiry_risk import GroupRisk
 from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
 
 HEADERS = (
@@ -113,7 +121,7 @@ def explain(row: OffsetRow) -> str | None:
     return None
 
 
-def print_group(view: GroupView, now: int, out: Any = None) -> None:
+def print_group(view: GroupView, now: int, out: Any = None, risk: GroupRisk | None = None) -> None:
     out = out or sys.stdout
     proto = "/".join(x for x in (view.protocol_type, view.protocol) if x) or "-"
     kip848 = view.group_type == "consumer"
@@ -126,6 +134,8 @@ def print_group(view: GroupView, now: int, out: Any = None) -> None:
         f"GROUP {cell(view.group_id)} ({what}, "
         f"coordinator __consumer_offsets-{cell(view.coordinator_partition)}, {view.members} members)\n"
     )
+    if risk is not None:
+        out.write(f"  {risk_line(risk, now)} (offsets.retention.minutes; `offsetops expire` plans it)\n")
     if view.detail is not None:
         print_detail(view.detail, out)
     flagged = [e for e in (explain(r) for r in view.rows) if e]
@@ -195,14 +205,20 @@ def run(args: argparse.Namespace) -> int:
     built = build_views(args, args.groups)
     if isinstance(built, int):
         return built
-    views, where = built
+    views, where, caches = built
     now = now_of(args)
+    risks = expiry_risks(args, caches, now)
+    order = risk_rank(risks)
+    # Worst first: groups losing offsets (lost, then the soonest expiry), then offsets out of range.
+    views.sort(key=lambda v: (order.get(v.group_id, len(order)), -v.out_of_range, v.group_id))
     if args.format == "json":
         docs = []
         for v in views:
             doc = v.to_json()
             doc["rows"] = [_row_json(r, now) for r in v.rows]
             doc["last_commit_time"] = time_json(v.last_commit_timestamp, now)
+            risk = risks.get(v.group_id)
+            doc["expiry"] = None if risk is None else risk.to_json()
             docs.append(doc)
         print_json(
             with_settings({"now": time_json(now, now), "log_offsets_from": where, "groups": docs}, args)
@@ -210,12 +226,12 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         write_csv(CSV_HEADERS, csv_rows(views, now))
     else:
-        # Groups with offsets out of range first: that is what needs action.
-        for v in sorted(views, key=lambda v: (-v.out_of_range, v.group_id)):
-            print_group(v, now)
+        for v in views:
+            print_group(v, now, risk=risks.get(v.group_id))
         unknown = sum(r.status == LOG_UNKNOWN for v in views for r in v.rows)
-        sys.stdout.write(f"log start/end from {where}")
+        sys.stdout.write(f"log start/end from {cell(where)}")
         if unknown:
             sys.stdout.write(f"; {unknown} partition(s) not found there (LOG-UNKNOWN: no lag)")
         sys.stdout.write("\n")
+        sys.stdout.write(cell(args.run.summary()) + "\n")  # the settings the expiry lines were computed with
     return 0 if views or not args.groups else 1

@@ -21,6 +21,7 @@ from offsetops.commands._common import (
     quote,
     report_errors,
 )
+from offsetops.commands._groupview import risk_line
 from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.clock import wall_clock_ms
 from offsetops.coordinator_core.clock_guard import ClockFinding, clock_findings, newest_record_ms
@@ -31,10 +32,12 @@ from offsetops.coordinator_core.expiration import (
     ExpirationPlan,
     plan_expiration,
 )
+from offsetops.coordinator_core.expiry_risk import group_risks
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.pipelines.cli_args import (
     add_partition_filter,
+    broker_version,
     forecast_hours,
     offsets_partitions,
     retention_duration_ms,
@@ -137,22 +140,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(or before) the newest record in the source (see docs/expiration.md)",
     )
     p.set_defaults(func=run)
-
-
-#: The newest Kafka major version this tool knows the coordinator of.
-NEWEST_MAJOR = 4
-
-
-def broker_version(text: str) -> str:
-    """An argparse type: a released Kafka version like ``3.9`` or ``4.0.0`` (0.8 up to 4.x)."""
-    parts = text.strip().lstrip("v").split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a Kafka version like 3.9 or 4.0.0")
-    if not 0 <= int(parts[0]) <= NEWEST_MAJOR or (int(parts[0]) == 0 and int(parts[1]) < 8):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a Kafka version this tool knows (0.8 to {NEWEST_MAJOR}.x)"
-        )
-    return text.strip()
 
 
 def _load(args: argparse.Namespace) -> list:
@@ -387,6 +374,7 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
         f"partitions={len(plan.partitions)}\n"
         f"{len(plan.tombstones)} tombstones, {len(plan.dead_groups)} dead groups\n"
     )
+    _print_group_summary(plan, out)
     for t in plan.tombstones:
         what = escape(f"{t.topic}-{t.partition}" if t.kind == "offset_commit" else t.kind)
         out.write(f"  [{t.offsets_partition}] {quote(t.group_id)} {what}: {t.reason}, age {_age(t.age_ms)}\n")
@@ -405,6 +393,16 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
     if "execution" in doc:
         _print_execution(doc["execution"])
     out.write(escape(args.run.summary()) + "\n")
+
+
+def _print_group_summary(plan: ExpirationPlan, out: Any) -> None:
+    """One line per group, worst first (lost, then the soonest expiry), before the per-offset lists."""
+    risks = group_risks(plan)
+    if not risks:
+        return
+    out.write(f"groups ({len(risks)}, worst first):\n")
+    for r in risks:
+        out.write(f"  [{r.offsets_partition}] {quote(r.group_id)} {risk_line(r, plan.now_ms)}\n")
 
 
 def _print_forecast(forecast: list, hours: float, out: Any) -> None:

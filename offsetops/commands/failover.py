@@ -23,7 +23,16 @@ from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.pipelines.cli_args import duration_ms
 
-HEADERS = ("PARTITION", "SIZE", "BATCHES", "RECORDS", "LIVE-KEYS", "ESTIMATED-LOAD", "OBSERVED-LOAD", "SLOW")
+HEADERS = (
+    "PARTITION",
+    "SIZE",
+    "BATCHES",
+    "DATA-RECORDS",
+    "LIVE-KEYS",
+    "ESTIMATED-LOAD",
+    "OBSERVED-LOAD",
+    "SLOW",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -18,6 +18,7 @@ from offsetops.coordinator_core.history import (
     REWIND,
     CommitEvent,
     CommitHistory,
+    GroupChange,
     replay_history,
 )
 from offsetops.coordinator_core.kafka_client import KafkaClientError
@@ -291,26 +292,13 @@ def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> No
                 f"{'first commit' if c.previous_offset is None else c.previous_offset} -> {c.offset} at "
                 f"{iso_utc(c.timestamp)} ({ago(c.timestamp, now)}) by {cell(_owner(c))}\n"
             )
+    _print_state_changes(hist, now, out)
     changes = iter(hist.changes)
     pending = next(changes, None)
     rows = []
     for c in commits:
         while pending is not None and pending.record_offset < c.record_offset:
-            what = f"generation {pending.generation}, {pending.state}, {len(pending.members)} members"
-            rows.append(
-                (
-                    pending.record_offset,
-                    iso_utc(pending.timestamp),
-                    "(group)",
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    what,
-                    None,
-                )
-            )
+            rows.append(_change_row(pending))
             pending = next(changes, None)
         delta = None
         if c.offset is not None and c.previous_offset is not None:
@@ -329,5 +317,29 @@ def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> No
                 " ".join(c.flags) or "-",
             )
         )
+    while pending is not None:  # after the last commit: the group going Empty or Dead comes here
+        rows.append(_change_row(pending))
+        pending = next(changes, None)
     if rows:
         print_table(HEADERS, rows)
+
+
+def _change_row(g: GroupChange) -> tuple[Any, ...]:
+    what = f"generation {g.generation}, {cell(g.state)}, {len(g.members)} members"
+    return (g.record_offset, iso_utc(g.timestamp), "(group)", None, None, None, None, None, what, None)
+
+
+def _print_state_changes(hist: CommitHistory, now: int, out: Any) -> None:
+    """Each change of the group's state (Stable, Empty, Dead, ...), the JSON's ``group_changes`` in
+    words: Empty starts the offsets' expiry clock (GroupMetadataManager.cleanupGroupMetadata)."""
+    previous = None
+    for g in hist.changes:
+        if g.state == previous:
+            continue
+        note = " (no member left: the expiry clock of its offsets starts)" if g.state == "Empty" else ""
+        note = " (the group was deleted)" if g.state == "Dead" else note
+        out.write(
+            f"  STATE {cell(g.state)} at {iso_utc(g.timestamp)} ({ago(g.timestamp, now)}), generation "
+            f"{g.generation}, {len(g.members)} members, log offset {g.record_offset}{note}\n"
+        )
+        previous = g.state

@@ -104,7 +104,8 @@ def _print_summary(caches: list[CoordinatorCache]) -> None:
         total_records += s.records
         out.write(
             f"partition {c.partition}: {len(c.groups)} groups, {c.offset_count} offsets | "
-            f"{s.segments} segments, {s.batches} batches, {s.records} records, {s.bytes} bytes, "
+            f"{s.segments} segments, {s.batches} batches, {s.records} records incl. control, "
+            f"{s.bytes} bytes, "
             f"{s.tombstones} tombstones, {s.control_records} control, "
             f"{s.unknown_record_types} unknown-type, {_findings(s.errors)}, {s.elapsed_ms:.1f} ms\n"
         )
@@ -127,5 +128,5 @@ def _print_summary(caches: list[CoordinatorCache]) -> None:
             )
     out.write(
         f"total: {len(caches)} partitions, {total_groups} groups, {total_offsets} offsets, "
-        f"{total_records} records\n"
+        f"{total_records} records incl. control\n"
     )

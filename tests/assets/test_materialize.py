@@ -164,7 +164,7 @@ def test_the_failing_check_names_the_worst_partition_first(materialized: Materia
     ev = run_check[None]
     assert not ev.passed and ev.severity == AssetCheckSeverity.ERROR
     stalled = materialized.stalled_partition
-    assert ev.description.split("; ")[1].startswith(f"partition {stalled} CRITICAL: no_progress")
+    assert ev.description.split("; ")[1].startswith(f"partition {stalled} CRITICAL: `no_progress`")
     failing = plain_metadata(ev.metadata)["failing_partitions"]
     assert failing[0]["partition"] == stalled and failing[0]["remedy"]
     assert [f["verdict"] for f in failing] == sorted(

@@ -154,7 +154,8 @@ def test_alert_sensor_pages_critical_audit_and_resolves_it(
         assert len(posts) == 1
         assert posts[0].body["text"] == (
             "[CRITICAL] Log Cleaner CRITICAL on 1 partition of __consumer_offsets (partition 7): "
-            "cleaner_stalled: no checkpoint progress for 2 days"
+            "`cleaner_stalled: no checkpoint progress for 2 days` · reasons `cleaner_stalled` · "
+            "Operator report: `report.html` in the reports dir"
         )
         assert "restart the log cleaner thread" in json.dumps(posts[0].blocks)
 
@@ -165,7 +166,8 @@ def test_alert_sensor_pages_critical_audit_and_resolves_it(
         posts = slack_server.requests_to("chat.postMessage")
         assert len(posts) == 2
         assert posts[1].body["text"] == (
-            "[RESOLVED] Log Cleaner HEALTHY again on 1 partition of __consumer_offsets (partition 7)"
+            "[RESOLVED] Log Cleaner HEALTHY again on 1 partition of __consumer_offsets (partition 7) · "
+            "Operator report: `report.html` in the reports dir"
         )
 
 
@@ -279,6 +281,8 @@ class Lifecycle:
                 "verdict": verdict,
                 "findings": MetadataValue.table(rows, schema=columns),
                 "dirty_ratio": MetadataValue.float(RATIO[verdict] + partition / 1000),
+                # the larger partition is the worse one at the same verdict and finding (the one order)
+                "size_bytes": MetadataValue.int(1000 * partition),
                 "as_of": MetadataValue.timestamp(1_763_625_600.0),
             }
         _record(self.instance, "cleaner_audit", recorded)
@@ -325,8 +329,15 @@ def lifecycle(slack_server: SlackTestServer, tmp_path: Path):
         yield Lifecycle(instance, slack_server, tmp_path)
 
 
-AT_RISK = "[WARNING] 1 consumer group will lose committed offsets soon (partition 3): payments"
-LOST = "[CRITICAL] 1 consumer group lost committed offsets (partition 3): payments"
+REPORT = " · <https://reports.example.com/offsetops/reports/report.html|Operator report>"
+AT_RISK = (
+    "[DEGRADED] 1 consumer group will lose committed offsets soon (partition 3): `payments` · reasons "
+    "`offsets_expiring`" + REPORT
+)
+LOST = (
+    "[CRITICAL] 1 consumer group lost committed offsets (partition 3): `payments` · reasons "
+    "`offsets_expired`, `group_deleted`" + REPORT
+)
 
 
 def test_at_risk_then_expired_raises_lost_offsets_and_never_resolved(lifecycle: Lifecycle) -> None:
@@ -360,7 +371,7 @@ def test_a_group_at_risk_that_vanishes_lost_its_offsets(lifecycle: Lifecycle) ->
     lifecycle.plan({"payments": T0, "billing": T0 + 3 * HORIZON_MS}, now_ms=expiry - HOUR_MS)
     assert lifecycle.evaluate() == [AT_RISK]
     lifecycle.plan({"billing": T0 + 3 * HORIZON_MS}, now_ms=expiry + HOUR_MS)
-    assert lifecycle.evaluate() == [LOST]
+    assert lifecycle.evaluate() == [LOST.replace("`offsets_expired`, ", "")]  # gone: deleted, not planned
     assert "the group is gone from __consumer_offsets" in lifecycle.last_blocks()
 
 
@@ -370,7 +381,8 @@ def test_a_group_at_risk_that_commits_again_resolves(lifecycle: Lifecycle) -> No
     assert lifecycle.evaluate() == [AT_RISK]
     lifecycle.plan({"payments": expiry - HOUR_MS / 2}, now_ms=expiry)  # the consumer committed again
     assert lifecycle.evaluate() == [
-        "[RESOLVED] 1 consumer group committed offsets again, no longer at risk (partition 3): payments"
+        "[RESOLVED] 1 consumer group committed offsets again, no longer at risk (partition 3): `payments`"
+        + REPORT
     ]
 
 
@@ -381,9 +393,9 @@ def test_the_same_data_evaluated_twice_sends_nothing_new(lifecycle: Lifecycle) -
     first = lifecycle.evaluate()
     assert first == [
         "[CRITICAL] Log Cleaner CRITICAL on 1 partition of __consumer_offsets (partition 7): "
-        "cleaner_stalled: dirty ratio 0.9 on partition 7",
-        "[WARNING] Log Cleaner DEGRADED on 1 partition of __consumer_offsets (partition 8): "
-        "dirty_ratio_high: dirty ratio 0.6 on partition 8",
+        "`cleaner_stalled: dirty ratio 0.9 on partition 7` · reasons `cleaner_stalled`" + REPORT,
+        "[DEGRADED] Log Cleaner DEGRADED on 1 partition of __consumer_offsets (partition 8): "
+        "`dirty_ratio_high: dirty ratio 0.6 on partition 8` · reasons `dirty_ratio_high`" + REPORT,
         AT_RISK,
     ]
     # The same audit and plan again (re-running the demo, a retried run): new materializations, same data.
@@ -399,7 +411,7 @@ def test_healthy_critical_healthy_sends_one_page_and_one_recovery(lifecycle: Lif
     lifecycle.audit({47: "CRITICAL", 6: "HEALTHY"})
     assert lifecycle.evaluate() == [
         "[CRITICAL] Log Cleaner CRITICAL on 1 partition of __consumer_offsets (partition 47): "
-        "cleaner_stalled: dirty ratio 0.9 on partition 47"
+        "`cleaner_stalled: dirty ratio 0.9 on partition 47` · reasons `cleaner_stalled`" + REPORT
     ]
     blocks = lifecycle.last_blocks()
     assert "https://dagster.example.com/assets/cleaner_audit?view=partitions&partition=47" in blocks
@@ -409,7 +421,7 @@ def test_healthy_critical_healthy_sends_one_page_and_one_recovery(lifecycle: Lif
     assert lifecycle.evaluate() == []
     lifecycle.audit({47: "HEALTHY"})
     assert lifecycle.evaluate() == [
-        "[RESOLVED] Log Cleaner HEALTHY again on 1 partition of __consumer_offsets (partition 47)"
+        "[RESOLVED] Log Cleaner HEALTHY again on 1 partition of __consumer_offsets (partition 47)" + REPORT
     ]
     assert "was CRITICAL for" in lifecycle.last_blocks()
     lifecycle.audit({47: "HEALTHY"})
@@ -420,13 +432,14 @@ def test_healthy_critical_healthy_sends_one_page_and_one_recovery(lifecycle: Lif
 def test_warning_to_critical_is_an_escalation_not_a_recovery(lifecycle: Lifecycle) -> None:
     lifecycle.audit({12: "DEGRADED"})
     assert lifecycle.evaluate() == [
-        "[WARNING] Log Cleaner DEGRADED on 1 partition of __consumer_offsets (partition 12): "
-        "dirty_ratio_high: dirty ratio 0.6 on partition 12"
+        "[DEGRADED] Log Cleaner DEGRADED on 1 partition of __consumer_offsets (partition 12): "
+        "`dirty_ratio_high: dirty ratio 0.6 on partition 12` · reasons `dirty_ratio_high`" + REPORT
     ]
     lifecycle.audit({12: "CRITICAL"})
     assert lifecycle.evaluate() == [
         "[ESCALATED to CRITICAL] Log Cleaner CRITICAL on 1 partition of __consumer_offsets (was DEGRADED) "
-        "(partition 12): cleaner_stalled: dirty ratio 0.9 on partition 12"
+        "(partition 12): `cleaner_stalled: dirty ratio 0.9 on partition 12` · reasons `cleaner_stalled`"
+        + REPORT
     ]
     assert lifecycle.server.messages[-1]["blocks"][0]["text"]["text"].startswith(
         ":arrow_double_up: :rotating_light: ESCALATED to CRITICAL:"
@@ -439,14 +452,15 @@ def test_critical_to_warning_is_a_downgrade_that_stays_open(lifecycle: Lifecycle
     assert len(lifecycle.evaluate()) == 1
     lifecycle.audit({12: "DEGRADED", 30: "CRITICAL"})
     assert lifecycle.evaluate() == [
-        "[DOWNGRADED to WARNING, not resolved] Log Cleaner DEGRADED on 1 partition of __consumer_offsets "
-        "(was CRITICAL) (partition 12): dirty_ratio_high: dirty ratio 0.6 on partition 12"
+        "[DOWNGRADED to DEGRADED, not resolved] Log Cleaner DEGRADED on 1 partition of __consumer_offsets "
+        "(was CRITICAL) (partition 12): `dirty_ratio_high: dirty ratio 0.6 on partition 12` · reasons "
+        "`dirty_ratio_high`" + REPORT
     ]
     blocks = lifecycle.last_blocks()
     assert "watch the cleaner backlog" in blocks and "No action is needed" not in blocks
     lifecycle.audit({12: "HEALTHY"})
     assert lifecycle.evaluate() == [
-        "[RESOLVED] Log Cleaner HEALTHY again on 1 partition of __consumer_offsets (partition 12)"
+        "[RESOLVED] Log Cleaner HEALTHY again on 1 partition of __consumer_offsets (partition 12)" + REPORT
     ]
 
 
@@ -454,7 +468,7 @@ def test_several_partitions_are_one_message_worst_first(lifecycle: Lifecycle) ->
     lifecycle.audit({6: "CRITICAL", 47: "CRITICAL", 20: "CRITICAL"})
     assert lifecycle.evaluate() == [
         "[CRITICAL] Log Cleaner CRITICAL on 3 partitions of __consumer_offsets (partitions 47, 20, 6): "
-        "cleaner_stalled: dirty ratio 0.9 on partition 47"
+        "`cleaner_stalled: dirty ratio 0.9 on partition 47` · reasons `cleaner_stalled`" + REPORT
     ]
 
 
@@ -465,14 +479,13 @@ def test_hostile_group_ids_reach_slack_escaped_end_to_end(lifecycle: Lifecycle) 
     texts = lifecycle.evaluate()
     assert texts == [
         "[CRITICAL] 1 consumer group lost committed offsets (partition 3): "
-        "&lt;!channel&gt; pay&amp;ments &lt;http://evil.example|login&gt;\\x0a\\x1b[2J`"
+        "`&lt;!channel&gt; pay&amp;ments &lt;http://evil.example|login&gt;\\n\\x1b[2J\\x60` · reasons "
+        "`offsets_expired`, `group_deleted`" + REPORT
     ]
     wire = json.dumps(lifecycle.server.requests_to("chat.postMessage")[-1].body)
     for raw in ("<!channel>", "<http://evil", "\\n\\u001b", "\\u001b"):
         assert raw not in wire
-    assert (
-        "`&lt;!channel&gt; pay&amp;ments &lt;http://evil.example|login&gt;\\\\x0a\\\\x1b[2J\\\\x60`" in wire
-    )
+    assert "`&lt;!channel&gt; pay&amp;ments &lt;http://evil.example|login&gt;\\\\n\\\\x1b[2J\\\\x60`" in wire
 
 
 def test_a_page_slack_did_not_take_goes_out_on_the_next_tick_even_with_nothing_new(
@@ -488,7 +501,7 @@ def test_a_page_slack_did_not_take_goes_out_on_the_next_tick_even_with_nothing_n
         ]
         assert lifecycle.evaluate() == [  # no new materialization, but the outbox is delivered
             "[CRITICAL] Log Cleaner CRITICAL on 1 partition of __consumer_offsets (partition 47): "
-            "cleaner_stalled: dirty ratio 0.9 on partition 47"
+            "`cleaner_stalled: dirty ratio 0.9 on partition 47` · reasons `cleaner_stalled`" + REPORT
         ]
         assert "this may repeat a message already posted" in lifecycle.last_blocks()
         assert lifecycle.evaluate() == []
@@ -532,12 +545,13 @@ def test_topic_wide_findings_open_and_resolve_from_the_audit_state(lifecycle: Li
     lifecycle.audit({0: "HEALTHY"})
     assert lifecycle.evaluate() == [
         "[CRITICAL] Log Cleaner (topic-wide) CRITICAL for __consumer_offsets: "
-        "cleaner_thread_dead: the broker log says the log cleaner thread stopped"
+        "`cleaner_thread_dead: the broker log says the log cleaner thread stopped` · reasons "
+        "`cleaner_thread_dead`" + REPORT
     ]
     write_json(topic, {"reasons": []})
     lifecycle.audit({0: "HEALTHY"})
     assert lifecycle.evaluate() == [
-        "[RESOLVED] Log Cleaner (topic-wide) HEALTHY again for __consumer_offsets"
+        "[RESOLVED] Log Cleaner (topic-wide) HEALTHY again for __consumer_offsets" + REPORT
     ]
 
 
@@ -556,17 +570,19 @@ def test_failover_forecast_warns_worst_first_and_resolves(lifecycle: Lifecycle) 
     mib = 2**20
     report({0: 10 * mib, 8: 640 * mib, 1: 300 * mib})  # 0.5 s, 32 s and 15 s at 20 MiB/s
     assert lifecycle.evaluate() == [
-        "[WARNING] coordinator failover would stall consumer groups on 2 partitions of __consumer_offsets "
-        "(partitions 8, 1): a new coordinator replays 640.0 MiB: about 32.0 s of "
-        "COORDINATOR_LOAD_IN_PROGRESS (threshold 10.0 s); replay at 20.0 MiB/s (assumed)"
+        "[DEGRADED] coordinator failover would stall consumer groups on 2 partitions of __consumer_offsets "
+        "(partitions 8, 1): `a new coordinator replays 640.0 MiB: about 32.0 s of "
+        "COORDINATOR_LOAD_IN_PROGRESS (threshold 10.0 s); replay at 20.0 MiB/s (assumed)` · reasons "
+        "`slow_coordinator_load`" + REPORT
     ]
     blocks = lifecycle.last_blocks()
     assert "Partition 8 in Dagster" in blocks and "cleaner_audit" in blocks
-    assert blocks.index("__consumer_offsets-8*") < blocks.index("__consumer_offsets-1*")
+    # every partition linked to its page in Dagster, worst first
+    assert blocks.index("|__consumer_offsets-8>") < blocks.index("|__consumer_offsets-1>")
     report({0: 10 * mib, 8: 640 * mib, 1: 300 * mib})
     assert lifecycle.evaluate() == []  # the same forecast again: nothing new
     report({0: 10 * mib, 8: 100 * mib, 1: 100 * mib})  # compacted: 5 s each
     assert lifecycle.evaluate() == [
         "[RESOLVED] coordinator failover would load quickly again on 2 partitions of __consumer_offsets "
-        "(partitions 1, 8)"
+        "(partitions 1, 8)" + REPORT
     ]

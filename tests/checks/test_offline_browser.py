@@ -198,7 +198,7 @@ def test_operator_report_offline(reports: dict[str, Any], chromium_args: list[st
     assert _card(dom, "reload-groups") == str(reports["groups"])
     assert _card(dom, "reload-offsets") == str(reports["offsets"])
     assert _card(dom, "validation-error-failed") == str(len(CORRUPTIONS))
-    assert 'id="chart-dirty-ratio"' in dom and 'id="chart-expiration-timeline"' in dom
+    assert 'id="chart-partition-bytes"' in dom and 'id="chart-expiration-timeline"' in dom
     assert "min.cleanable.dirty.ratio 0.5" in text  # chart text is real SVG text
     # The failover forecast: the two largest partitions over the threshold, the largest first, and
     # named in the banner.

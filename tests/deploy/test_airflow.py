@@ -186,4 +186,4 @@ def test_dags_test_runs_the_expire_job_and_pages_the_forecast(
     # Every group the planner puts at risk is named by the alert (text or blocks), and nothing else.
     posted = " ".join(m.get("text", "") + json.dumps(m.get("blocks", [])) for m in messages)
     assert all(g in posted for g in groups), (groups, [m.get("text") for m in messages])
-    assert "WARNING" in posted.upper()
+    assert "[DEGRADED]" in posted  # the one severity vocabulary (coordinator_core.findings)

@@ -98,6 +98,24 @@ def test_groups_json_and_filters(sim_with_data, capsys):
     assert out.splitlines()[0].startswith("group_id,group_type,state")
 
 
+def test_groups_and_describe_agree_with_expire_on_expiry(sim_with_data, capsys, monkeypatch):
+    """The run model gives groups, describe and expire one retention and one clock (the log dir's
+    declared one, for describe's PATH too), so they name the same groups at risk with the same facts."""
+    logdir, truth = sim_with_data
+    monkeypatch.setenv("OFFSETOPS_RETENTION_MINUTES", "60")
+    n = str(truth["num_partitions"])
+    plan = json.loads(run(capsys, "expire", str(logdir), "--num-partitions", n, "--json")[1])
+    at_risk = {f["group_id"] for f in plan["forecast"]} | {t["group_id"] for t in plan["tombstones"]}
+    assert at_risk, "the scenario must hold groups that lose offsets at this retention"
+    for view in ("groups", "describe"):
+        doc = json.loads(run(capsys, view, str(logdir), "--num-partitions", n, "--json")[1])
+        assert doc["now"]["ms"] == plan["now_ms"], view
+        assert doc["settings"]["retention_minutes"]["source"] == "env OFFSETOPS_RETENTION_MINUTES"
+        risky = [g["group_id"] for g in doc["groups"] if g["expiry"]]
+        assert set(risky) == at_risk, view
+        assert risky == [g["group_id"] for g in doc["groups"]][: len(risky)], f"{view}: at risk first"
+
+
 def test_describe_unknown_group_and_bad_regex(tmp_path, capsys):
     root = write_forensics_log(tmp_path)
     code, _, err = run(capsys, "describe", str(root), "no-such-group")

@@ -119,7 +119,7 @@ def test_message_blocks_carry_severity_partitions_reason_remedy_and_run_link(
     fields = [f["text"] for f in blocks[1]["fields"]]
     assert fields[0] == "*Severity:*\nCRITICAL"
     assert fields[1] == "*Partitions:*\n7, 12"
-    assert "*broker:*\n3" in fields
+    assert "*broker:*\n`3`" in fields  # details are data: code spans
 
     text = block_texts(blocks)
     assert alert.reason in text
@@ -647,5 +647,5 @@ def test_hostile_text_reaches_slack_escaped_in_text_and_blocks(
     wire = json.dumps(body)
     for raw in ("<!channel>", "<http://evil.example", "\x1b", "\\u001b"):
         assert raw not in wire
-    assert "&lt;!channel&gt; &amp; &lt;http://evil.example|click me&gt;\\x0a\\x1b[31m" in body["text"]
+    assert "&lt;!channel&gt; &amp; &lt;http://evil.example|click me&gt;\\n\\x1b[31m" in body["text"]
     assert "&lt;!channel&gt;" in block_texts(body["blocks"])

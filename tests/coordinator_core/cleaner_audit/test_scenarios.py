@@ -66,7 +66,7 @@ def test_healthy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert p["uncleanable_reasons"] == ["active_segment"]
     # keys g0 and g1 appear again in the active segment: 2 of 5 records are superseded
-    assert p["reclaimable_records"] == 2 and p["records"] == 5
+    assert p["reclaimable_records"] == 2 and p["data_records"] == 5
 
 
 def test_dead_cleaner_no_progress_and_growth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
