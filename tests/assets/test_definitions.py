@@ -66,6 +66,9 @@ def test_asset_checks(repo) -> None:
         ("cleaner_audit", "cleaner_verdict"),
         ("cleaner_audit", "partition_verdict"),
         ("expiration_plan", "no_offsets_expiring_soon"),
+        # the topic's own checks, on the unpartitioned summary (checks/topic_checks.py)
+        (SUMMARY, "topic_cleaner_verdict"),
+        (SUMMARY, "topic_offsets_expiration"),
     }
     # One result per offsets partition: the check shares its asset's partitions.
     for key in repo.asset_graph.asset_check_keys:

@@ -168,11 +168,14 @@ def test_main_job_is_queued_and_run_from_postgres(stack: Stack, main_run: dict[s
     lifecycle = {k: events.get(k) for k in ("PIPELINE_ENQUEUED", "PIPELINE_STARTING", "PIPELINE_SUCCESS")}
     assert lifecycle == dict.fromkeys(lifecycle, "1"), sorted(events.items())
     for asset in ("coordinator_cache", "cleaner_audit", "expiration_plan", "cache_validation"):
+        # every partition once; a run over several partitions restates its worst one last (the asset's
+        # latest materialization is the worst), so one more materialization may follow
         n = stack.pg.query(
-            "SELECT count(*) FROM event_logs WHERE dagster_event_type = 'ASSET_MATERIALIZATION' "
-            f"AND asset_key = '[\"{asset}\"]'"
+            "SELECT count(DISTINCT partition), count(*) FROM event_logs "
+            f"WHERE dagster_event_type = 'ASSET_MATERIALIZATION' AND asset_key = '[\"{asset}\"]'"
         )
         assert int(n[0][0]) == PARTITIONS, asset
+        assert int(n[0][1]) in (PARTITIONS, PARTITIONS + 1), asset
     assert int(events.get("ASSET_CHECK_EVALUATION", 0)) > 0
     assert (stack.output_dir / "tables" / "offsets").is_dir() or any(stack.output_dir.rglob("*.parquet"))
 
