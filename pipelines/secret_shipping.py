@@ -50,7 +50,7 @@ def allow_from_env(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def check_secret_shipping(
-    master: str,
+    master: str | None,
     conf: Mapping[str, str],
     config: KafkaClientConfig,
     *,
@@ -58,7 +58,7 @@ def check_secret_shipping(
 ) -> None:
     """Raise :class:`SparkSecurityError` when ``config`` holds a secret, ``master`` is not local and
     ``conf`` lacks any of :data:`REQUIRED_SECURITY` (unless ``allow_unencrypted``)."""
-    if not config.secrets() or is_local_master(master) or allow_unencrypted:
+    if not config.secrets() or (master is not None and is_local_master(master)) or allow_unencrypted:
         return
     missing = [k for k, v in REQUIRED_SECURITY.items() if str(conf.get(k, "false")).strip().lower() != v]
     if missing:

@@ -146,8 +146,9 @@ def _checker(hint: Any, name: str) -> Callable[[Any, str], Any]:
         return lambda v, where: check_float(v, where, high=high)
     if hint is str:
         return check_label
-    if dataclasses.is_dataclass(hint):
-        return lambda v, where: hint(**check_dataclass_fields(hint, v, where))
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        nested: type = hint
+        return lambda v, where: nested(**check_dataclass_fields(nested, v, where))
     raise TypeError(f"no scan check for {hint!r} ({name})")  # a new field type: add its check here
 
 
