@@ -159,9 +159,10 @@ def _print_text(
             )
         )
     bad = [v for v in views if v.out_of_range]
-    lost = sum(r.severity == CRITICAL for r in risks.values())
+    shown = [risks[v.group_id] for v in views if v.group_id in risks]  # the groups listed, as the table
+    lost = sum(r.severity == CRITICAL for r in shown)
     sys.stdout.write(
-        f"{len(views)} groups; {lost} lost committed offsets, {len(risks) - lost} lose some within "
+        f"{len(views)} groups; {lost} lost committed offsets, {len(shown) - lost} lose some within "
         f"{args.forecast_hours:g} h; {len(bad)} with offsets out of range"
         + (f" (worst: {cell(bad[0].group_id)}, {bad[0].out_of_range} partitions)" if bad else "")
         + "\n"

@@ -116,6 +116,22 @@ def test_groups_and_describe_agree_with_expire_on_expiry(sim_with_data, capsys, 
         assert risky == [g["group_id"] for g in doc["groups"]][: len(risky)], f"{view}: at risk first"
 
 
+def test_the_groups_headline_counts_the_groups_it_lists(sim_with_data, capsys, monkeypatch):
+    """With --group, the headline's lost and at-risk counts are those of the listed groups only."""
+    logdir, truth = sim_with_data
+    monkeypatch.setenv("OFFSETOPS_RETENTION_MINUTES", "60")
+    n = str(truth["num_partitions"])
+    doc = json.loads(run(capsys, "groups", str(logdir), "--num-partitions", n, "--json")[1])
+    risky = [g["group_id"] for g in doc["groups"] if g["expiry"]]
+    safe = [g["group_id"] for g in doc["groups"] if not g["expiry"]]
+    assert risky and safe, "the scenario must hold groups at risk and groups that are not"
+    _, out, _ = run(capsys, "groups", str(logdir), "--num-partitions", n, "--group", safe[0])
+    assert out.splitlines()[0].startswith("1 groups; 0 lost committed offsets, 0 lose some within")
+    _, out, _ = run(capsys, "groups", str(logdir), "--num-partitions", n, "--group", risky[0])
+    lost, soon = (int(x) for x in re.findall(r"(\d+) (?:lost|lose)", out.splitlines()[0]))
+    assert lost + soon == 1
+
+
 def test_describe_unknown_group_and_bad_regex(tmp_path, capsys):
     root = write_forensics_log(tmp_path)
     code, _, err = run(capsys, "describe", str(root), "no-such-group")
