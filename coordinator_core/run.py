@@ -81,6 +81,22 @@ def broker_version_of(text: str) -> str:
     return body
 
 
+#: The newest Kafka major version this tool knows the coordinator of.
+NEWEST_MAJOR = 4
+
+
+def parse_known_broker_version(text: str) -> str:
+    """A released Kafka version this tool knows the coordinator of (0.8 to 4.x), as ``--broker-version``
+    takes it: :func:`broker_version_of` without the ``-IV`` suffix of ``inter.broker.protocol.version``."""
+    if "-" in text:
+        raise ValueError(f"{text.strip()!r} is not a Kafka version like 3.9 or 4.0.0")
+    version = broker_version_of(text)
+    major, minor = (int(x) for x in version.split(".")[:2])
+    if major > NEWEST_MAJOR or (major == 0 and minor < 8):
+        raise ValueError(f"{text.strip()!r} is not a Kafka version this tool knows (0.8 to {NEWEST_MAJOR}.x)")
+    return version
+
+
 def _major_minor(version: str | None) -> tuple[int, int] | None:
     if not version:
         return None

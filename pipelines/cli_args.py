@@ -18,7 +18,7 @@ from typing import NoReturn, TypeVar
 from offsetops.coordinator_core import settings
 from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from offsetops.coordinator_core.run import RunSettings, resolve_options
+from offsetops.coordinator_core.run import RunSettings, parse_known_broker_version, resolve_options
 from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
 from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
 
@@ -93,20 +93,8 @@ simulated_groups = int_range(0, 1_000_000)
 simulated_days = float_range(0.0, 3650.0, above_minimum=True)
 
 
-#: The newest Kafka major version this tool knows the coordinator of.
-NEWEST_MAJOR = 4
-
-
-def broker_version(text: str) -> str:
-    """An argparse type: a released Kafka version like ``3.9`` or ``4.0.0`` (0.8 up to 4.x)."""
-    parts = text.strip().lstrip("v").split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a Kafka version like 3.9 or 4.0.0")
-    if not 0 <= int(parts[0]) <= NEWEST_MAJOR or (int(parts[0]) == 0 and int(parts[1]) < 8):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a Kafka version this tool knows (0.8 to {NEWEST_MAJOR}.x)"
-        )
-    return text.strip()
+#: An argparse type: a released Kafka version like ``3.9`` or ``4.0.0`` (0.8 up to 4.x).
+broker_version = argument_type(parse_known_broker_version)
 
 
 def add_partition_filter(p: argparse.ArgumentParser) -> None:
