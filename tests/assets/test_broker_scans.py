@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dagster import AssetKey, DagsterInstance, materialize
+from dagster import AssetKey, DagsterInstance, ExecuteInProcessResult, materialize
 from offsetops.checks.dagster_checks import plain_metadata
 
 from offsetops.cli import main
@@ -15,9 +15,6 @@ from tests.coordinator_core.sources.test_replicas import brokers as brokers
 
 
 def test_cleaner_audit_reads_every_brokers_scan(brokers, tmp_path: Path) -> None:
-    from offsetops.assets.cleaner_audit import cleaner_audit
-    from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
-
     # broker 2 led epoch 4 from offset 900 and holds less than brokers 0 and 1, which are ahead of it
     end = truncate(brokers[2] / "__consumer_offsets-39", 600)
     bump_epoch(brokers[2] / "__consumer_offsets-39", 4, 900)
@@ -25,21 +22,7 @@ def test_cleaner_audit_reads_every_brokers_scan(brokers, tmp_path: Path) -> None
     for root in brokers.values():  # what each broker's CronJob or sidecar does
         assert main(["broker-scan", f"--log-dir={root}", f"--out={shared}", f"--now={NOW}"]) == 0
     out = tmp_path / "out"
-    result = materialize(
-        [cleaner_audit],
-        resources={
-            # the reload's source in the deployment; the audit itself never connects
-            "offsets_source": OffsetsSourceResource(
-                broker_scans_dir=str(shared), bootstrap_servers="127.0.0.1:9", as_of_ms=NOW
-            ),
-            # never started: the scans were made beside the brokers
-            "spark": SparkResource(master="local[1]"),
-            "state": StateResource(output_dir=str(out)),
-        },
-        instance=DagsterInstance.ephemeral(),
-        partition_key="39",
-        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-    )
+    result = _audit_partition_39(shared, out)
     assert result.success
     (mat,) = [
         e.event_specific_data.materialization
@@ -63,9 +46,6 @@ def test_a_fifo_on_the_scans_volume_is_a_finding_not_a_hung_run(brokers, tmp_pat
     import os
     import threading
 
-    from offsetops.assets.cleaner_audit import cleaner_audit
-    from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
-
     shared = tmp_path / "scans"
     for root in brokers.values():
         assert main(["broker-scan", f"--log-dir={root}", f"--out={shared}", f"--now={NOW}"]) == 0
@@ -76,19 +56,7 @@ def test_a_fifo_on_the_scans_volume_is_a_finding_not_a_hung_run(brokers, tmp_pat
 
     def run() -> None:
         try:
-            done["result"] = materialize(
-                [cleaner_audit],
-                resources={
-                    "offsets_source": OffsetsSourceResource(
-                        broker_scans_dir=str(shared), bootstrap_servers="127.0.0.1:9", as_of_ms=NOW
-                    ),
-                    "spark": SparkResource(master="local[1]"),
-                    "state": StateResource(output_dir=str(out)),
-                },
-                instance=DagsterInstance.ephemeral(),
-                partition_key="39",
-                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-            )
+            done["result"] = _audit_partition_39(shared, out)
         except BaseException as exc:  # handed to the test below
             done["error"] = exc
 
@@ -106,3 +74,25 @@ def test_a_fifo_on_the_scans_volume_is_a_finding_not_a_hung_run(brokers, tmp_pat
     assert "broker-7.json: broker scan is a FIFO" in finding["message"]
     assert "broker-8.json: broker scan is a symbolic link" in finding["message"]
     assert {p["broker_id"] for p in report["partitions"]} == {0, 1, 2}
+
+
+def _audit_partition_39(shared: Path, out: Path) -> ExecuteInProcessResult:
+    """The cleaner_audit asset's run for partition 39, judging the scans in ``shared`` into ``out``."""
+    from offsetops.assets.cleaner_audit import cleaner_audit
+    from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
+
+    return materialize(
+        [cleaner_audit],
+        resources={
+            # the reload's source in the deployment; the audit itself never connects
+            "offsets_source": OffsetsSourceResource(
+                broker_scans_dir=str(shared), bootstrap_servers="127.0.0.1:9", as_of_ms=NOW
+            ),
+            # never started: the scans were made beside the brokers
+            "spark": SparkResource(master="local[1]"),
+            "state": StateResource(output_dir=str(out)),
+        },
+        instance=DagsterInstance.ephemeral(),
+        partition_key="39",
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+    )
