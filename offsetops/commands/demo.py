@@ -331,15 +331,53 @@ def ui_command(env: dict[str, str]) -> str:
 
 
 def summary_lines(result: Any) -> list[str]:
-    """What the run found, topic-wide and worst first: from the summary asset and the check results."""
+    """What the run found, worst first: the topic's verdict and why, the assets' figures, then the
+    checks (failed at ERROR, failed at WARN, passed), each check's partitions in the one order."""
     from offsetops.checks.dagster_checks import plain_metadata
 
-    lines = []
     by_asset: dict[str, list[dict[str, Any]]] = {}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
         by_asset.setdefault(mat.asset_key.to_user_string(), []).append(plain_metadata(mat.metadata))
     topic = (by_asset.get("offsets_topic_summary") or [{}])[0]
+    checks: dict[str, list[Any]] = {}
+    for ev in result.get_asset_check_evaluations():
+        checks.setdefault(f"{ev.asset_key.to_user_string()}.{ev.check_name}", []).append(ev)
+    lines = _verdict_lines(topic, checks) + _asset_lines(by_asset)
+    return lines + _check_lines(checks, _partition_ranks(topic))
+
+
+def _verdict_lines(topic: dict[str, Any], checks: dict[str, list[Any]]) -> list[str]:
+    """The topic's verdict first, with what makes it so, in the order the findings rank."""
+    if not topic:
+        return []
+    expiry = next(iter(checks.get("offsets_topic_summary.topic_offsets_expiration") or []), None)
+    meta = plain_metadata_of(expiry)
+    why = []
+    if int(meta.get("groups_lost") or 0):
+        why.append(f"{meta['groups_lost']} groups lost committed offsets")
+    cleaner = topic.get("cleaner_verdict")
+    bad = int(topic.get("critical_partitions") or 0) + int(topic.get("degraded_partitions") or 0)
+    if cleaner and bad and cleaner == "CRITICAL":
+        why.append(f"Log Cleaner CRITICAL on {bad} partitions")
+    if int(topic.get("forecast_groups") or 0):
+        why.append(f"{topic['forecast_groups']} groups lose offsets within the window")
+    if cleaner and bad and cleaner != "CRITICAL":
+        why.append(f"Log Cleaner {cleaner} on {bad} partitions")
+    verdict = topic.get("topic_verdict") or "unknown"
+    return [f"topic verdict        {verdict}" + (f": {'; '.join(why)}" if why else "")]
+
+
+def plain_metadata_of(evaluation: Any) -> dict[str, Any]:
+    """A check evaluation's metadata as plain Python (empty without one)."""
+    from offsetops.checks.dagster_checks import plain_metadata
+
+    return plain_metadata(evaluation.metadata) if evaluation is not None else {}
+
+
+def _asset_lines(by_asset: dict[str, list[dict[str, Any]]]) -> list[str]:
+    topic = (by_asset.get("offsets_topic_summary") or [{}])[0]
+    lines = []
     if topic:
         worst = topic.get("worst_partitions") or []
         lines.append(
@@ -370,28 +408,47 @@ def summary_lines(result: Any) -> list[str]:
             f"expectations_passed={meta.get('expectations_passed')}, "
             f"expectations_failed={meta.get('expectations_failed')}"
         )
-    order = {int(row["partition"]): i for i, row in enumerate(topic.get("worst_partitions") or [])}
-    checks: dict[str, list[Any]] = {}
-    for ev in result.get_asset_check_evaluations():
-        checks.setdefault(f"{ev.asset_key.to_user_string()}.{ev.check_name}", []).append(ev)
-    for name, evs in sorted(checks.items()):
+    return lines
+
+
+def _partition_ranks(topic: dict[str, Any]) -> dict[str, dict[int, int]]:
+    """Per asset, its partitions in the one worst-first order: the audit's worst partitions, and the
+    plan's groups at risk (soonest expiry first), as the topic summary lists them."""
+    ranks: dict[str, dict[int, int]] = {"cleaner_audit": {}, "expiration_plan": {}}
+    for row in topic.get("worst_partitions") or []:
+        ranks["cleaner_audit"].setdefault(int(row["partition"]), len(ranks["cleaner_audit"]))
+    for row in topic.get("groups_at_risk") or []:
+        if row.get("partition") is not None:
+            ranks["expiration_plan"].setdefault(int(row["partition"]), len(ranks["expiration_plan"]))
+    return ranks
+
+
+def _check_lines(checks: dict[str, list[Any]], ranks: dict[str, dict[int, int]]) -> list[str]:
+    """Failed at ERROR first, then failed at WARN, then passed; partitions worst first."""
+    rows = []
+    for name, evs in checks.items():
         failed = [e for e in evs if not e.passed]
         if not failed:
-            lines.append(f"check {name}: passed" + (f" on {len(evs)} partitions" if len(evs) > 1 else ""))
+            rows.append(
+                ((2, name), f"check {name}: passed" + (f" on {len(evs)} partitions" if len(evs) > 1 else ""))
+            )
             continue
-        # the one worst-first order: the topic summary's, then ERROR before WARN, then the number
-        ranks = order if name.startswith("cleaner_audit.") else {}
+        order = ranks.get(name.split(".", 1)[0], {})
         failed.sort(
             key=lambda e: (
-                ranks.get(int(e.partition), len(ranks)) if e.partition is not None else -1,
                 e.severity.value != "ERROR",
+                order.get(int(e.partition), len(order)) if e.partition is not None else -1,
                 int(e.partition) if e.partition is not None else -1,
             )
         )
         named = [e for e in failed if e.partition is not None]
         where = and_more(named, 8, lambda e: f"{e.partition} ({e.severity.value})")
-        lines.append(
-            f"check {name}: FAILED ({failed[0].severity.value})"
-            + (f" on {len(failed)} of {len(evs)} partitions: {where}" if where else "")
+        level = failed[0].severity.value
+        rows.append(
+            (
+                (0 if level == "ERROR" else 1, name),
+                f"check {name}: FAILED ({level})"
+                + (f" on {len(failed)} of {len(evs)} partitions: {where}" if where else ""),
+            )
         )
-    return lines
+    return [line for _, line in sorted(rows)]

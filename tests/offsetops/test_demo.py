@@ -43,6 +43,20 @@ def test_demo_runs_the_main_job_and_writes_the_reports(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "main job SUCCEEDED" in proc.stdout
 
+    # Worst first: the topic's verdict leads the summary and is the operator report's; failed checks
+    # come before passed ones, ERROR before WARN.
+    lines = proc.stdout.split("main job SUCCEEDED", 1)[1].splitlines()[1:]
+    head = re.match(r"  topic verdict\s+(HEALTHY|DEGRADED|CRITICAL)", lines[0])
+    assert head, lines[:3]
+    report = re.search(r"^operator report: (\w+)", proc.stdout, flags=re.M)
+    assert report and report.group(1) == head.group(1)
+    levels = [
+        0 if "FAILED (ERROR)" in ln else 1 if "FAILED (WARN)" in ln else 2
+        for ln in lines
+        if ln.startswith("  check ")
+    ]
+    assert levels and levels == sorted(levels)
+
     # Every report path the demo prints exists.
     printed = dict(re.findall(r"^  (\w[\w ()]+?)\s{2,}(/\S+)$", proc.stdout, flags=re.M))
     for label in ("Data Docs (GX)", "validation summary", "cleaner audit", "expiration plan"):
