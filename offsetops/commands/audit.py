@@ -20,7 +20,7 @@ from offsetops.coordinator_core.cleaner.config import known_config_keys
 from offsetops.coordinator_core.cleaner.model import CleanerAudit, PartitionAudit, Thresholds, format_bytes
 from offsetops.coordinator_core.cleaner.run import AuditInputError, AuditRequest, run_audit
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, FailoverForecast, format_load_time
-from offsetops.coordinator_core.findings import remedy_terminal, worst_first
+from offsetops.coordinator_core.findings import CRITICAL, DEGRADED, remedy_terminal, worst_first
 from offsetops.coordinator_core.sources.logdir import PartitionDir
 from offsetops.coordinator_core.sources.replicas import split_broker_prefix
 from offsetops.coordinator_core.timefmt import format_duration
@@ -262,6 +262,11 @@ def print_table(audit: CleanerAudit) -> None:
     """The readable report: one row per partition, then every finding with its remedy, both worst
     first (the one order of coordinator_core.findings); every data string escaped for the terminal."""
     out = sys.stdout
+    counts = {v: sum(1 for p in audit.partitions if p.verdict == v) for v in (CRITICAL, DEGRADED)}
+    out.write(
+        f"{audit.verdict}: {counts[CRITICAL]} critical, {counts[DEGRADED]} degraded of "
+        f"{len(audit.partitions)} partitions (the findings follow the table)\n"
+    )
     head = _HEAD if audit.brokers is None else ["part@broker", *_HEAD[1:]]
     rows = [head, *(_row(p) for p in worst_first(audit.partitions))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]

@@ -365,6 +365,11 @@ def _age(ms: int | None) -> str:
     return f"{hours / 24:.1f}d" if abs(hours) >= 48 else f"{hours:.1f}h"
 
 
+def _offset_tombstones(plan: ExpirationPlan) -> int:
+    """The plan's offset tombstones (the words of every surface: "offset tombstones", "group tombstones")."""
+    return sum(1 for t in plan.tombstones if t.kind == "offset_commit")
+
+
 def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namespace) -> None:
     out = sys.stdout
     mode = "DRY RUN" if doc["dry_run"] else "EXECUTE"
@@ -372,7 +377,9 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
         f"{mode}: coordinator={plan.coordinator} now={plan.now_ms} ({iso_utc(plan.now_ms)}) "
         f"retention={_age(plan.retention_ms)} "
         f"partitions={len(plan.partitions)}\n"
-        f"{len(plan.tombstones)} tombstones, {len(plan.dead_groups)} dead groups\n"
+        f"{_offset_tombstones(plan)} offset tombstones, "
+        f"{len(plan.tombstones) - _offset_tombstones(plan)} group tombstones, "
+        f"{len(plan.dead_groups)} dead groups\n"
     )
     _print_group_summary(plan, out)
     for t in plan.tombstones:
