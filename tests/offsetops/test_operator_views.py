@@ -377,3 +377,14 @@ def test_real_fixtures_groups_and_describe_cover_every_offset(logdir, capsys):
     code, out, _ = run(capsys, "groups", str(logdir), "--json")
     assert code == 0
     assert {g["group_id"] for g in json.loads(out)["groups"]} >= {g for g, _t, _p in offsets}
+
+
+def test_alert_rules_speak_the_findings_severities() -> None:
+    """The expiration and cleaner rules carry the level the findings model maps their finding to, as
+    Slack does: lost offsets and a CRITICAL cleaner page critical, offsets at risk warn."""
+    from offsetops.coordinator_core.findings import CRITICAL, DEGRADED, slack_level
+
+    rules = yaml.safe_load((REPO / "deploy/prometheus/offsetops-alerts.yml").read_text())
+    level = {r["alert"]: r["labels"]["severity"] for g in rules["groups"] for r in g["rules"]}
+    assert level["OffsetsExpired"] == level["OffsetsCleanerCritical"] == slack_level(CRITICAL)
+    assert level["OffsetsExpiringSoon"] == slack_level(DEGRADED)
