@@ -237,6 +237,11 @@ def run(args: argparse.Namespace) -> int:
     )
     doc: dict[str, Any] = plan.to_json()
     doc["dry_run"] = not args.execute
+    # the per-group summary the text leads with, in the same order (lost, then the soonest expiry)
+    doc["groups"] = [
+        {"group_id": r.group_id, "offsets_partition": r.offsets_partition, **r.to_json()}
+        for r in group_risks(plan)
+    ]
     findings = _clock_guard(args, caches, doc)
     if args.what_if_retention_ms is not None:
         what_if = plan_expiration(

@@ -388,3 +388,14 @@ def test_alert_rules_speak_the_findings_severities() -> None:
     level = {r["alert"]: r["labels"]["severity"] for g in rules["groups"] for r in g["rules"]}
     assert level["OffsetsExpired"] == level["OffsetsCleanerCritical"] == slack_level(CRITICAL)
     assert level["OffsetsExpiringSoon"] == slack_level(DEGRADED)
+
+
+def test_expire_json_carries_the_group_summary_the_text_leads_with(tmp_path, capsys) -> None:
+    """`expire --json` lists every group the plan touches, worst first, as the text's summary does."""
+    root = write_forensics_log(tmp_path)
+    code, out, _ = run(capsys, "expire", str(root), "--json", "--now=2023-12-30T00:00:00Z")
+    assert code == 0
+    doc = json.loads(out)
+    code, text, _ = run(capsys, "expire", str(root), "--now=2023-12-30T00:00:00Z")
+    summary = re.findall(r"^  \[\d+\] '([^']+)' (DEGRADED|CRITICAL) ", text, re.M)
+    assert doc["groups"] and [(g["group_id"], g["severity"]) for g in doc["groups"]] == summary
