@@ -64,6 +64,7 @@ class Plan:
     index: int
     start: int
     compacted: bool = False
+    next_offset: int = 0  # the first offset the resumed read folds
 
 
 def log_state(pdir: PartitionDir) -> LogState:
@@ -116,7 +117,7 @@ def plan_resume(
     k = len(point.segments) - 1
     same_before = current[:k] == list(point.segments[:k])
     if same_before and _same_tail(point, pdir, k):
-        return Plan(k, point.position)
+        return Plan(k, point.position, next_offset=point.next_offset)
     return _relocate(point, pdir, now, compacted=not same_before)
 
 
@@ -185,8 +186,8 @@ def _relocate(point: ResumePoint, pdir: PartitionDir, now: LogState, *, compacte
     if position is None:
         if active and not ends_at_last:
             return Refusal("truncated", f"the log ends below offset {last}")
-        return Plan(index + 1, 0, compacted=True)
-    return Plan(index, position, compacted=True)
+        return Plan(index + 1, 0, compacted=True, next_offset=point.next_offset)
+    return Plan(index, position, compacted=True, next_offset=point.next_offset)
 
 
 def _find_after(path: Any, last: int) -> tuple[int | None, bool] | Refusal:
@@ -272,9 +273,9 @@ def _note(cache: CoordinatorCache, refusal: Refusal | None, plan: Plan | None = 
     if refusal is not None:
         stats.resume_detail = refusal.detail
     elif plan is not None:
-        where = f"byte {plan.start} of segment {plan.index}"
-        stats.resume_detail = f"resumed at {where}" + (
-            " (relocated after compaction)" if plan.compacted else ""
+        how = ", found again by offset after compaction" if plan.compacted else ""
+        stats.resume_detail = (
+            f"resumed at offset {plan.next_offset} (byte {plan.start} of segment {plan.index}{how})"
         )
 
 
