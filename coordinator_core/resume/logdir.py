@@ -251,7 +251,9 @@ def load_partition_dir_resumable(
             return cache
         now = log_state(pdir)
         resumed = _resumed_fold(store, pdir, now, settings)
-        fold, plan = resumed if isinstance(resumed, tuple) else (_fresh_fold(pdir, semantics), Plan(0, 0))
+        fold, plan, saved = (
+            resumed if isinstance(resumed, tuple) else (_fresh_fold(pdir, semantics), Plan(0, 0), None)
+        )
         read = fold_segments(
             fold,
             pdir,
@@ -260,7 +262,7 @@ def load_partition_dir_resumable(
             verify_crc=verify_crc,
             max_batch_bytes=max_batch_bytes,
         )
-        state_error = _save(store, fold, pdir, read, plan, now, settings)
+        state_error = _save(store, fold, pdir, read, plan, now, settings, saved)
     cache = fold.finish(num_partitions=num_partitions)
     cache.stats.bytes_read = read.bytes_read
     cache.stats.state_error = state_error
@@ -290,7 +292,7 @@ def _fresh_fold(pdir: PartitionDir, semantics: str) -> PartitionFold:
 
 def _resumed_fold(
     store: StateStore, pdir: PartitionDir, now: LogState, settings: FoldSettings
-) -> tuple[PartitionFold, Plan] | Refusal:
+) -> tuple[PartitionFold, Plan, ResumePoint] | Refusal:
     saved = store.read(pdir.topic, pdir.partition)
     if isinstance(saved, Refusal):
         return saved
@@ -314,7 +316,7 @@ def _resumed_fold(
                 f"{orphans} group(s) exist only through offset commits that no longer survive, and the "
                 "cleaner rewrote the log since: a fresh load may no longer create them",
             )
-    return fold, plan
+    return fold, plan, point
 
 
 def _save(
@@ -325,8 +327,10 @@ def _save(
     plan: Plan,
     now: LogState,
     settings: FoldSettings,
+    saved: ResumePoint | None,
 ) -> str | None:
-    """Save the point the fold reached (before it is materialized); why not, or None once saved."""
+    """Save the point the fold reached (before it is materialized; not again when it is the ``saved``
+    one: nothing was read); why not, or None once saved."""
     if any(size is None for size in read.sizes):
         return "a segment could not be read, so the state was not saved (the next run reads it again)"
     sizes = [s.size for s in pdir.segments[: plan.index]] + [int(s or 0) for s in read.sizes]
@@ -352,6 +356,8 @@ def _save(
         if crc is None:
             return f"{pdir.segments[-1].path}: the bytes before byte {position} cannot be read again"
         point = _with_crc(point, crc)
+    if point == saved and read.bytes_read == 0:
+        return None
     try:
         store.write(pdir.topic, pdir.partition, {"point": point.to_json(), "fold": fold_meta(fold, kept)},
                     fold_tables(fold))  # fmt: skip

@@ -64,5 +64,8 @@ class StateStore:
             return Refusal(exc.code, f"{path}: {exc}")
 
     def write(self, topic: str, partition: int, meta: dict[str, Any], tables: StateTables) -> Path:
-        """Replace the partition's state (StateFormatError when it is over the size limit, OSError)."""
-        return write_bytes_atomic(self.path(topic, partition), encode_state(meta, tables))
+        """Replace the partition's state (StateFormatError when it is over the size limit, OSError).
+
+        Atomic but not fsynced: the state is a cache, and a file a crash left behind is refused by its
+        checksum (a fresh read), never trusted."""
+        return write_bytes_atomic(self.path(topic, partition), encode_state(meta, tables), durable=False)

@@ -1,0 +1,133 @@
+"""``offsetops reload --state``: a whole-process reload of a large log dir, fresh and then resumed after
+an append, each in a process of its own.
+
+    .venv/bin/python -m benchmarks.resume --size 1GB --append 10MB --repeat 3
+
+The log dir is the reload benchmark's (``benchmarks/reload.py``: ``offsetops simulate``, Kafka 3.9,
+200 groups on 50 partitions, cleaner dead, generated once under ``benchmarks/data/``). A copy of it
+gets ``--append`` bytes of offset commits spread over every partition's active segment (groups that
+``partition_for`` puts there, batches built with ``records/builder.py`` at the next offsets), then:
+
+* ``startup``: ``offsetops reload`` of an empty partition dir (interpreter, imports, output);
+* ``fresh``: ``offsetops reload COPY`` without a state (every byte read);
+* ``fresh+save``: the same with ``--state DIR`` and an empty DIR (every byte read, the states written);
+* ``resumed``: ``offsetops reload COPY --state DIR`` with the states saved before the append (only the
+  appended bytes read), DIR restored before each run.
+
+Wall seconds of the whole process (``--json`` to /dev/null), the median of ``--repeat`` runs with the
+spread; the bytes each read (``bytes_read`` summed over partitions) and the state dir's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.reload import DATA, ROOT, ensure_data, parse_size
+
+OFFSETOPS = str(Path(sys.executable).with_name("offsetops"))
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, dict]:
+    start = time.perf_counter()
+    done = subprocess.run([OFFSETOPS, *argv, "--json"], capture_output=True, check=False, env=env)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"offsetops {' '.join(argv)} failed: {done.stderr.decode()[-400:]}")
+    return wall, json.loads(done.stdout)
+
+
+def _append(logdir: Path, nbytes: int, partitions: int) -> int:
+    """Append about ``nbytes`` of offset commits to every partition's last segment; returns the bytes."""
+    from offsetops.coordinator_core.loader import load_partition_dir
+    from offsetops.coordinator_core.partitioner import partition_for
+    from offsetops.coordinator_core.records import build_record_batch
+    from offsetops.coordinator_core.schema import (
+        OffsetCommitKey,
+        OffsetCommitValue,
+        encode_key,
+        encode_value,
+    )
+    from offsetops.coordinator_core.sources.logdir import open_log_dir
+
+    groups: dict[int, list[str]] = {}
+    for i in range(20 * partitions):
+        name = f"bench-appended-{i}"
+        groups.setdefault(partition_for(name, partitions), []).append(name)
+    written = 0
+    for pdir in open_log_dir(logdir).partitions:
+        nxt = (load_partition_dir(pdir).stats.last_offset or -1) + 1
+        now = 1_700_000_000_000 + nxt
+        out = bytearray()
+        n = 0
+        while len(out) < nbytes // partitions:
+            group = groups[pdir.partition][n % len(groups[pdir.partition])]
+            key = encode_key(OffsetCommitKey(group=group, topic="orders", partition=n % 12))
+            value = encode_value(OffsetCommitValue(version=3, offset=n, commit_timestamp=now + n))
+            out += build_record_batch([(key, value, now + n)], base_offset=nxt + n)
+            n += 1
+        with open(pdir.segments[-1].path, "ab") as fh:
+            fh.write(out)
+        written += len(out)
+    return written
+
+
+def _median(values: list[float]) -> str:
+    ordered = sorted(values)
+    return f"{ordered[(len(ordered) - 1) // 2]:.2f} ({ordered[0]:.2f}-{ordered[-1]:.2f})"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size", default="1GB", help="the log dir's size (the reload benchmark's data)")
+    p.add_argument("--append", default="10MB", help="bytes appended before the resumed run")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--data-dir", default=str(DATA))
+    p.add_argument("--work-dir", default=str(ROOT / "build" / "bench-resume"))
+    args = p.parse_args()
+    size, extra = parse_size(args.size), parse_size(args.append)
+    data = argparse.Namespace(data_dir=args.data_dir, kafka_version="3.9", groups=200, partitions=50, seed=1)
+    base, _ = ensure_data(size, "none", data)
+    work = Path(args.work_dir)
+    shutil.rmtree(work, ignore_errors=True)
+    copy, state, saved, empty = work / "logdir", work / "state", work / "state-saved", work / "empty"
+    shutil.copytree(base, copy)
+    (empty / "__consumer_offsets-0").mkdir(parents=True)
+    env = {**os.environ, "OFFSETOPS_NATIVE": os.environ.get("OFFSETOPS_NATIVE", "1")}
+    rows: dict[str, list[float]] = {"startup": [], "fresh": [], "fresh+save": [], "resumed": []}
+    read: dict[str, int] = {}
+    for _ in range(args.repeat):
+        rows["startup"].append(_run(["reload", str(empty)], env)[0])
+        shutil.rmtree(state, ignore_errors=True)
+        wall, doc = _run(["reload", str(copy), "--state", str(state)], env)
+        rows["fresh+save"].append(wall)
+    shutil.copytree(state, saved)
+    appended = _append(copy, extra, 50)
+    for _ in range(args.repeat):
+        wall, doc = _run(["reload", str(copy)], env)
+        rows["fresh"].append(wall)
+        read["fresh"] = sum(p["stats"]["bytes_read"] for p in doc["partitions"])
+        shutil.rmtree(state)
+        shutil.copytree(saved, state)
+        wall, doc = _run(["reload", str(copy), "--state", str(state)], env)
+        rows["resumed"].append(wall)
+        read["resumed"] = sum(p["stats"]["bytes_read"] for p in doc["partitions"])
+        assert all(p["stats"]["resumed"] for p in doc["partitions"]), "a partition was not resumed"
+    state_bytes = sum(f.stat().st_size for f in saved.glob("*.state"))
+    print(f"log dir {base.name}: {sum(f.stat().st_size for f in base.rglob('*.log')):,} bytes; "
+          f"appended {appended:,} bytes over 50 partitions; state dir {state_bytes:,} bytes")  # fmt: skip
+    print("| run | wall s, median (min-max) | bytes read |")
+    print("|---|---|---|")
+    for name, walls in rows.items():
+        print(f"| {name} | {_median(walls)} | {read.get(name, 0):,} |")
+    print(f"load average: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
