@@ -27,7 +27,7 @@ _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's legal topic names (Topi
 
 @dataclass(frozen=True, slots=True)
 class StateStore:
-    """The state files under one directory (``--state DIR`` / ``OFFSETOPS_STATE_DIR``)."""
+    """The state files under one directory (``--state DIR`` / ``OFFSETOPS_RESUME_STATE_DIR``)."""
 
     directory: Path
 
