@@ -16,17 +16,22 @@ The API (stable; other front ends build on it):
   max_batch_bytes) -> CoordinatorCache``: one partition dir, resumed when its state holds; the cache's
   ``stats.resumed``, ``stats.resume_reason`` (a :data:`REASONS` code, None when resumed),
   ``stats.resume_detail``, ``stats.bytes_read`` and ``stats.state_error`` say what happened.
+- ``load_live_partition_resumable(live, partition, store, *, num_partitions, semantics, verify_crc)
+  -> CoordinatorCache``: the same for a partition of a live cluster (``LiveSource``), fetched from the
+  saved next offset.
 - ``plan_resume(point, pdir, now, settings) -> Plan | Refusal``: the check alone (``now`` from
-  ``log_state(pdir)``).
+  ``log_state(pdir)``); ``plan_live_resume(point, partition, now, settings) -> int | Refusal`` for a
+  live partition (``now``: a ``LiveLog``).
 - ``ResumePoint``, ``FoldSettings``, ``Refusal(code, detail)``, :data:`REASONS`.
-- ``Source(state_dir=...)`` (``sources/source.py``) threads it through every whole-log read of a log
-  dir; ``--until`` (as-of) reads never use or write it (``resume_reason`` ``as_of``).
+- ``Source(state_dir=...)`` (``sources/source.py``) threads it through every whole-log read, of a log
+  dir or a live cluster; ``--until`` (as-of) reads never use or write it (``resume_reason`` ``as_of``).
 
 The file format is ``codec``'s (checked binary, never pickle); the fold's save and restore are
 ``snapshot``'s.
 """
 
 from offsetops.coordinator_core.resume.codec import FORMAT_VERSION, StateFormatError, StateTables
+from offsetops.coordinator_core.resume.live import LiveLog, load_live_partition_resumable, plan_live_resume
 from offsetops.coordinator_core.resume.logdir import (
     LogState,
     Plan,
@@ -41,6 +46,7 @@ __all__ = [
     "FORMAT_VERSION",
     "REASONS",
     "FoldSettings",
+    "LiveLog",
     "LogState",
     "Plan",
     "Refusal",
@@ -48,7 +54,9 @@ __all__ = [
     "StateFormatError",
     "StateStore",
     "StateTables",
+    "load_live_partition_resumable",
     "load_partition_dir_resumable",
     "log_state",
+    "plan_live_resume",
     "plan_resume",
 ]
