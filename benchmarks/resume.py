@@ -14,8 +14,9 @@ gets ``--append`` bytes of offset commits spread over every partition's active s
 * ``resumed``: ``offsetops reload COPY --state DIR`` with the states saved before the append (only the
   appended bytes read), DIR restored before each run.
 
-Wall seconds of the whole process (``--json`` to /dev/null), the median of ``--repeat`` runs with the
-spread; the bytes each read (``bytes_read`` summed over partitions) and the state dir's size.
+Wall and CPU seconds (user + system) of the whole process (``--json``, its output read and dropped), the
+median of ``--repeat`` runs with the spread; the bytes each read (``bytes_read`` summed over
+partitions) and the state dir's size. ``fresh+save`` runs before the append, the others after it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -34,13 +36,17 @@ from benchmarks.reload import DATA, ROOT, ensure_data, parse_size
 OFFSETOPS = str(Path(sys.executable).with_name("offsetops"))
 
 
-def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, dict]:
+def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, dict]:
+    """Wall and CPU seconds (user + system) of one ``offsetops ... --json`` process, and its output."""
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([OFFSETOPS, *argv, "--json"], capture_output=True, check=False, env=env)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"offsetops {' '.join(argv)} failed: {done.stderr.decode()[-400:]}")
-    return wall, json.loads(done.stdout)
+    used = after.ru_utime - cpu.ru_utime + after.ru_stime - cpu.ru_stime
+    return wall, used, json.loads(done.stdout)
 
 
 def _append(logdir: Path, nbytes: int, partitions: int) -> int:
@@ -100,32 +106,37 @@ def main() -> None:
     shutil.copytree(base, copy)
     (empty / "__consumer_offsets-0").mkdir(parents=True)
     env = {**os.environ, "OFFSETOPS_NATIVE": os.environ.get("OFFSETOPS_NATIVE", "1")}
-    rows: dict[str, list[float]] = {"startup": [], "fresh": [], "fresh+save": [], "resumed": []}
+    names = ("startup", "fresh", "fresh+save", "resumed")
+    walls: dict[str, list[float]] = {name: [] for name in names}
+    cpus: dict[str, list[float]] = {name: [] for name in names}
     read: dict[str, int] = {}
+
+    def measure(name: str, argv: list[str]) -> dict:
+        wall, cpu, doc = _run(argv, env)
+        walls[name].append(wall)
+        cpus[name].append(cpu)
+        read[name] = sum(p["stats"]["bytes_read"] for p in doc["partitions"])
+        return doc
+
     for _ in range(args.repeat):
-        rows["startup"].append(_run(["reload", str(empty)], env)[0])
+        measure("startup", ["reload", str(empty)])
         shutil.rmtree(state, ignore_errors=True)
-        wall, doc = _run(["reload", str(copy), "--state", str(state)], env)
-        rows["fresh+save"].append(wall)
+        measure("fresh+save", ["reload", str(copy), "--state", str(state)])
     shutil.copytree(state, saved)
     appended = _append(copy, extra, 50)
     for _ in range(args.repeat):
-        wall, doc = _run(["reload", str(copy)], env)
-        rows["fresh"].append(wall)
-        read["fresh"] = sum(p["stats"]["bytes_read"] for p in doc["partitions"])
+        measure("fresh", ["reload", str(copy)])
         shutil.rmtree(state)
         shutil.copytree(saved, state)
-        wall, doc = _run(["reload", str(copy), "--state", str(state)], env)
-        rows["resumed"].append(wall)
-        read["resumed"] = sum(p["stats"]["bytes_read"] for p in doc["partitions"])
+        doc = measure("resumed", ["reload", str(copy), "--state", str(state)])
         assert all(p["stats"]["resumed"] for p in doc["partitions"]), "a partition was not resumed"
     state_bytes = sum(f.stat().st_size for f in saved.glob("*.state"))
     print(f"log dir {base.name}: {sum(f.stat().st_size for f in base.rglob('*.log')):,} bytes; "
           f"appended {appended:,} bytes over 50 partitions; state dir {state_bytes:,} bytes")  # fmt: skip
-    print("| run | wall s, median (min-max) | bytes read |")
-    print("|---|---|---|")
-    for name, walls in rows.items():
-        print(f"| {name} | {_median(walls)} | {read.get(name, 0):,} |")
+    print("| run | wall s, median (min-max) | CPU s, median (min-max) | bytes read |")
+    print("|---|---|---|---|")
+    for name in names:
+        print(f"| {name} | {_median(walls[name])} | {_median(cpus[name])} | {read.get(name, 0):,} |")
     print(f"load average: {os.getloadavg()[0]:.2f}")
 
 

@@ -31,7 +31,6 @@ The file format is ``codec``'s (checked binary, never pickle); the fold's save a
 """
 
 from offsetops.coordinator_core.resume.codec import FORMAT_VERSION, StateFormatError, StateTables
-from offsetops.coordinator_core.resume.live import LiveLog, load_live_partition_resumable, plan_live_resume
 from offsetops.coordinator_core.resume.logdir import (
     LogState,
     Plan,
@@ -60,3 +59,15 @@ __all__ = [
     "plan_live_resume",
     "plan_resume",
 ]
+
+_LIVE = ("LiveLog", "load_live_partition_resumable", "plan_live_resume")
+
+
+def __getattr__(name: str) -> object:
+    """The live names, imported on first use: they pull in the Kafka client, which a log dir read
+    should not pay for at start-up."""
+    if name in _LIVE:
+        from offsetops.coordinator_core.resume import live
+
+        return getattr(live, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

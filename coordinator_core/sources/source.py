@@ -160,7 +160,8 @@ class Source:
 
         if cut.until_offset is None and cut.until_ms is None:
             if self.state_dir is not None:
-                from offsetops.coordinator_core.resume import StateStore, load_live_partition_resumable
+                from offsetops.coordinator_core.resume import StateStore
+                from offsetops.coordinator_core.resume.live import load_live_partition_resumable
 
                 store = StateStore.at(self.state_dir)
                 return load_live_partition_resumable(
