@@ -14,8 +14,9 @@ gets ``--append`` bytes of offset commits spread over every partition's active s
 * ``resumed``: ``offsetops reload COPY --state DIR`` with the states saved before the append (only the
   appended bytes read), DIR restored before each run.
 
-Wall and CPU seconds (user + system) of the whole process (``--json``, its output read and dropped), the
-median of ``--repeat`` runs with the spread; the bytes each read (``bytes_read`` summed over
+Wall and CPU seconds (user + system) of the whole process (text output, read and dropped; one
+``resumed --json`` run beside it, whose document holds every offset of the cache), the median of
+``--repeat`` runs with the spread; the bytes each read (``bytes_read`` summed over
 partitions) and the state dir's size. ``fresh+save`` runs before the append, the others after it.
 """
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -36,17 +38,17 @@ from benchmarks.reload import DATA, ROOT, ensure_data, parse_size
 OFFSETOPS = str(Path(sys.executable).with_name("offsetops"))
 
 
-def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, dict]:
-    """Wall and CPU seconds (user + system) of one ``offsetops ... --json`` process, and its output."""
+def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Wall and CPU seconds (user + system) of one ``offsetops`` process, and its text output."""
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([OFFSETOPS, *argv, "--json"], capture_output=True, check=False, env=env)
+    done = subprocess.run([OFFSETOPS, *argv], capture_output=True, check=False, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"offsetops {' '.join(argv)} failed: {done.stderr.decode()[-400:]}")
     used = after.ru_utime - cpu.ru_utime + after.ru_stime - cpu.ru_stime
-    return wall, used, json.loads(done.stdout)
+    return wall, used, done.stdout.decode()
 
 
 def _append(logdir: Path, nbytes: int, partitions: int) -> int:
@@ -111,12 +113,12 @@ def main() -> None:
     cpus: dict[str, list[float]] = {name: [] for name in names}
     read: dict[str, int] = {}
 
-    def measure(name: str, argv: list[str]) -> dict:
-        wall, cpu, doc = _run(argv, env)
+    def measure(name: str, argv: list[str]) -> str:
+        wall, cpu, out = _run(argv, env)
         walls[name].append(wall)
         cpus[name].append(cpu)
-        read[name] = sum(p["stats"]["bytes_read"] for p in doc["partitions"])
-        return doc
+        read[name] = sum(int(n) for n in re.findall(r"read (\d+) bytes", out))
+        return out
 
     for _ in range(args.repeat):
         measure("startup", ["reload", str(empty)])
@@ -124,12 +126,21 @@ def main() -> None:
         measure("fresh+save", ["reload", str(copy), "--state", str(state)])
     shutil.copytree(state, saved)
     appended = _append(copy, extra, 50)
+    logged = sum(f.stat().st_size for f in copy.rglob("*.log"))
     for _ in range(args.repeat):
         measure("fresh", ["reload", str(copy)])
+        read["fresh"] = logged  # no --state: every byte, and no line that says so
         shutil.rmtree(state)
         shutil.copytree(saved, state)
-        doc = measure("resumed", ["reload", str(copy), "--state", str(state)])
-        assert all(p["stats"]["resumed"] for p in doc["partitions"]), "a partition was not resumed"
+        out = measure("resumed", ["reload", str(copy), "--state", str(state)])
+        assert out.count("  resumed at offset") == 50, "a partition was not resumed"
+    # the JSON document of the same run: the whole cache printed, which a fresh run prints too
+    shutil.rmtree(state)
+    shutil.copytree(saved, state)
+    wall, cpu, out = _run(["reload", str(copy), "--state", str(state), "--json"], env)
+    walls["resumed --json"], cpus["resumed --json"] = [wall], [cpu]
+    read["resumed --json"] = sum(p["stats"]["bytes_read"] for p in json.loads(out)["partitions"])
+    names = (*names, "resumed --json")
     state_bytes = sum(f.stat().st_size for f in saved.glob("*.state"))
     print(f"log dir {base.name}: {sum(f.stat().st_size for f in base.rglob('*.log')):,} bytes; "
           f"appended {appended:,} bytes over 50 partitions; state dir {state_bytes:,} bytes")  # fmt: skip

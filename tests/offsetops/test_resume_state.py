@@ -111,3 +111,22 @@ def test_the_resume_state_never_becomes_the_audit_history_dir(tmp_path, capsys, 
     code, _, err = run(capsys, "audit", str(root), "--state-dir", str(history))
     assert code == 0, err
     assert list(history.iterdir()) and not state.exists()
+
+
+def test_the_exporter_keeps_its_state_between_refreshes(tmp_path):
+    from offsetops.cli import build_parser
+    from offsetops.commands._run import resolve_args
+    from offsetops.commands.exporter import build_snapshot
+
+    root, state = tmp_path / "logdir", tmp_path / "state"
+    _log(root, 5)
+    args = build_parser().parse_args(["exporter", str(root), "--state", str(state)])
+    resolve_args(args)
+    build_snapshot(args)
+    saved = (state / f"{TOPIC}-0.state").read_bytes()
+    before = (state / f"{TOPIC}-0.state").stat().st_mtime_ns
+    build_snapshot(args)  # resumed, nothing new: the state is not even rewritten
+    assert (state / f"{TOPIC}-0.state").stat().st_mtime_ns == before
+    _log(root, 8)
+    build_snapshot(args)  # resumed after an append: the next state saved
+    assert (state / f"{TOPIC}-0.state").read_bytes() != saved
