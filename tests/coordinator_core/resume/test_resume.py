@@ -223,3 +223,15 @@ def test_a_group_only_a_removed_commit_created_forces_a_fresh_read_after_compact
     load(root, scala, "scala")
     write_partition(root, cleaned, cleaner_offset=cleaned[-1][0])
     assert load(root, scala, "scala").stats.resumed  # no group is created by a commit there
+
+
+def test_a_partition_another_run_holds_is_read_fresh_and_its_state_left_alone(tmp_path: Path) -> None:
+    batches = History().play([("commit", i % 4, i % 3, i) for i in range(6)]).batches
+    write_partition(tmp_path / "logdir", segments_of(batches, 1 << 20))
+    store = StateStore.at(tmp_path / "state")
+    with store.lock(TOPIC, 0) as held:
+        assert held
+        cache = load(tmp_path / "logdir", tmp_path / "state")
+    assert (cache.stats.resumed, cache.stats.resume_reason) == (False, "state_locked")
+    assert not store.path(TOPIC, 0).exists()
+    assert view(cache) == view(load(tmp_path / "logdir", None))
