@@ -235,3 +235,22 @@ def test_a_partition_another_run_holds_is_read_fresh_and_its_state_left_alone(tm
     assert (cache.stats.resumed, cache.stats.resume_reason) == (False, "state_locked")
     assert not store.path(TOPIC, 0).exists()
     assert view(cache) == view(load(tmp_path / "logdir", None))
+
+
+@pytest.mark.parametrize("semantics", ["java", "scala"])
+def test_a_preallocated_segment_resumes_where_its_zeros_began(tmp_path: Path, semantics: str) -> None:
+    """``log.preallocate``: the active segment is full size, zeros after the last batch; appends
+    overwrite the zeros, so the next run goes on from where they began."""
+    history = History().play([("commit", i % 4, i % 3, i) for i in range(10)])
+    data = b"".join(b.data for b in history.batches)
+    half = sum(len(b.data) for b in history.batches[:4])
+    log = tmp_path / "logdir" / f"{TOPIC}-0" / f"{0:020d}.log"
+    write_partition(tmp_path / "logdir", segments_of(history.batches, 1 << 20))
+    log.write_bytes(data[:half] + bytes(len(data) - half + 512))
+    first = load(tmp_path / "logdir", tmp_path / "state", semantics)
+    assert [e.kind for e in first.stats.errors] == ["zero_tail"]
+    log.write_bytes(data + bytes(512))
+    resumed = load(tmp_path / "logdir", tmp_path / "state", semantics)
+    assert resumed.stats.resumed and resumed.stats.bytes_read == len(data) - half + 512
+    assert [e.kind for e in resumed.stats.errors] == ["zero_tail"]
+    assert view(resumed) == view(load(tmp_path / "logdir", None, semantics))
