@@ -254,3 +254,12 @@ def test_a_preallocated_segment_resumes_where_its_zeros_began(tmp_path: Path, se
     assert resumed.stats.resumed and resumed.stats.bytes_read == len(data) - half + 512
     assert [e.kind for e in resumed.stats.errors] == ["zero_tail"]
     assert view(resumed) == view(load(tmp_path / "logdir", None, semantics))
+
+
+def test_a_state_that_had_read_nothing_keeps_no_error_twice(tmp_path: Path) -> None:
+    pdir = write_partition(tmp_path / "logdir", [])
+    (pdir / f"{0:020d}.log").write_bytes(b"\x07" * 80)  # no batch: an error, nothing folded
+    first = load(tmp_path / "logdir", tmp_path / "state")
+    again = load(tmp_path / "logdir", tmp_path / "state")
+    assert first.stats.errors and again.stats.resumed
+    assert view(again) == view(first) == view(load(tmp_path / "logdir", None))
