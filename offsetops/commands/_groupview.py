@@ -129,9 +129,7 @@ def view_result(args: argparse.Namespace, groups: list[str], view: Callable[...,
     )
     try:
         result = view(GroupsRequest(args.run, source_from_args(args), flt), load=load_with_progress)
-    except (LogDirError, ViewInputError) as exc:
-        return die(str(exc))
-    except KafkaClientError as exc:  # names the cluster and the reason, never a secret
+    except (LogDirError, ViewInputError, KafkaClientError) as exc:  # the path or cluster, never a secret
         return die(str(exc))
     for gid in result.missing:
         print(f"offsetops: group {gid!r} not found in the loaded partitions", file=sys.stderr)
