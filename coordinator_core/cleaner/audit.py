@@ -256,6 +256,58 @@ def scan_log_dir(
     return out
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Judging:
+    """What every partition of one log dir is judged with."""
+
+    config: CleanerConfig
+    thresholds: Thresholds
+    now_ms: int
+    broker_log: BrokerLogReport | None
+    history: AuditHistory | None
+    log_dir_key: str
+    live: ClusterConfig | None
+
+
+def _judge_partitions(
+    logdir: LogDir,
+    partition_audits: Mapping[int, PartitionAudit | PartitionFailure | None],
+    judging: _Judging,
+    notes: list[str],
+) -> tuple[list[PartitionAudit], list[PartitionFailure]]:
+    """Each partition's scan with the broker log's marks, its progress since the history and its verdict
+    (LogCleanerManager.grabFilthiestCompactedLog skips a partition marked uncleanable); the failures apart,
+    a partition without segments noted."""
+    j = judging
+    marks = j.broker_log.uncleanable_partitions() if j.broker_log is not None else {}
+    in_progress = j.broker_log.cleaning_in_progress() if j.broker_log is not None else set()
+    audits: list[PartitionAudit] = []
+    failures: list[PartitionFailure] = []
+    for pdir in logdir.partitions:
+        pa = partition_audits.get(pdir.partition)
+        if pa is None:
+            notes.append(f"{pdir.path}: no segment files, skipped")
+            continue
+        if isinstance(pa, PartitionFailure):
+            failures.append(pa)
+            continue
+        pa.cleaning_in_progress = pdir.partition in in_progress
+        mark = marks.get(pdir.partition)
+        if mark is not None:
+            pa.marked_uncleanable = mark
+            pa.eligible = False
+        if j.history is not None:
+            pa.progress = j.history.progress(j.log_dir_key, pa.snapshot(j.now_ms))
+        if j.live is not None and j.live.log_dir_sizes is not None:
+            pa.live_size_bytes = j.live.log_dir_sizes.get(pdir.partition)
+        pa.reasons = judge_partition(
+            pa, config=j.config, thresholds=j.thresholds, now_ms=j.now_ms, topic=pdir.topic
+        )
+        pa.verdict = worst(pa.reasons)
+        audits.append(pa)
+    return audits, failures
+
+
 def audit_log_dir(
     path: str | os.PathLike[str] | LogDir,
     *,
@@ -296,34 +348,15 @@ def audit_log_dir(
     history = AuditHistory.load(state_dir) if state_dir is not None else None
     if history is not None and history.skipped_lines:
         notes.append(f"{history.path}: skipped {history.skipped_lines} unreadable line(s)")
-    marks = broker_log.uncleanable_partitions() if broker_log is not None else {}
-    in_progress = broker_log.cleaning_in_progress() if broker_log is not None else set()
     # the history key: a broker scan read back elsewhere names its broker, not a path of this machine
     log_dir_key = log_dir_key or str(Path(logdir.path).resolve())
 
-    audits: list[PartitionAudit] = []
-    failures: list[PartitionFailure] = []
-    for pdir in logdir.partitions:
-        pa = partition_audits.get(pdir.partition)
-        if pa is None:
-            notes.append(f"{pdir.path}: no segment files, skipped")
-            continue
-        if isinstance(pa, PartitionFailure):
-            failures.append(pa)
-            continue
-        pa.cleaning_in_progress = pdir.partition in in_progress
-        mark = marks.get(pdir.partition)
-        if mark is not None:
-            pa.marked_uncleanable = mark
-            pa.eligible = False  # grabFilthiestCompactedLog skips partitions marked uncleanable
-        if history is not None:
-            pa.progress = history.progress(log_dir_key, pa.snapshot(now))
-        if live is not None and live.log_dir_sizes is not None:
-            pa.live_size_bytes = live.log_dir_sizes.get(pdir.partition)
-        pa.reasons = judge_partition(pa, config=cfg, thresholds=th, now_ms=now, topic=pdir.topic)
-        pa.verdict = worst(pa.reasons)
-        audits.append(pa)
-
+    audits, failures = _judge_partitions(
+        logdir,
+        partition_audits,
+        _Judging(cfg, th, now, broker_log, history, log_dir_key, live),
+        notes,
+    )
     if metrics is not None and not metrics.found:
         notes.append(f"{metrics.source or 'metrics'}: no Log Cleaner metrics found in the exposition")
     topic_reasons = judge_topic(config=cfg, thresholds=th, metrics=metrics, broker_log=broker_log)
@@ -347,15 +380,19 @@ def audit_log_dir(
         failures=failures,
     )
     if history is not None and record_history:
-        history.append(
-            {
-                "audited_at_ms": now,
-                "log_dir": log_dir_key,
-                "verdict": verdict,
-                "partitions": {str(p.partition): p.snapshot(now).to_json() for p in audits},
-            }
-        )
+        history.append(_history_entry(audit))
     return audit
+
+
+def _history_entry(audit: CleanerAudit) -> dict[str, Any]:
+    """The line ``audits.jsonl`` keeps of ``audit``: its verdict and each partition's snapshot."""
+    now = audit.audited_at_ms
+    return {
+        "audited_at_ms": now,
+        "log_dir": audit.log_dir,
+        "verdict": audit.verdict,
+        "partitions": {str(p.partition): p.snapshot(now).to_json() for p in audit.partitions},
+    }
 
 
 #: divergence kinds that mean two copies are different logs (CRITICAL), beside a follower ahead (DEGRADED)
