@@ -34,7 +34,6 @@ ALLOWED: dict[str, str] = {
     "offsetops/commands/expire.py:register": _REWRITE,
     "coordinator_core/records/reader.py:read_entry": _HOT,
     "coordinator_core/records/fold.py:fold_buffer": _HOT,
-    "coordinator_core/cleaner/audit.py:audit_partition": _REWRITE,
 }
 
 
