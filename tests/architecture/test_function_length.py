@@ -32,7 +32,6 @@ _HOT = "the reload's per-batch hot path: split only with a before/after figure f
 #: "path:function" -> why it is still longer than MAX_LINES.
 ALLOWED: dict[str, str] = {
     "offsetops/commands/expire.py:register": _REWRITE,
-    "coordinator_core/records/reader.py:read_entry": _HOT,
     "coordinator_core/records/fold.py:fold_buffer": _HOT,
 }
 
