@@ -144,10 +144,19 @@ class GroupsResult:
     def risk(self, group_id: str) -> GroupRisk | None:
         return self.risks.get(group_id)
 
+    def rows_json(self, view: GroupView) -> list[dict[str, Any]] | None:
+        """A group's rows as its document shows them (``groups`` shows none)."""
+        return None
+
     def group_json(self, view: GroupView) -> dict[str, Any]:
-        """One group's document: the view without its rows, its last commit time and expiry risk."""
+        """One group's document: the view with its rows as :meth:`rows_json` says, its last commit time
+        and expiry risk."""
         doc = view.to_json()
-        doc.pop("rows")
+        rows = self.rows_json(view)
+        if rows is None:
+            doc.pop("rows")
+        else:
+            doc["rows"] = rows
         doc["last_commit_time"] = time_json(view.last_commit_timestamp, self.now_ms)
         risk = self.risk(view.group_id)
         doc["expiry"] = None if risk is None else risk.to_json()
@@ -166,9 +175,8 @@ class GroupsResult:
 class DescribeResult(GroupsResult):
     """The groups of ``describe``: each with its rows (committed offset, log start/end, lag, owner)."""
 
-    def group_json(self, view: GroupView) -> dict[str, Any]:
-        doc = view.to_json()
-        doc["rows"] = [
+    def rows_json(self, view: GroupView) -> list[dict[str, Any]] | None:
+        return [
             {
                 **r.to_json(),
                 "commit_time": time_json(r.commit_timestamp, self.now_ms),
@@ -176,10 +184,6 @@ class DescribeResult(GroupsResult):
             }
             for r in view.rows
         ]
-        doc["last_commit_time"] = time_json(view.last_commit_timestamp, self.now_ms)
-        risk = self.risk(view.group_id)
-        doc["expiry"] = None if risk is None else risk.to_json()
-        return doc
 
 
 def _view(request: GroupsRequest, load: CacheLoader) -> dict[str, Any]:
