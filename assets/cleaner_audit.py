@@ -299,6 +299,60 @@ def _worst_copy(rows: list[PartitionAudit]) -> dict[int, PartitionAudit]:
     return out
 
 
+def _cleaner_inputs(offsets_source: OffsetsSourceResource, config: CleanerAuditConfig) -> tuple[Any, Any]:
+    """The cleaner config (the broker's and the config file's under this run's values) and the verdict
+    thresholds."""
+    from offsetops.coordinator_core.cleaner.config import CleanerConfig
+    from offsetops.coordinator_core.cleaner.model import Thresholds
+
+    try:
+        run = offsets_source.settings()
+        cleaner = CleanerConfig().layered(
+            (run.broker_config, run.broker_config_source), (run.config_file_values, run.config_file_source)
+        )
+        cleaner = cleaner.with_values(config.cleaner_config, source="user")
+        return cleaner, Thresholds().with_overrides(config.thresholds)
+    except ValueError as exc:
+        raise Failure(f"CleanerAuditConfig: {exc}") from exc
+
+
+def _audit(
+    offsets_source: OffsetsSourceResource,
+    spark: SparkResource,
+    state: StateResource,
+    config: CleanerAuditConfig,
+    partitions: list[int],
+    clock: Clock,
+) -> Any:
+    """The audit of this run's partitions: from the broker scans when a scans dir is configured, else of
+    the one log dir mounted here."""
+    from offsetops.coordinator_core.cleaner.collect import audit_broker_scans, read_broker_scans
+    from offsetops.coordinator_core.sources.logdir import LogDirError
+    from offsetops.pipelines.source import InputPathError
+
+    scans_dir = offsets_source.broker_scans_dir
+    if not offsets_source.log_dir and not scans_dir:
+        raise Failure(
+            "the cleaner audit reads segment files: set OffsetsSourceResource.broker_scans_dir (where the "
+            "per-broker `offsetops broker-scan` collectors write) or log_dir (a broker's data volume)"
+        )
+    cleaner, thresholds = _cleaner_inputs(offsets_source, config)
+    try:
+        if scans_dir:
+            return audit_broker_scans(
+                read_broker_scans(scans_dir),
+                config=cleaner,
+                thresholds=thresholds,
+                now_ms=clock.as_of_ms,
+                state_dir=state.audit_history_dir,
+                record_history=config.record_history,
+                partitions=partitions,
+            )
+        return _audit_log_dir(offsets_source, spark, state, config, partitions, cleaner, thresholds, clock)
+    except (LogDirError, InputPathError) as exc:
+        raise Failure(str(exc)) from exc
+
+
 def _audit_log_dir(
     offsets_source: OffsetsSourceResource,
     spark: SparkResource,
@@ -362,47 +416,10 @@ def cleaner_audit(
     The record scans (the costly part: every record is read) run as a Spark job, one task per group of
     partitions; history, broker-log marks and verdicts are applied here.
     """
-    from offsetops.coordinator_core.cleaner.collect import audit_broker_scans, read_broker_scans
-    from offsetops.coordinator_core.cleaner.config import CleanerConfig
-    from offsetops.coordinator_core.cleaner.model import Thresholds
-    from offsetops.coordinator_core.sources.logdir import LogDirError
-    from offsetops.pipelines.source import InputPathError
-
     partitions = run_partitions(context)
     state.ensure()
-    scans_dir = offsets_source.broker_scans_dir
-    if not offsets_source.log_dir and not scans_dir:
-        raise Failure(
-            "the cleaner audit reads segment files: set OffsetsSourceResource.broker_scans_dir (where the "
-            "per-broker `offsetops broker-scan` collectors write) or log_dir (a broker's data volume)"
-        )
-    try:
-        run = offsets_source.settings()
-        cleaner = CleanerConfig().layered(
-            (run.broker_config, run.broker_config_source), (run.config_file_values, run.config_file_source)
-        )
-        cleaner = cleaner.with_values(config.cleaner_config, source="user")
-        thresholds = Thresholds().with_overrides(config.thresholds)
-    except ValueError as exc:
-        raise Failure(f"CleanerAuditConfig: {exc}") from exc
     clock = offsets_source.clock()
-    try:
-        if scans_dir:
-            audit = audit_broker_scans(
-                read_broker_scans(scans_dir),
-                config=cleaner,
-                thresholds=thresholds,
-                now_ms=clock.as_of_ms,
-                state_dir=state.audit_history_dir,
-                record_history=config.record_history,
-                partitions=partitions,
-            )
-        else:
-            audit = _audit_log_dir(
-                offsets_source, spark, state, config, partitions, cleaner, thresholds, clock
-            )
-    except (LogDirError, InputPathError) as exc:
-        raise Failure(str(exc)) from exc
+    audit = _audit(offsets_source, spark, state, config, partitions, clock)
     run = offsets_source.settings()
     doc = {
         **audit.to_json(),

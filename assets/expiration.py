@@ -5,7 +5,7 @@ plus the offsets that expire within the forecast window. ``tombstone_execution``
 by default it only reports what it would write; an operator opts in per run with ``mode: segment``
 (an offline copy of the log dir) or ``mode: admin`` plus ``confirm: true`` (the live cluster).
 
-Why one module of about 500 lines: the two assets share the per-partition plan documents they write
+Why one module of about 600 lines: the two assets share the per-partition plan documents they write
 and read, and the schedule that runs the plan; split, each half would import the other's internals.
 """
 
@@ -59,6 +59,7 @@ from offsetops.checks.dagster_checks import (
     table,
 )
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.clock import Clock
 from offsetops.coordinator_core.errors import count_errors, error_total
 from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import (
@@ -69,7 +70,14 @@ from offsetops.coordinator_core.expiration import (
     Tombstone,
     plan_expiration,
 )
+from offsetops.coordinator_core.run import RunSettings
 from offsetops.coordinator_core.timefmt import format_duration
+from offsetops.coordinator_core.tombstones.factory import (
+    ExecutorRequest,
+    MissingInput,
+    apply_plan,
+    executor_for,
+)
 from offsetops.coordinator_core.untrusted import read_regular_file
 from pydantic import Field, field_validator, model_validator
 
@@ -208,61 +216,24 @@ def expiration_plan(
 
     The plan is made from the cache tables ``coordinator_cache`` wrote, not by reading the log again.
     """
-    from offsetops.pipelines.source import path_exists
-    from offsetops.pipelines.tables import caches_from_rows
-
     partitions = run_partitions(context)
     state.ensure()
     clock = offsets_source.clock()
     run = offsets_source.settings(config.flags())
-    now_ms = clock.as_of_ms
-    retention_ms = run.retention_ms
-    horizon_ms = run.forecast_horizon_ms
     hours = run["forecast_hours"]
-    session = spark.get_session()
-    if not path_exists(session, state.table_location("load_stats")):
-        raise Failure(
-            f"no reload tables under {state.table_location('load_stats')}: materialize coordinator_cache "
-            "for these partitions first"
-        )
-    tables = read_cache_tables(session, state, partitions)
-    caches = caches_from_rows(
-        {name: df.collect() for name, df in tables.items()},
-        num_partitions=offsets_source.settings()["num_partitions"],
-        partitions=partitions,
+    caches = _read_caches(
+        spark, state, partitions, num_partitions=offsets_source.settings()["num_partitions"]
     )
     plan = plan_expiration(
         caches,
-        now_ms=now_ms,
-        retention_ms=retention_ms,
+        now_ms=clock.as_of_ms,
+        retention_ms=run.retention_ms,
         coordinator=run["coordinator"],
-        forecast_horizon_ms=horizon_ms,
+        forecast_horizon_ms=run.forecast_horizon_ms,
     )
-    for cache in caches:
-        if cache.partition in partitions:
-            write_json(
-                _partition_plan_path(state, cache.partition),
-                {**partition_plan_doc(plan, cache, run_id=context.run_id), "settings": run.to_json()},
-            )
+    report_path = _write_plan(state, plan, caches, partitions, run=run, clock=clock, run_id=context.run_id)
     errors = {c.partition: count_errors(c.stats.errors) for c in caches}  # notices are not errors
-    _rebuild_report(state)
-    report_path = write_json(
-        state.reports_path / "expiration" / f"plan-{partitions_label(partitions)}.json",
-        {
-            **plan.to_json(),
-            "partitions": partitions,
-            "as_of": clock.iso,
-            "clock": clock.describe(),
-            "settings": run.to_json(),
-        },
-    )
-    by_partition: dict[int, PartitionPlan] = {p: PartitionPlan() for p in partitions}
-    for t in plan.tombstones:
-        by_partition[_partition_of(t)].tombstones.append(t)
-    for d in plan.dead_groups:
-        by_partition[_partition_of(d)].dead_groups.append(d)
-    for f in plan.forecast:
-        by_partition[_partition_of(f)].forecast.append(f)
+    by_partition = _by_partition(plan, partitions)
     caches_by_partition = {c.partition: c for c in caches}
     run_facts = {
         **clock_metadata(clock),
@@ -317,6 +288,70 @@ def _partition_of(item: Any) -> int:
     """The offsets partition of a plan item: planned from caches, every item names it."""
     assert item.offsets_partition is not None
     return int(item.offsets_partition)
+
+
+def _read_caches(
+    spark: SparkResource, state: StateResource, partitions: list[int], *, num_partitions: int
+) -> list[CoordinatorCache]:
+    """The caches of ``partitions`` from the tables ``coordinator_cache`` wrote (never the log again)."""
+    from offsetops.pipelines.source import path_exists
+    from offsetops.pipelines.tables import caches_from_rows
+
+    session = spark.get_session()
+    if not path_exists(session, state.table_location("load_stats")):
+        raise Failure(
+            f"no reload tables under {state.table_location('load_stats')}: materialize coordinator_cache "
+            "for these partitions first"
+        )
+    tables = read_cache_tables(session, state, partitions)
+    return caches_from_rows(
+        {name: df.collect() for name, df in tables.items()},
+        num_partitions=num_partitions,
+        partitions=partitions,
+    )
+
+
+def _write_plan(
+    state: StateResource,
+    plan: ExpirationPlan,
+    caches: list[CoordinatorCache],
+    partitions: list[int],
+    *,
+    run: RunSettings,
+    clock: Clock,
+    run_id: str,
+) -> Path:
+    """Each partition's share of the plan (what tombstone_execution replays), the merged report, and
+    this run's plan report, whose path is returned."""
+    for cache in caches:
+        if cache.partition in partitions:
+            write_json(
+                _partition_plan_path(state, cache.partition),
+                {**partition_plan_doc(plan, cache, run_id=run_id), "settings": run.to_json()},
+            )
+    _rebuild_report(state)
+    return write_json(
+        state.reports_path / "expiration" / f"plan-{partitions_label(partitions)}.json",
+        {
+            **plan.to_json(),
+            "partitions": partitions,
+            "as_of": clock.iso,
+            "clock": clock.describe(),
+            "settings": run.to_json(),
+        },
+    )
+
+
+def _by_partition(plan: ExpirationPlan, partitions: list[int]) -> dict[int, PartitionPlan]:
+    """The plan cut per offsets partition."""
+    out: dict[int, PartitionPlan] = {p: PartitionPlan() for p in partitions}
+    for t in plan.tombstones:
+        out[_partition_of(t)].tombstones.append(t)
+    for d in plan.dead_groups:
+        out[_partition_of(d)].dead_groups.append(d)
+    for f in plan.forecast:
+        out[_partition_of(f)].forecast.append(f)
+    return out
 
 
 def _groups_losing_offsets(part: PartitionPlan) -> list[dict[str, Any]]:
@@ -420,25 +455,36 @@ def _load_plan(state: StateResource, partitions: list[int]) -> tuple[ExpirationP
     return plan, sum(d["errors"] for d in docs)
 
 
+#: how a Dagster deployment gives what an executor lacks (MissingInput.missing)
+_HOW = {
+    "log_dir": "segment mode writes into a copy of a log dir; OffsetsSourceResource.log_dir is not set",
+    "cluster": "admin mode talks to the cluster; set OffsetsSourceResource.bootstrap_servers or "
+    "client_config",
+}
+
+
+def _request(
+    config: TombstoneExecutionConfig, source: OffsetsSourceResource, state: StateResource
+) -> ExecutorRequest:
+    """The executor request of this run: the resource's log dir or cluster, the segment copy in the state
+    dir unless ``output_log_dir`` says where."""
+    return ExecutorRequest(
+        config.mode,
+        log_dir=source.log_dir or None,
+        cluster=lambda _bootstrap: source.kafka_config() if source.is_live else None,
+        output_dir=config.output_log_dir or str(state.state_path / "tombstoned-logdir"),
+        semantics=source.settings()["semantics"],
+    )
+
+
 def _executor(
     config: TombstoneExecutionConfig, source: OffsetsSourceResource, state: StateResource, coordinator: str
 ) -> Any:
-    if config.mode == "segment":
-        from offsetops.coordinator_core.tombstones.segment import SegmentExecutor
-
-        if not source.log_dir:
-            raise Failure(
-                "segment mode writes into a copy of a log dir; OffsetsSourceResource.log_dir is not set"
-            )
-        out = config.output_log_dir or str(state.state_path / "tombstoned-logdir")
-        return SegmentExecutor(source.log_dir, out, semantics=source.settings()["semantics"])
-    from offsetops.coordinator_core.tombstones.admin import AdminExecutor
-
-    if not source.is_live:
-        raise Failure(
-            "admin mode talks to the cluster; set OffsetsSourceResource.bootstrap_servers or client_config"
-        )
-    return AdminExecutor(source.kafka_config())
+    """The executor this run's config and resources ask for (the core's factory builds it)."""
+    try:
+        return executor_for(_request(config, source, state))
+    except MissingInput as exc:
+        raise Failure(_HOW[exc.missing]) from None
 
 
 @asset(
@@ -459,14 +505,7 @@ def tombstone_execution(
     """Apply (or, by default, only count) the latest plan's tombstones for this run's partitions."""
     from offsetops.coordinator_core.kafka_client import KafkaClientError
     from offsetops.coordinator_core.tombstones.journal import JournalError
-    from offsetops.coordinator_core.tombstones.runner import (
-        ExecutorRefused,
-        RunStopped,
-        open_or_create_journal,
-        plan_document,
-        run_journal,
-        target_lock,
-    )
+    from offsetops.coordinator_core.tombstones.runner import ExecutorRefused, RunStopped
 
     partitions = run_partitions(context)
     plan, errors = _load_plan(state, partitions)
@@ -490,15 +529,16 @@ def tombstone_execution(
         raise Failure(f"the plan was built on a reload with {errors} decode error(s); refusing to execute it")
     started = time.perf_counter()
     try:
-        executor = _executor(config, offsets_source, state, plan.coordinator)
-        try:
-            # One run per target at a time, as for `offsetops expire --execute` (a second is refused).
-            with target_lock(state.journal_dir, executor.name, executor.target()):
-                plan_doc = plan_document(plan, executor=executor, source=offsets_source.describe())
-                journal, resumed = open_or_create_journal(state.journal_dir, plan_doc)
-                report = run_journal(journal, executor, resumed=resumed, verify=config.verify)
-        finally:
-            executor.close()
+        # One run per target at a time, as for `offsetops expire --execute` (a second is refused).
+        report = apply_plan(
+            plan,
+            _request(config, offsets_source, state),
+            journal_dir=state.journal_dir,
+            source=offsets_source.describe(),
+            verify=config.verify,
+        )
+    except MissingInput as exc:
+        raise Failure(_HOW[exc.missing]) from None
     except RunStopped as exc:
         # One line, no traceback: the cluster is gone and the journal is ready to resume.
         raise Failure(f"tombstone execution stopped: {exc}; rematerialize to resume") from None

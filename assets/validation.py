@@ -5,6 +5,8 @@ tables of the run's partitions, records what a person reads in the UI and emits 
 checks (``checks/dagster_checks.py``) from the suite's report, so a failing expectation shows on this asset.
 """
 
+from typing import Any
+
 from dagster import (
     AssetExecutionContext,
     AssetSelection,
@@ -29,6 +31,7 @@ from offsetops.assets.partitions import (
 from offsetops.assets.reload import coordinator_cache, raw_segments, read_cache_tables
 from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
 from offsetops.checks.dagster_checks import gx_results, table, validation_check_specs
+from offsetops.checks.report import ExpectationOutcome, ValidationReport
 from pydantic import Field
 
 GROUP = "validation"
@@ -89,7 +92,6 @@ def cache_validation(
     )
     doc = {**report.to_dict(), "partitions": partitions}
     path = write_json(state.reports_path / VALIDATION_REPORT, doc)
-    tally = report.by_severity
     # Error level first, then the most unexpected rows: the worst failure leads.
     failed = sorted(
         report.failed, key=lambda o: (o.severity != "error", -(o.unexpected_count or 0), o.check_id)
@@ -106,34 +108,7 @@ def cache_validation(
             **clock_metadata(offsets_source.clock()),
             **settings_metadata(offsets_source.settings()),
             "validated_partitions": label,
-            "success": report.success,
-            "success_error_level": report.success_error_level,
-            "expectations": MetadataValue.int(len(report.outcomes)),
-            "expectations_passed": MetadataValue.int(tally["error"]["passed"] + tally["warning"]["passed"]),
-            "expectations_failed": MetadataValue.int(tally["error"]["failed"] + tally["warning"]["failed"]),
-            "error_failed": MetadataValue.int(tally["error"]["failed"]),
-            "warning_failed": MetadataValue.int(tally["warning"]["failed"]),
-            "failed_checks": table(
-                (
-                    ("check_id", "string"),
-                    ("severity", "string"),
-                    ("unexpected_count", "int"),
-                    ("description", "string"),
-                ),
-                (
-                    {
-                        "check_id": o.check_id,
-                        "severity": o.severity,
-                        "unexpected_count": o.unexpected_count,
-                        "description": o.description,
-                    }
-                    for o in failed
-                ),
-            ),
-            "rows": table(
-                (("table", "string"), ("rows", "int")),
-                ({"table": name, "rows": n} for name, n in report.counts.items()),
-            ),
+            **_report_metadata(report, failed),
             "data_docs": MetadataValue.path(str(report.data_docs_index)),
             "data_docs_url": MetadataValue.url(report_url(state.reports_path, "data_docs/index.html")),
             "summary_page": MetadataValue.path(str(report.summary_path)),
@@ -141,6 +116,42 @@ def cache_validation(
             "elapsed_s": MetadataValue.float(round(report.elapsed_ms / 1000, 2)),
         },
     )
+
+
+def _report_metadata(report: ValidationReport, failed: list[ExpectationOutcome]) -> dict[str, Any]:
+    """The validation's figures: success, expectations passed and failed by severity, the failed checks
+    (worst first) and the rows validated per table."""
+    tally = report.by_severity
+    return {
+        "success": report.success,
+        "success_error_level": report.success_error_level,
+        "expectations": MetadataValue.int(len(report.outcomes)),
+        "expectations_passed": MetadataValue.int(tally["error"]["passed"] + tally["warning"]["passed"]),
+        "expectations_failed": MetadataValue.int(tally["error"]["failed"] + tally["warning"]["failed"]),
+        "error_failed": MetadataValue.int(tally["error"]["failed"]),
+        "warning_failed": MetadataValue.int(tally["warning"]["failed"]),
+        "failed_checks": table(
+            (
+                ("check_id", "string"),
+                ("severity", "string"),
+                ("unexpected_count", "int"),
+                ("description", "string"),
+            ),
+            (
+                {
+                    "check_id": o.check_id,
+                    "severity": o.severity,
+                    "unexpected_count": o.unexpected_count,
+                    "description": o.description,
+                }
+                for o in failed
+            ),
+        ),
+        "rows": table(
+            (("table", "string"), ("rows", "int")),
+            ({"table": name, "rows": n} for name, n in report.counts.items()),
+        ),
+    }
 
 
 reload_validation_job = define_asset_job(

@@ -135,6 +135,44 @@ def render_operator_report(
     """The whole page as a string (no I/O)."""
     sections = section_verdicts(inputs)
     overall = worst_verdict(*sections.values())
+    why = _why(inputs, sections)
+    as_of = _as_of_ms(inputs)
+    section_badges = " ".join(f"{esc(name)} {badge(v)}" for name, v in sections.items())
+    banner_class = overall.replace(" ", "-")
+    run_text = f"Run <code>{esc(run_id)}</code>, " if run_id else ""
+    why_html = (
+        "<ul>" + "".join(f"<li>{esc(w)}</li>" for _, w in why) + "</ul>"
+        if why
+        else "<div>Nothing needs attention.</div>"
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy"
+ content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<title>offsetops report: {esc(overall)}{f" · run {esc(run_id)}" if run_id else ""}</title>
+<style>{CSS}</style></head>
+<body><main>
+<h1>__consumer_offsets operator report</h1>
+<p class="muted">{run_text}evaluated as of <span id="as-of">{iso(as_of)}</span>.</p>
+<div class="banner {esc(banner_class)}" id="overall">
+<div class="big" id="overall-verdict">{esc(overall)}</div>
+{why_html}
+</div>
+<p id="sections">{section_badges}</p>
+{audit_section(inputs.audit)}
+{failover_section(inputs.audit)}
+{plan_section(inputs.plan)}
+{reload_section(inputs.reload, inputs.validation)}
+{validation_section(inputs.validation, docs_href, summary_href)}
+{settings_footer(inputs)}
+</main></body></html>
+"""
+
+
+def _why(inputs: ReportInputs, sections: dict[str, str]) -> list[tuple[str, str]]:
+    """(verdict, sentence) per section that needs attention, the worst section first."""
+    why: list[tuple[str, str]] = []
     why = []
     if inputs.audit and sections["cleaner audit"] != HEALTHY:
         parts = [p for p in sorted_partitions(inputs.audit) if p["verdict"] != HEALTHY]
@@ -180,38 +218,7 @@ def render_operator_report(
         ids = and_more(inputs.validation.get("failed", []), 5, lambda o: str(o["check_id"]))
         why.append((sections["validation"], f"Validation {sections['validation']}: {ids}"))
     why.sort(key=lambda item: -rank(item[0]))  # the worst section first
-    as_of = _as_of_ms(inputs)
-    section_badges = " ".join(f"{esc(name)} {badge(v)}" for name, v in sections.items())
-    banner_class = overall.replace(" ", "-")
-    run_text = f"Run <code>{esc(run_id)}</code>, " if run_id else ""
-    why_html = (
-        "<ul>" + "".join(f"<li>{esc(w)}</li>" for _, w in why) + "</ul>"
-        if why
-        else "<div>Nothing needs attention.</div>"
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy"
- content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<title>offsetops report: {esc(overall)}{f" · run {esc(run_id)}" if run_id else ""}</title>
-<style>{CSS}</style></head>
-<body><main>
-<h1>__consumer_offsets operator report</h1>
-<p class="muted">{run_text}evaluated as of <span id="as-of">{iso(as_of)}</span>.</p>
-<div class="banner {esc(banner_class)}" id="overall">
-<div class="big" id="overall-verdict">{esc(overall)}</div>
-{why_html}
-</div>
-<p id="sections">{section_badges}</p>
-{audit_section(inputs.audit)}
-{failover_section(inputs.audit)}
-{plan_section(inputs.plan)}
-{reload_section(inputs.reload, inputs.validation)}
-{validation_section(inputs.validation, docs_href, summary_href)}
-{settings_footer(inputs)}
-</main></body></html>
-"""
+    return why
 
 
 def settings_footer(inputs: ReportInputs) -> str:

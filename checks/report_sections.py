@@ -45,56 +45,11 @@ def audit_section(audit: Mapping[str, Any] | None) -> str:
         )
     s = audit.get("summary", {})
     parts = sorted_partitions(audit)
-    cards = "".join(
-        [
-            card("critical partitions", s.get("critical", 0), "audit-critical"),
-            card("degraded partitions", s.get("degraded", 0), "audit-degraded"),
-            card("healthy partitions", s.get("healthy", 0), "audit-healthy"),
-            card("max dirty ratio", f"{float(s.get('max_dirty_ratio', 0)):.2f}", "audit-max-dirty"),
-            card(
-                "size", format_bytes(s.get("size_bytes", 0)), "audit-size", f"{s.get('size_bytes', 0)} bytes"
-            ),
-            card(
-                "reclaimable",
-                format_bytes(s.get("reclaimable_bytes", 0)),
-                "audit-reclaimable",
-                f"{s.get('reclaimable_bytes', 0)} bytes",
-            ),
-            card("open transactions", s.get("open_transactions", 0), "audit-open-txns"),
-        ]
-    )
+    cards = _audit_cards(s)
     topic_reasons = "".join(
-        f"<li>{badge(r['severity'])} <code>{esc(r['code'])}</code> {esc(r['message'])}"
-        f'<div class="remedy">Remedy: {remedy_html(r["remedy"])}</div></li>'
-        for r in audit.get("reasons", [])
-        if r.get("severity") != HEALTHY
+        f"<li>{_reason_html(r)}</li>" for r in audit.get("reasons", []) if r.get("severity") != HEALTHY
     )
     chart = partition_bytes_chart(parts)
-
-    def row(p: Mapping[str, Any]) -> str:
-        reasons = "".join(
-            f"<div>{badge(r['severity'])} <code>{esc(r['code'])}</code> {esc(r['message'])}"
-            f'<div class="remedy">Remedy: {remedy_html(r["remedy"])}</div></div>'
-            for r in sorted_reasons(p.get("reasons", []))
-            if r.get("severity") != HEALTHY
-        )
-        txns = p.get("open_transactions") or []
-        txn_text = "".join(
-            f"<div><code>producer {esc(t.get('producer_id'))}</code> "
-            f"since offset {esc(t.get('first_offset'))}</div>"
-            for t in txns[:3]
-            if isinstance(t, Mapping)
-        )
-        return (
-            f'<tr data-partition="{int(p["partition"])}" data-verdict="{esc(p["verdict"])}">'
-            f'<td class="num">{int(p["partition"])}</td><td>{badge(p["verdict"])}</td>'
-            f'<td class="num">{float(p.get("dirty_ratio") or 0):.3f}</td>'
-            f"{bytes_cell(p.get('size_bytes'))}{bytes_cell(partition_bytes(p)['cleanable'])}"
-            f"{bytes_cell(partition_bytes(p)['pinned'])}{bytes_cell(p.get('reclaimable_bytes'))}"
-            f'<td class="num">{len(txns)}{txn_text}</td>'
-            f'<td class="num">{esc(p.get("log_start_offset"))}..{esc(p.get("log_end_offset"))}</td>'
-            f"<td>{reasons or '<span class=muted>no findings</span>'}</td></tr>"
-        )
 
     head = (
         "<tr><th>partition</th><th>verdict</th><th>dirty ratio</th><th>size</th><th>cleanable</th>"
@@ -121,17 +76,73 @@ def audit_section(audit: Mapping[str, Any] | None) -> str:
         + "<h3>Bytes per partition: clean, cleanable, pinned</h3>"
         + f'<div class="chart">{chart}</div>'
         f'<h3>Partitions needing attention ({len(unhealthy)})</h3><table id="audit-partitions">{head}'
-        + "".join(row(p) for p in unhealthy)
+        + "".join(_audit_row(p) for p in unhealthy)
         + "</table>"
         + (
             f"<details><summary>{len(healthy)} healthy partitions</summary>"
             f'<table id="audit-healthy-partitions">{head}'
-            + "".join(row(p) for p in healthy)
+            + "".join(_audit_row(p) for p in healthy)
             + "</table></details>"
             if healthy
             else ""
         )
         + "</section>"
+    )
+
+
+def _audit_cards(s: Mapping[str, Any]) -> str:
+    """The audit summary's figures as cards."""
+    return "".join(
+        [
+            card("critical partitions", s.get("critical", 0), "audit-critical"),
+            card("degraded partitions", s.get("degraded", 0), "audit-degraded"),
+            card("healthy partitions", s.get("healthy", 0), "audit-healthy"),
+            card("max dirty ratio", f"{float(s.get('max_dirty_ratio', 0)):.2f}", "audit-max-dirty"),
+            card(
+                "size", format_bytes(s.get("size_bytes", 0)), "audit-size", f"{s.get('size_bytes', 0)} bytes"
+            ),
+            card(
+                "reclaimable",
+                format_bytes(s.get("reclaimable_bytes", 0)),
+                "audit-reclaimable",
+                f"{s.get('reclaimable_bytes', 0)} bytes",
+            ),
+            card("open transactions", s.get("open_transactions", 0), "audit-open-txns"),
+        ]
+    )
+
+
+def _reason_html(r: Mapping[str, Any]) -> str:
+    """One finding: its severity, code, message and remedy."""
+    return (
+        f"{badge(r['severity'])} <code>{esc(r['code'])}</code> {esc(r['message'])}"
+        f'<div class="remedy">Remedy: {remedy_html(r["remedy"])}</div>'
+    )
+
+
+def _audit_row(p: Mapping[str, Any]) -> str:
+    """One audited partition's table row: verdict, bytes, open transactions, offsets, findings."""
+    reasons = "".join(
+        f"<div>{_reason_html(r)}</div>"
+        for r in sorted_reasons(p.get("reasons", []))
+        if r.get("severity") != HEALTHY
+    )
+    txns = p.get("open_transactions") or []
+    txn_text = "".join(
+        f"<div><code>producer {esc(t.get('producer_id'))}</code> "
+        f"since offset {esc(t.get('first_offset'))}</div>"
+        for t in txns[:3]
+        if isinstance(t, Mapping)
+    )
+    return (
+        f'<tr data-partition="{int(p["partition"])}" data-verdict="{esc(p["verdict"])}">'
+        f'<td class="num">{int(p["partition"])}</td><td>{badge(p["verdict"])}</td>'
+        f'<td class="num">{float(p.get("dirty_ratio") or 0):.3f}</td>'
+        f"{bytes_cell(p.get('size_bytes'))}{bytes_cell(partition_bytes(p)['cleanable'])}"
+        f"{bytes_cell(partition_bytes(p)['pinned'])}{bytes_cell(p.get('reclaimable_bytes'))}"
+        f'<td class="num">{len(txns)}{txn_text}</td>'
+        f'<td class="num">{esc(p.get("log_start_offset"))}..{esc(p.get("log_end_offset"))}</td>'
+        f"<td>{reasons or '<span class=muted>no findings</span>'}</td></tr>"
     )
 
 
@@ -234,6 +245,46 @@ def _rate_note(cal: Mapping[str, Any]) -> str:
     )
 
 
+def _groups_at_risk(forecast: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The forecast per group (its offsets partition, how many offsets, the first to expire), the soonest
+    expiry first."""
+    at_risk: dict[str, dict[str, Any]] = {}
+    for f in forecast:
+        entry = at_risk.setdefault(
+            f["group_id"],
+            {"group": f["group_id"], "partition": f.get("offsets_partition"), "offsets": 0, "first": f},
+        )
+        entry["offsets"] += 1
+        if f["expires_at"] < entry["first"]["expires_at"]:
+            entry["first"] = f
+    return sorted(at_risk.values(), key=lambda e: (e["first"]["expires_at"], e["group"]))
+
+
+def _risk_row(e: Mapping[str, Any]) -> str:
+    return (
+        f'<tr><td><code>{esc(e["group"])}</code></td><td class="num">{esc(e["partition"])}</td>'
+        f'<td class="num">{e["offsets"]}</td><td>{iso(e["first"]["expires_at"])}</td>'
+        f'<td class="num">{esc(format_duration(e["first"]["expires_in_ms"]))}</td>'
+        f"<td>{esc(e['first']['reason'])}</td></tr>"
+    )
+
+
+def _tombstone_row(t: Mapping[str, Any]) -> str:
+    """A planned tombstone: an offset commit's topic-partition and age, or a group tombstone."""
+    head = (
+        f"<tr><td><code>{esc(t['group_id'])}</code></td>"
+        f'<td class="num">{esc(t.get("offsets_partition"))}</td>'
+        f"<td>{esc(t.get('kind'))}</td>"
+    )
+    if t.get("kind") != "offset_commit":
+        return head + f"<td>-</td><td>-</td><td>{esc(t.get('reason'))}</td></tr>"
+    return (
+        head + f"<td><code>{esc(t.get('topic'))}-{esc(t.get('partition'))}</code></td>"
+        f'<td class="num">{esc(format_duration(t["age_ms"]) if t.get("age_ms") is not None else "-")}</td>'
+        f"<td>{esc(t.get('reason'))}</td></tr>"
+    )
+
+
 def plan_section(plan: Mapping[str, Any] | None) -> str:
     if not plan:
         return (
@@ -269,36 +320,9 @@ def plan_section(plan: Mapping[str, Any] | None) -> str:
         if now_ms is not None
         else ""
     )
-    at_risk: dict[str, dict[str, Any]] = {}
-    for f in forecast:
-        entry = at_risk.setdefault(
-            f["group_id"],
-            {"group": f["group_id"], "partition": f.get("offsets_partition"), "offsets": 0, "first": f},
-        )
-        entry["offsets"] += 1
-        if f["expires_at"] < entry["first"]["expires_at"]:
-            entry["first"] = f
-    risk_rows = sorted(at_risk.values(), key=lambda e: (e["first"]["expires_at"], e["group"]))
-    risk_html = "".join(
-        f'<tr><td><code>{esc(e["group"])}</code></td><td class="num">{esc(e["partition"])}</td>'
-        f'<td class="num">{e["offsets"]}</td><td>{iso(e["first"]["expires_at"])}</td>'
-        f'<td class="num">{esc(format_duration(e["first"]["expires_in_ms"]))}</td>'
-        f"<td>{esc(e['first']['reason'])}</td></tr>"
-        for e in risk_rows[:MAX_ROWS]
-    )
-    tomb_html = "".join(
-        f"<tr><td><code>{esc(t['group_id'])}</code></td>"
-        f'<td class="num">{esc(t.get("offsets_partition"))}</td>'
-        f"<td>{esc(t.get('kind'))}</td>"
-        f"<td><code>{esc(t.get('topic'))}-{esc(t.get('partition'))}</code></td>"
-        f'<td class="num">{esc(format_duration(t["age_ms"]) if t.get("age_ms") is not None else "-")}</td>'
-        f"<td>{esc(t.get('reason'))}</td></tr>"
-        if t.get("kind") == "offset_commit"
-        else f"<tr><td><code>{esc(t['group_id'])}</code></td>"
-        f'<td class="num">{esc(t.get("offsets_partition"))}</td>'
-        f"<td>{esc(t.get('kind'))}</td><td>-</td><td>-</td><td>{esc(t.get('reason'))}</td></tr>"
-        for t in tombstones[:MAX_ROWS]
-    )
+    risk_rows = _groups_at_risk(forecast)
+    risk_html = "".join(_risk_row(e) for e in risk_rows[:MAX_ROWS])
+    tomb_html = "".join(_tombstone_row(t) for t in tombstones[:MAX_ROWS])
     lost = (
         f'<p id="plan-lost">{len(lost_groups)} group(s) lost committed offsets (past retention; the next '
         f"cleanup deletes them): "

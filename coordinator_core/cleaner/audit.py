@@ -17,13 +17,7 @@ from typing import Any
 from offsetops.coordinator_core.cleaner.broker_log import BrokerLogReport
 from offsetops.coordinator_core.cleaner.config import CleanerConfig, ClusterConfig
 from offsetops.coordinator_core.cleaner.history import AuditHistory
-from offsetops.coordinator_core.cleaner.manager import (
-    OffsetsToClean,
-    cleanable_offsets,
-    log_segments,
-    log_to_clean,
-    max_compaction_delay,
-)
+from offsetops.coordinator_core.cleaner.manager import CleanerView, SegmentInfo, cleaner_view, log_segments
 from offsetops.coordinator_core.cleaner.metrics import CleanerMetrics
 from offsetops.coordinator_core.cleaner.model import (
     CRITICAL,
@@ -38,7 +32,7 @@ from offsetops.coordinator_core.cleaner.model import (
     worst,
 )
 from offsetops.coordinator_core.cleaner.rules import failure_reason, judge_partition, judge_topic
-from offsetops.coordinator_core.cleaner.scan import scan_partition
+from offsetops.coordinator_core.cleaner.scan import PartitionScan, scan_partition
 from offsetops.coordinator_core.sources.logdir import (
     OFFSETS_TOPIC,
     REPLICATION_CHECKPOINT,
@@ -92,98 +86,81 @@ def audit_partition(
     )
     segs = scan.segments
     log_end = max((s.next_offset for s in segs if s.next_offset is not None), default=segs[-1].base_offset)
-    log_end = max(log_end, segs[-1].base_offset)
-    hw = None if high_watermark is None else min(max(high_watermark, log_start), log_end)
-    hw_or_leo = log_end if hw is None else hw
     txns = sorted(
         (OpenTransaction(pid, t[2], t[0], t[1], max(now_ms - t[1], 0)) for pid, t in scan.open_txns.items()),
         key=lambda t: t.first_offset,
     )
-    first_unstable = txns[0].first_offset if txns else None
-    # UnifiedLog.lastStableOffset: the first unstable offset when below the high watermark
-    lso = first_unstable if first_unstable is not None and first_unstable < hw_or_leo else hw_or_leo
-
-    def offsets(last_stable: int) -> OffsetsToClean:
-        return cleanable_offsets(
-            segs,
-            log_start_offset=log_start,
-            log_end_offset=log_end,
-            checkpoint=checkpoint,
-            last_stable_offset=last_stable,
-            min_compaction_lag_ms=config.min_compaction_lag_ms,
-            now_ms=now_ms,
-        )
-
-    otc = offsets(lso)
-    ltc = log_to_clean(segs, otc.first_dirty_offset, otc.first_uncleanable_dirty_offset)
-    unpinned = (
-        ltc
-        if lso == hw_or_leo
-        else log_to_clean(segs, otc.first_dirty_offset, offsets(hw_or_leo).first_uncleanable_dirty_offset)
+    view = cleaner_view(
+        segs,
+        config=config,
+        now_ms=now_ms,
+        log_start_offset=log_start,
+        log_end_offset=max(log_end, segs[-1].base_offset),
+        checkpoint=checkpoint,
+        high_watermark=high_watermark,
+        first_unstable_offset=txns[0].first_offset if txns else None,
     )
-    delay = max_compaction_delay(segs, otc.first_dirty_offset, config.max_compaction_lag_ms, now_ms)
+    return _partition_audit(pdir, scan, view, txns, config=config, now_ms=now_ms, checkpoint=checkpoint)
 
-    bound_min = min(otc.bounds.values())
-    reasons: list[str] = []
-    for name, value in otc.bounds.items():
-        if value != bound_min:
-            continue
-        if name == "last_stable_offset":
-            if lso == first_unstable:
-                reasons.append("open_transaction")
-            elif hw is not None and hw < log_end:
-                reasons.append("high_watermark")
-        else:
-            reasons.append(name)
-    if otc.first_uncleanable_dirty_offset == otc.first_dirty_offset and bound_min < otc.first_dirty_offset:
-        reasons.append("nothing_dirty")
 
-    fu_seg = ltc.first_uncleanable_offset
-    use_overall = otc.checkpoint_reset == "above_log_end"
-    keys = scan.key_stats(otc.first_dirty_offset, fu_seg, whole_log=use_overall)
-
-    dirty_segments = (
+def _segment_ages(
+    segs: Sequence[SegmentInfo], view: CleanerView, now_ms: int
+) -> tuple[int | None, int | None]:
+    """(the oldest dirty segment's age, the newest cleanable segment's mtime), from the segments' first
+    batch timestamps and mtimes."""
+    otc, log_end = view.offsets, view.log_end_offset
+    fu_seg = view.to_clean.first_uncleanable_offset
+    dirty = (
         log_segments(segs, otc.first_dirty_offset, log_end + 1) if log_end > otc.first_dirty_offset else []
     )
-    stamps = [s.first_batch_timestamp if s.first_batch_timestamp > 0 else s.mtime_ms for s in dirty_segments]
+    stamps = [s.first_batch_timestamp if s.first_batch_timestamp > 0 else s.mtime_ms for s in dirty]
     oldest_dirty_age = max(now_ms - min(stamps), 0) if stamps else None
     # A first dirty offset above the active segment's base (unclean leader election, DeleteRecords, a
     # checkpoint past the log start) leaves nothing cleanable: calculateCleanableBytes starts the range
     # at min(first dirty, first uncleanable segment), and so does this.
-    cleanable_segments = log_segments(segs, min(otc.first_dirty_offset, fu_seg), fu_seg)
-    newest_cleanable_mtime = max((s.mtime_ms for s in cleanable_segments), default=None)
+    cleanable = log_segments(segs, min(otc.first_dirty_offset, fu_seg), fu_seg)
+    return oldest_dirty_age, max((s.mtime_ms for s in cleanable), default=None)
 
+
+def _partition_audit(
+    pdir: PartitionDir,
+    scan: PartitionScan,
+    view: CleanerView,
+    txns: list[OpenTransaction],
+    *,
+    config: CleanerConfig,
+    now_ms: int,
+    checkpoint: int | None,
+) -> PartitionAudit:
+    """The partition's audit from its scan and the cleaner's view of it."""
+    segs, otc, ltc = scan.segments, view.offsets, view.to_clean
+    fu_seg = ltc.first_uncleanable_offset
+    keys = scan.key_stats(otc.first_dirty_offset, fu_seg, whole_log=otc.checkpoint_reset == "above_log_end")
+    oldest_dirty_age, newest_cleanable_mtime = _segment_ages(segs, view, now_ms)
     active = segs[-1]
     active_start = active.first_batch_timestamp if active.first_batch_timestamp >= 0 else active.mtime_ms
-    total_ok = ltc.total_bytes > 0
-    eligible = (
-        config.is_compacted
-        and total_ok
-        and (
-            ltc.cleanable_ratio > config.min_cleanable_dirty_ratio or (delay > 0 and ltc.cleanable_bytes > 0)
-        )
-    )
+    delay = view.max_compaction_delay_ms
     return PartitionAudit(
         partition=pdir.partition,
         size_bytes=sum(s.size for s in segs),
         segments=len(segs),
-        log_start_offset=log_start,
-        log_end_offset=log_end,
+        log_start_offset=view.log_start_offset,
+        log_end_offset=view.log_end_offset,
         checkpoint=checkpoint,
         checkpoint_reset=otc.checkpoint_reset,
-        high_watermark=hw,
-        last_stable_offset=lso,
+        high_watermark=view.high_watermark,
+        last_stable_offset=view.last_stable_offset,
         clean_bytes=ltc.clean_bytes,
         cleanable_bytes=ltc.cleanable_bytes,
         dirty_ratio=ltc.cleanable_ratio,
         first_dirty_offset=otc.first_dirty_offset,
         first_uncleanable_offset=otc.first_uncleanable_dirty_offset,
         first_uncleanable_segment_offset=fu_seg,
-        uncleanable_reasons=reasons,
+        uncleanable_reasons=view.uncleanable_reasons(),
         uncleanable_bounds=dict(otc.bounds),
         open_transactions=txns,
-        unpinned_dirty_ratio=unpinned.cleanable_ratio,
-        eligible=eligible,
+        unpinned_dirty_ratio=view.unpinned.cleanable_ratio,
+        eligible=view.eligible(config),
         needs_compaction_now=delay > 0,
         max_compaction_delay_ms=delay,
         records=scan.records,
@@ -256,6 +233,58 @@ def scan_log_dir(
     return out
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Judging:
+    """What every partition of one log dir is judged with."""
+
+    config: CleanerConfig
+    thresholds: Thresholds
+    now_ms: int
+    broker_log: BrokerLogReport | None
+    history: AuditHistory | None
+    log_dir_key: str
+    live: ClusterConfig | None
+
+
+def _judge_partitions(
+    logdir: LogDir,
+    partition_audits: Mapping[int, PartitionAudit | PartitionFailure | None],
+    judging: _Judging,
+    notes: list[str],
+) -> tuple[list[PartitionAudit], list[PartitionFailure]]:
+    """Each partition's scan with the broker log's marks, its progress since the history and its verdict
+    (LogCleanerManager.grabFilthiestCompactedLog skips a partition marked uncleanable); the failures apart,
+    a partition without segments noted."""
+    j = judging
+    marks = j.broker_log.uncleanable_partitions() if j.broker_log is not None else {}
+    in_progress = j.broker_log.cleaning_in_progress() if j.broker_log is not None else set()
+    audits: list[PartitionAudit] = []
+    failures: list[PartitionFailure] = []
+    for pdir in logdir.partitions:
+        pa = partition_audits.get(pdir.partition)
+        if pa is None:
+            notes.append(f"{pdir.path}: no segment files, skipped")
+            continue
+        if isinstance(pa, PartitionFailure):
+            failures.append(pa)
+            continue
+        pa.cleaning_in_progress = pdir.partition in in_progress
+        mark = marks.get(pdir.partition)
+        if mark is not None:
+            pa.marked_uncleanable = mark
+            pa.eligible = False
+        if j.history is not None:
+            pa.progress = j.history.progress(j.log_dir_key, pa.snapshot(j.now_ms))
+        if j.live is not None and j.live.log_dir_sizes is not None:
+            pa.live_size_bytes = j.live.log_dir_sizes.get(pdir.partition)
+        pa.reasons = judge_partition(
+            pa, config=j.config, thresholds=j.thresholds, now_ms=j.now_ms, topic=pdir.topic
+        )
+        pa.verdict = worst(pa.reasons)
+        audits.append(pa)
+    return audits, failures
+
+
 def audit_log_dir(
     path: str | os.PathLike[str] | LogDir,
     *,
@@ -296,34 +325,15 @@ def audit_log_dir(
     history = AuditHistory.load(state_dir) if state_dir is not None else None
     if history is not None and history.skipped_lines:
         notes.append(f"{history.path}: skipped {history.skipped_lines} unreadable line(s)")
-    marks = broker_log.uncleanable_partitions() if broker_log is not None else {}
-    in_progress = broker_log.cleaning_in_progress() if broker_log is not None else set()
     # the history key: a broker scan read back elsewhere names its broker, not a path of this machine
     log_dir_key = log_dir_key or str(Path(logdir.path).resolve())
 
-    audits: list[PartitionAudit] = []
-    failures: list[PartitionFailure] = []
-    for pdir in logdir.partitions:
-        pa = partition_audits.get(pdir.partition)
-        if pa is None:
-            notes.append(f"{pdir.path}: no segment files, skipped")
-            continue
-        if isinstance(pa, PartitionFailure):
-            failures.append(pa)
-            continue
-        pa.cleaning_in_progress = pdir.partition in in_progress
-        mark = marks.get(pdir.partition)
-        if mark is not None:
-            pa.marked_uncleanable = mark
-            pa.eligible = False  # grabFilthiestCompactedLog skips partitions marked uncleanable
-        if history is not None:
-            pa.progress = history.progress(log_dir_key, pa.snapshot(now))
-        if live is not None and live.log_dir_sizes is not None:
-            pa.live_size_bytes = live.log_dir_sizes.get(pdir.partition)
-        pa.reasons = judge_partition(pa, config=cfg, thresholds=th, now_ms=now, topic=pdir.topic)
-        pa.verdict = worst(pa.reasons)
-        audits.append(pa)
-
+    audits, failures = _judge_partitions(
+        logdir,
+        partition_audits,
+        _Judging(cfg, th, now, broker_log, history, log_dir_key, live),
+        notes,
+    )
     if metrics is not None and not metrics.found:
         notes.append(f"{metrics.source or 'metrics'}: no Log Cleaner metrics found in the exposition")
     topic_reasons = judge_topic(config=cfg, thresholds=th, metrics=metrics, broker_log=broker_log)
@@ -347,15 +357,19 @@ def audit_log_dir(
         failures=failures,
     )
     if history is not None and record_history:
-        history.append(
-            {
-                "audited_at_ms": now,
-                "log_dir": log_dir_key,
-                "verdict": verdict,
-                "partitions": {str(p.partition): p.snapshot(now).to_json() for p in audits},
-            }
-        )
+        history.append(_history_entry(audit))
     return audit
+
+
+def _history_entry(audit: CleanerAudit) -> dict[str, Any]:
+    """The line ``audits.jsonl`` keeps of ``audit``: its verdict and each partition's snapshot."""
+    now = audit.audited_at_ms
+    return {
+        "audited_at_ms": now,
+        "log_dir": audit.log_dir,
+        "verdict": audit.verdict,
+        "partitions": {str(p.partition): p.snapshot(now).to_json() for p in audit.partitions},
+    }
 
 
 #: divergence kinds that mean two copies are different logs (CRITICAL), beside a follower ahead (DEGRADED)

@@ -2,7 +2,9 @@
 
 ``cleanableOffsets`` (first dirty offset with its checkpoint reset rules, and the first offset the
 cleaner may not pass), ``calculateCleanableBytes``, ``LogToClean`` (clean/cleanable bytes and the dirty
-ratio), ``maxCompactionDelay`` and the ``max-dirty-percent`` gauge of ``grabFilthiestCompactedLog``.
+ratio), ``maxCompactionDelay`` and the ``max-dirty-percent`` gauge of ``grabFilthiestCompactedLog``;
+:func:`cleaner_view` puts them together for one log (with UnifiedLog's last stable offset) and says what
+bounds the cleaner and whether it would pick the log.
 Nothing here reads a file: :mod:`offsetops.coordinator_core.cleaner.scan` supplies the segments.
 """
 
@@ -18,12 +20,14 @@ if TYPE_CHECKING:
     from offsetops.coordinator_core.cleaner.model import PartitionAudit
 
 __all__ = [
+    "CleanerView",
     "LogToClean",
     "OffsetsToClean",
     "SegmentInfo",
     "SegmentLike",
     "calculate_cleanable_bytes",
     "cleanable_offsets",
+    "cleaner_view",
     "log_segments",
     "log_to_clean",
     "max_compaction_delay",
@@ -187,6 +191,99 @@ def max_compaction_delay(
     earliest = min(stamps) if stamps else 2**63 - 1
     clean_until = now_ms - max(max_compaction_lag_ms, 0)
     return clean_until - earliest if earliest < clean_until else 0
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerView:
+    """What LogCleanerManager sees of one log: its offsets, what it may clean now and what bounds it."""
+
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int | None  # clamped to [log start, log end]
+    last_stable_offset: int
+    first_unstable_offset: int | None  # the first offset of the oldest open transaction
+    offsets: OffsetsToClean
+    to_clean: LogToClean
+    #: the log as it would be to clean without the open transactions pinning it
+    unpinned: LogToClean
+    max_compaction_delay_ms: int
+
+    def uncleanable_reasons(self) -> list[str]:
+        """Which bounds stop the cleaner at the first uncleanable offset: an open transaction, the high
+        watermark, the active segment, min.compaction.lag.ms; ``nothing_dirty`` when nothing is dirty."""
+        otc = self.offsets
+        bound_min = min(otc.bounds.values())
+        reasons: list[str] = []
+        for name, value in otc.bounds.items():
+            if value != bound_min:
+                continue
+            if name != "last_stable_offset":
+                reasons.append(name)
+            elif self.last_stable_offset == self.first_unstable_offset:
+                reasons.append("open_transaction")
+            elif self.high_watermark is not None and self.high_watermark < self.log_end_offset:
+                reasons.append("high_watermark")
+        if (
+            otc.first_uncleanable_dirty_offset == otc.first_dirty_offset
+            and bound_min < otc.first_dirty_offset
+        ):
+            reasons.append("nothing_dirty")
+        return reasons
+
+    def eligible(self, config: CleanerConfig) -> bool:
+        """Whether grabFilthiestCompactedLog would pick the log: compacted, with bytes, and dirty past
+        min.cleanable.dirty.ratio or past max.compaction.lag.ms with something cleanable."""
+        ltc, delay = self.to_clean, self.max_compaction_delay_ms
+        return (
+            config.is_compacted
+            and ltc.total_bytes > 0
+            and (
+                ltc.cleanable_ratio > config.min_cleanable_dirty_ratio
+                or (delay > 0 and ltc.cleanable_bytes > 0)
+            )
+        )
+
+
+def cleaner_view(
+    segments: Sequence[SegmentLike],
+    *,
+    config: CleanerConfig,
+    now_ms: int,
+    log_start_offset: int,
+    log_end_offset: int,
+    checkpoint: int | None,
+    high_watermark: int | None,
+    first_unstable_offset: int | None,
+) -> CleanerView:
+    """The cleaner's view of a log (UnifiedLog.lastStableOffset, cleanableOffsets, LogToClean,
+    maxCompactionDelay), and the same log unpinned by its open transactions."""
+    log_end = log_end_offset
+    hw = None if high_watermark is None else min(max(high_watermark, log_start_offset), log_end)
+    hw_or_leo = log_end if hw is None else hw
+    unstable = first_unstable_offset
+    # UnifiedLog.lastStableOffset: the first unstable offset when below the high watermark
+    lso = unstable if unstable is not None and unstable < hw_or_leo else hw_or_leo
+
+    def offsets(last_stable: int) -> OffsetsToClean:
+        return cleanable_offsets(
+            segments,
+            log_start_offset=log_start_offset,
+            log_end_offset=log_end,
+            checkpoint=checkpoint,
+            last_stable_offset=last_stable,
+            min_compaction_lag_ms=config.min_compaction_lag_ms,
+            now_ms=now_ms,
+        )
+
+    otc = offsets(lso)
+    ltc = log_to_clean(segments, otc.first_dirty_offset, otc.first_uncleanable_dirty_offset)
+    unpinned = (
+        ltc
+        if lso == hw_or_leo
+        else log_to_clean(segments, otc.first_dirty_offset, offsets(hw_or_leo).first_uncleanable_dirty_offset)
+    )
+    delay = max_compaction_delay(segments, otc.first_dirty_offset, config.max_compaction_lag_ms, now_ms)
+    return CleanerView(log_start_offset, log_end, hw, lso, unstable, otc, ltc, unpinned, delay)
 
 
 def max_dirty_ratio(partitions: Sequence[PartitionAudit], config: CleanerConfig) -> float:

@@ -312,13 +312,7 @@ def read_entry(
     """
     rem = end - pos
     if rem < _MAGIC_AT + 1:
-        if rem >= LOG_OVERHEAD and not any(data[pos:end]):
-            report(_zero_tail(rem, file, partition, base + pos))
-            return None, end
-        off = _HEAD.unpack_from(data, pos)[0] if rem >= 12 else None
-        reason = f"{rem} trailing bytes, too few for a batch header"
-        report(DecodeError("truncated", f"{reason}; skipped them", file, partition, base + pos, off, rem))
-        return None, end
+        return _short_tail(data, pos, end, base, file, partition, report)
     offset, size = _HEAD.unpack_from(data, pos)
     magic = data[pos + _MAGIC_AT]
 
@@ -355,28 +349,12 @@ def read_entry(
             V2_HEADER.unpack_from(own, start)
         )
         if verify_crc and crc32c(memoryview(own)[start + 21 : start + total]) != crc:
-            report(
-                DecodeError(
-                    "crc_mismatch",
-                    f"stored CRC-32C {crc:#010x} does not match the batch",
-                    file,
-                    partition,
-                    base + pos,
-                    base_offset,
-                )
-            )
+            reason = f"stored CRC-32C {crc:#010x} does not match the batch"
+            report(DecodeError("crc_mismatch", reason, file, partition, base + pos, base_offset))
             return None, pos + total
         if count < 0 or lod < 0:
-            report(
-                DecodeError(
-                    "corrupt_batch",
-                    f"record count {count} / last offset delta {lod} is negative",
-                    file,
-                    partition,
-                    base + pos,
-                    base_offset,
-                )
-            )
+            reason = f"record count {count} / last offset delta {lod} is negative"
+            report(DecodeError("corrupt_batch", reason, file, partition, base + pos, base_offset))
             return None, pos + total
         batch = RecordBatch(
             2, base_offset, base_offset + lod, base + pos, total, attrs, crc, pid, pepoch, bseq, ple,
@@ -385,27 +363,56 @@ def read_entry(
         if max_batch_bytes != DEFAULT_MAX_BATCH_BYTES:
             batch._limit = max_batch_bytes
         return batch, pos + total
+    legacy_batch = _legacy_entry(
+        own, start, total, magic, offset, base + pos, file, partition, report, verify_crc, max_batch_bytes
+    )
+    return legacy_batch, pos + total
+
+
+def _short_tail(
+    data,
+    pos: int,
+    end: int,
+    base: int,
+    file: str | None,
+    partition: int | None,
+    report: Callable[[DecodeError], object],
+) -> tuple[None, int]:
+    """The last bytes of ``data``, too few for a batch header: a zero tail (a notice) or truncated."""
+    rem = end - pos
+    if rem >= LOG_OVERHEAD and not any(data[pos:end]):
+        report(_zero_tail(rem, file, partition, base + pos))
+        return None, end
+    off = _HEAD.unpack_from(data, pos)[0] if rem >= 12 else None
+    reason = f"{rem} trailing bytes, too few for a batch header"
+    report(DecodeError("truncated", f"{reason}; skipped them", file, partition, base + pos, off, rem))
+    return None, end
+
+
+def _legacy_entry(
+    own,
+    start: int,
+    total: int,
+    magic: int,
+    offset: int,
+    position: int,
+    file: str | None,
+    partition: int | None,
+    report: Callable[[DecodeError], object],
+    verify_crc: bool,
+    max_batch_bytes: int,
+) -> RecordBatch | None:
+    """A magic 0/1 message (its CRC-32 checked) as a batch, or None after a reported problem."""
     (crc,) = _U32.unpack_from(own, start + LOG_OVERHEAD)
     if verify_crc and zlib.crc32(memoryview(own)[start + _MAGIC_AT : start + total]) != crc:
-        report(
-            DecodeError(
-                "crc_mismatch",
-                f"stored CRC-32 {crc:#010x} does not match the message",
-                file,
-                partition,
-                base + pos,
-                offset,
-            )
-        )
-        return None, pos + total
+        reason = f"stored CRC-32 {crc:#010x} does not match the message"
+        report(DecodeError("crc_mismatch", reason, file, partition, position, offset))
+        return None
     try:
-        batch = _legacy_batch(
-            own, start, total, magic, base + pos, file, partition, verify_crc, max_batch_bytes
-        )
+        return _legacy_batch(own, start, total, magic, position, file, partition, verify_crc, max_batch_bytes)
     except (ValueError, struct.error) as exc:
-        report(DecodeError("corrupt_batch", str(exc), file, partition, base + pos, offset))
-        return None, pos + total
-    return batch, pos + total
+        report(DecodeError("corrupt_batch", str(exc), file, partition, position, offset))
+        return None
 
 
 def _zero_tail(n: int, file: str | None, partition: int | None, position: int) -> DecodeError:

@@ -1,27 +1,30 @@
-"""Shared by ``offsetops groups`` and ``offsetops describe``: options, loading and the offsets lookup."""
+"""Shared by ``offsetops groups`` and ``offsetops describe``: options, the core's view run, expiry cells."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from offsetops.commands._common import die, epoch_time, non_negative_float
-from offsetops.commands._load import add_source_args, check_source, load_caches, source_from_args
-from offsetops.coordinator_core.cache import CoordinatorCache
-from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
-from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
-from offsetops.coordinator_core.errors import count_errors
-from offsetops.coordinator_core.expiration import plan_expiration
-from offsetops.coordinator_core.expiry_risk import GroupRisk, group_risks
+from offsetops.commands._load import add_source_args, check_source, load_with_progress, source_from_args
+from offsetops.coordinator_core.describe import GroupFilter
+from offsetops.coordinator_core.expiry_risk import GroupRisk
 from offsetops.coordinator_core.findings import CRITICAL
+from offsetops.coordinator_core.group_views import (
+    GroupsRequest,
+    GroupsResult,
+    ViewInputError,
+    check_data_log_dirs,
+)
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.timefmt import ago, iso_utc
 from offsetops.pipelines.cli_args import bounded_regex, broker_version, positive_int
 
 FORMATS = ("text", "json", "csv")
+R = TypeVar("R", bound=GroupsResult)
 
 
 def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
@@ -77,25 +80,6 @@ def add_expiry_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def expiry_risks(args: argparse.Namespace, caches: list[CoordinatorCache], now: int) -> dict[str, GroupRisk]:
-    """Each group's expiry risk at ``now``, from the expiration plan ``offsetops expire`` would make with
-    the run's settings (``args.run``: retention, coordinator, forecast window)."""
-    run = args.run
-    plan = plan_expiration(
-        caches,
-        now_ms=now,
-        retention_ms=run.retention_ms,
-        coordinator=run["coordinator"],
-        forecast_horizon_ms=run.forecast_horizon_ms,
-    )
-    return {r.group_id: r for r in group_risks(plan)}
-
-
-def risk_rank(risks: dict[str, GroupRisk]) -> dict[str, int]:
-    """Each at-risk group's place in the one worst-first order (lost, then soonest expiry)."""
-    return {gid: i for i, gid in enumerate(risks)}
-
-
 def expiry_cell(risk: GroupRisk | None, now: int) -> str:
     """``EXPIRED 3 offsets``, ``in 1 h 20 min (5 offsets)``, or ``-``."""
     if risk is None:
@@ -129,11 +113,10 @@ def add_output_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_views(
-    args: argparse.Namespace, groups: list[str]
-) -> tuple[list[GroupView], str, list[CoordinatorCache]] | int:
-    """Load, look up log offsets and describe (with the caches, for the expiry risk); an int is an exit
-    code after a printed error."""
+def view_result(args: argparse.Namespace, groups: list[str], view: Callable[..., R]) -> R | int:
+    """Run the core's ``view`` (:func:`~offsetops.coordinator_core.group_views.groups_view` or
+    ``describe_view``) over the run's source, loading with progress on a terminal; warn on stderr of
+    groups not found and of decode errors. An int is an exit code after a printed error."""
     bad = refuse_bad_source(args)
     if bad is not None:
         return bad
@@ -145,23 +128,18 @@ def build_views(
         states=frozenset(args.state),
     )
     try:
-        caches = load_caches(args)
-    except LogDirError as exc:
+        result = view(GroupsRequest(args.run, source_from_args(args), flt), load=load_with_progress)
+    except (LogDirError, ViewInputError, KafkaClientError) as exc:  # the path or cluster, never a secret
         return die(str(exc))
-    except KafkaClientError as exc:  # names the cluster and the reason, never a secret
-        return die(str(exc))
-    offsets, where = lookup_offsets(args, wanted_partitions(caches, flt))
-    views = describe_groups(caches, offsets, flt)
-    missing = sorted(set(groups) - {v.group_id for v in views})
-    for gid in missing:
+    for gid in result.missing:
         print(f"offsetops: group {gid!r} not found in the loaded partitions", file=sys.stderr)
-    errors = sum(count_errors(c.stats.errors) for c in caches)  # notices are not errors
-    if errors:
+    if result.decode_errors:
         print(
-            f"offsetops: {errors} decode error(s) while loading; run `offsetops reload` to see them",
+            f"offsetops: {result.decode_errors} decode error(s) while loading; run `offsetops reload` to see "
+            "them",
             file=sys.stderr,
         )
-    return views, where, caches
+    return result
 
 
 def refuse_bad_source(args: argparse.Namespace) -> int | None:
@@ -174,32 +152,8 @@ def refuse_bad_source(args: argparse.Namespace) -> int | None:
 
 def check_log_dirs(args: argparse.Namespace) -> int | None:
     """A mistyped --log-dir would silently find no partitions: refuse it."""
-    for extra in args.log_dir:
-        if not os.path.isdir(extra):
-            return die(f"--log-dir {extra}: not a directory")
+    try:
+        check_data_log_dirs(args.log_dir)
+    except ViewInputError as exc:
+        return die(str(exc))
     return None
-
-
-def lookup_offsets(
-    args: argparse.Namespace, wanted: set[tuple[str, int]]
-) -> tuple[dict[tuple[str, int], PartitionOffsets], str]:
-    """Log start/end of the wanted data partitions: ListOffsets live, partition dirs offline."""
-    source = source_from_args(args)
-    if source.client is not None:
-        return live_offsets(source.client, wanted), "ListOffsets on the cluster"
-    dirs = [logdir_root(args.path), *source.data_log_dirs]
-    return offline_offsets(dirs, wanted), "data-topic partition dirs and checkpoints in " + ", ".join(dirs)
-
-
-def logdir_root(path: str) -> str:
-    """The log dir itself when PATH is one ``__consumer_offsets-N`` dir."""
-    from pathlib import Path
-
-    p = Path(path)
-    return str(p.parent) if re.fullmatch(r"__consumer_offsets-\d+", p.name) else str(p)
-
-
-def now_of(args: argparse.Namespace) -> int:
-    """The instant ages are measured from: the run's clock (``--now``, ``OFFSETOPS_AS_OF_MS``, else the
-    clock the log dir declares, else the wall clock); the same clock ``audit`` and ``expire`` use."""
-    return args.run.now_ms

@@ -8,14 +8,7 @@ from typing import Any
 
 from offsetops.commands._common import print_json
 from offsetops.commands._group_detail import headline, print_detail
-from offsetops.commands._groupview import (
-    add_view_args,
-    build_views,
-    expiry_risks,
-    now_of,
-    risk_line,
-    risk_rank,
-)
+from offsetops.commands._groupview import add_view_args, risk_line, view_result
 from offsetops.commands._run import with_settings
 from offsetops.commands._table import cell, print_table, write_csv
 from offsetops.coordinator_core.describe import (
@@ -26,7 +19,8 @@ from offsetops.coordinator_core.describe import (
     OffsetRow,
 )
 from offsetops.coordinator_core.expiry_risk import GroupRisk
-from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
+from offsetops.coordinator_core.group_views import DescribeResult, describe_view
+from offsetops.coordinator_core.timefmt import ago, iso_utc
 
 HEADERS = (
     "TOPIC",
@@ -92,13 +86,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _status(row: OffsetRow) -> str:
     return row.status.upper().replace("_", "-")
-
-
-def _row_json(row: OffsetRow, now: int) -> dict[str, Any]:
-    doc = row.to_json()
-    doc["commit_time"] = time_json(row.commit_timestamp, now)
-    doc["expire_time"] = time_json(row.expire_timestamp, now)
-    return doc
 
 
 def _when(ms: int | None, now: int) -> str:
@@ -202,36 +189,26 @@ def run(args: argparse.Namespace) -> int:
     targets = list(args.targets)
     args.path = None if args.bootstrap or args.client_config or not targets else targets.pop(0)
     args.groups = [*targets, *args.group]
-    built = build_views(args, args.groups)
-    if isinstance(built, int):
-        return built
-    views, where, caches = built
-    now = now_of(args)
-    risks = expiry_risks(args, caches, now)
-    order = risk_rank(risks)
-    # Worst first: groups losing offsets (lost, then the soonest expiry), then offsets out of range.
-    views.sort(key=lambda v: (order.get(v.group_id, len(order)), -v.out_of_range, v.group_id))
+    result = view_result(args, args.groups, describe_view)
+    if isinstance(result, int):
+        return result
     if args.format == "json":
-        docs = []
-        for v in views:
-            doc = v.to_json()
-            doc["rows"] = [_row_json(r, now) for r in v.rows]
-            doc["last_commit_time"] = time_json(v.last_commit_timestamp, now)
-            risk = risks.get(v.group_id)
-            doc["expiry"] = None if risk is None else risk.to_json()
-            docs.append(doc)
-        print_json(
-            with_settings({"now": time_json(now, now), "log_offsets_from": where, "groups": docs}, args)
-        )
+        print_json(with_settings(result.to_json(), args))
     elif args.format == "csv":
-        write_csv(CSV_HEADERS, csv_rows(views, now))
+        write_csv(CSV_HEADERS, csv_rows(list(result.views), result.now_ms))
     else:
-        for v in views:
-            print_group(v, now, risk=risks.get(v.group_id))
-        unknown = sum(r.status == LOG_UNKNOWN for v in views for r in v.rows)
-        sys.stdout.write(f"log start/end from {cell(where)}")
-        if unknown:
-            sys.stdout.write(f"; {unknown} partition(s) not found there (LOG-UNKNOWN: no lag)")
-        sys.stdout.write("\n")
-        sys.stdout.write(cell(args.run.summary()) + "\n")  # the settings the expiry lines were computed with
-    return 0 if views or not args.groups else 1
+        _print_text(result)
+    return 0 if result.views or not args.groups else 1
+
+
+def _print_text(result: DescribeResult) -> None:
+    for v in result.views:
+        print_group(v, result.now_ms, risk=result.risk(v.group_id))
+    unknown = sum(r.status == LOG_UNKNOWN for v in result.views for r in v.rows)
+    sys.stdout.write(f"log start/end from {cell(result.log_offsets_from)}")
+    if unknown:
+        sys.stdout.write(f"; {unknown} partition(s) not found there (LOG-UNKNOWN: no lag)")
+    sys.stdout.write("\n")
+    sys.stdout.write(
+        cell(result.settings.summary()) + "\n"
+    )  # the settings the expiry lines were computed with

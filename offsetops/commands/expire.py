@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from offsetops.commands._common import (
@@ -157,49 +158,42 @@ def _load(args: argparse.Namespace) -> list:
     return load_with_progress(source, args.run)
 
 
-def _client(args: argparse.Namespace, executor: str, target: dict[str, Any]) -> Any:
-    """The Kafka client configuration of the admin and produce executors (a resumed plan keeps its
-    cluster: its bootstrap servers are part of the plan id)."""
+#: how the command line gives what an executor lacks (MissingInput.missing)
+_HOW = {
+    "cluster": "--bootstrap HOST:PORT (or --client-config FILE with bootstrap.servers)",
+    "target_topic": "--target-topic TOPIC",
+    "log_dir": "the log dir PATH and --output-dir DIR",
+    "output_dir": "the log dir PATH and --output-dir DIR",
+}
+
+
+def _request(args: argparse.Namespace, method: str) -> Any:
+    """The executor request of the command line."""
+    from offsetops.coordinator_core.tombstones.factory import ExecutorRequest
+
+    return ExecutorRequest(
+        method,
+        log_dir=args.path,
+        cluster=lambda bootstrap: _cluster(args, bootstrap),
+        output_dir=args.output_dir,
+        target_topic=args.target_topic,
+        partitioning=args.target_partition,
+        allow_internal_topic_write=args.allow_internal_topic_write,
+        semantics=args.run["semantics"],
+    )
+
+
+def _cluster(args: argparse.Namespace, bootstrap: str | None) -> Any:
+    """The Kafka client configuration of the admin and produce executors (``bootstrap``: a resumed plan's
+    cluster, part of its plan id), or None when none is given."""
     from offsetops.coordinator_core.kafka_client import ClientConfigError
 
     try:
-        return kafka_client_config(args, args.bootstrap or target.get("bootstrap"))
+        return kafka_client_config(args, args.bootstrap or bootstrap)
     except ClientConfigError:
-        if args.bootstrap or args.client_config or target.get("bootstrap"):
+        if args.bootstrap or args.client_config or bootstrap:
             raise
-        raise ValueError(
-            f"--executor {executor} needs --bootstrap HOST:PORT (or --client-config FILE with "
-            "bootstrap.servers)"
-        ) from None
-
-
-def _make_executor(
-    args: argparse.Namespace, name: str, target: dict[str, Any] | None = None, coordinator: str = "kip848"
-) -> Any:
-    target = target or {}
-    if name == "admin":
-        from offsetops.coordinator_core.tombstones.admin import AdminExecutor
-
-        return AdminExecutor(_client(args, name, target))
-    if name == "produce":
-        from offsetops.coordinator_core.tombstones.produce import ProduceExecutor
-
-        topic = args.target_topic or target.get("topic")
-        if not topic:
-            raise ValueError("--executor produce needs --target-topic TOPIC")
-        return ProduceExecutor(
-            _client(args, name, target),
-            topic,
-            partitioning=target.get("partitioning", args.target_partition),
-            allow_internal_topic_write=args.allow_internal_topic_write,
-        )
-    from offsetops.coordinator_core.tombstones.segment import SegmentExecutor
-
-    source = args.path or target.get("source")
-    output = args.output_dir or target.get("output_dir")
-    if not source or not output:
-        raise ValueError("--executor segment needs the log dir PATH and --output-dir DIR")
-    return SegmentExecutor(source, output, semantics=args.run["semantics"])
+        return None  # the factory says what is missing
 
 
 def run(args: argparse.Namespace) -> int:
@@ -269,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
                 "or the clock file, or pass --override-clock-guard if this instant is intended"
             )
         try:
-            report = _execute(args, plan, coordinator)
+            report = _execute(args, plan)
         except RunStopped as exc:
             return die(
                 f"{exc}: rerun the same command, or --resume {exc.plan_id}, once the cluster is reachable"
@@ -304,61 +298,61 @@ def _clock_guard(args: argparse.Namespace, caches: list, doc: dict[str, Any]) ->
     return findings
 
 
-def _execute(args: argparse.Namespace, plan: ExpirationPlan, coordinator: str) -> Any:
-    from offsetops.coordinator_core.tombstones.runner import (
-        open_or_create_journal,
-        plan_document,
-        target_lock,
+def _execute(args: argparse.Namespace, plan: ExpirationPlan) -> Any:
+    from offsetops.coordinator_core.tombstones.factory import apply_plan
+
+    return _with_progress(
+        lambda on_start: apply_plan(
+            plan,
+            _request(args, args.executor),
+            journal_dir=args.journal_dir,
+            source=args.path,
+            force_new=args.force_new_plan,
+            on_start=on_start,
+        ),
+        announce=True,
     )
 
-    executor = _make_executor(args, args.executor, coordinator=coordinator)
-    try:
-        with target_lock(args.journal_dir, executor.name, executor.target()):
-            journal, resumed = open_or_create_journal(
-                args.journal_dir,
-                plan_document(plan, executor=executor, source=args.path),
-                force_new=args.force_new_plan,
-            )
-            print(
-                f"offsetops: plan {journal.plan_id} journaled at {journal.plan_path}"
-                f"{' (resuming)' if resumed else ''}",
-                file=sys.stderr,
-            )
-            return _run_with_progress(journal, executor, resumed=resumed)
-    finally:
-        executor.close()
 
+def _with_progress(apply: Callable[[Any], Any], *, announce: bool) -> Any:
+    """Run ``apply(on_start)`` with one progress line (each outcome the executor journals moves it by
+    one), saying where the plan is journaled when ``announce``; a missing executor input is named with
+    the option that gives it."""
+    from offsetops.coordinator_core.tombstones.factory import MissingInput
 
-def _run_with_progress(journal: Any, executor: Any, *, resumed: bool) -> Any:
-    """``run_journal`` with one progress line: each outcome the executor journals moves it by one."""
-    from offsetops.coordinator_core.tombstones.runner import run_journal
+    with Progress("applying", unit="tombstones") as progress:
 
-    todo = len(journal.items) - len(journal.applied_ids())
-    if resumed and not todo:
-        print(f"offsetops: plan {journal.plan_id} is already applied; verifying only", file=sys.stderr)
-    with Progress(f"applying via {executor.name}", total=todo, unit="tombstones") as progress:
-        journal.on_record = lambda n: progress.advance(n)
+        def on_start(journal: Any, resumed: bool, executor: Any) -> None:
+            if announce:
+                print(
+                    f"offsetops: plan {journal.plan_id} journaled at {journal.plan_path}"
+                    f"{' (resuming)' if resumed else ''}",
+                    file=sys.stderr,
+                )
+            todo = len(journal.items) - len(journal.applied_ids())
+            if resumed and not todo:
+                print(
+                    f"offsetops: plan {journal.plan_id} is already applied; verifying only", file=sys.stderr
+                )
+            progress.label, progress.total = f"applying via {executor.name}", todo
+            journal.on_record = lambda n: progress.advance(n)
+
         try:
-            return run_journal(journal, executor, resumed=resumed)
-        finally:
-            journal.on_record = None
+            return apply(on_start)
+        except MissingInput as exc:
+            raise ValueError(f"--executor {exc.method} needs {_HOW[exc.missing]}") from None
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from offsetops.coordinator_core.tombstones.journal import Journal
-    from offsetops.coordinator_core.tombstones.runner import target_lock
+    from offsetops.coordinator_core.tombstones.factory import resume_plan
 
-    journal = Journal.open(args.journal_dir, args.resume)
-    name = journal.plan["executor"]
-    if args.executor and args.executor != name:
-        raise ValueError(f"plan {journal.plan_id} was made for --executor {name}")
-    executor = _make_executor(args, name, journal.plan["target"], journal.plan["coordinator"])
-    try:
-        with target_lock(args.journal_dir, executor.name, executor.target()):
-            report = _run_with_progress(journal, executor, resumed=True)
-    finally:
-        executor.close()
-    doc = {"plan_id": journal.plan_id, "execution": report.to_json()}
+    report = _with_progress(
+        lambda on_start: resume_plan(
+            args.journal_dir, args.resume, _request(args, args.executor or ""), on_start=on_start
+        ),
+        announce=False,
+    )
+    doc = {"plan_id": report.plan_id, "execution": report.to_json()}
     if args.json:
         print_json(with_settings(doc, args))
     else:

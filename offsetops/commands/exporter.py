@@ -20,13 +20,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from offsetops.commands._common import die, escape
-from offsetops.commands._groupview import lookup_offsets, refuse_bad_source
-from offsetops.commands._load import add_source_args, load_caches
+from offsetops.commands._groupview import refuse_bad_source
+from offsetops.commands._load import add_source_args, load_with_progress, source_from_args
 from offsetops.coordinator_core.clock import WALL, resolve_clock
 from offsetops.coordinator_core.describe import GroupFilter, wanted_partitions
 from offsetops.coordinator_core.errors import printable
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, read_load_logs
+from offsetops.coordinator_core.group_views import source_log_offsets
 from offsetops.coordinator_core.metrics_snapshot import PREFIX, Snapshot, compute_snapshot, snapshot_metrics
 from offsetops.exporter_http import MAX_CONNECTIONS, READ_TIMEOUT_S
 from offsetops.pipelines.cli_args import (
@@ -176,8 +177,9 @@ def build_snapshot(args: argparse.Namespace) -> Snapshot:
     # A real broker's log dir is evaluated at each refresh's wall clock; a configured or declared
     # instant stays the run's.
     now = resolve_clock(None).as_of_ms if run.clock.source == WALL else run.now_ms
-    caches = load_caches(args)
-    offsets, _where = lookup_offsets(args, wanted_partitions(caches, GroupFilter()))
+    source = source_from_args(args)
+    caches = load_with_progress(source, run)
+    offsets, _where = source_log_offsets(source, wanted_partitions(caches, GroupFilter()))
     return compute_snapshot(
         caches,
         offsets,

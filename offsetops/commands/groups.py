@@ -7,21 +7,14 @@ import sys
 from typing import Any
 
 from offsetops.commands._common import print_json
-from offsetops.commands._groupview import (
-    add_view_args,
-    build_views,
-    expiry_cell,
-    expiry_risks,
-    now_of,
-    risk_rank,
-)
+from offsetops.commands._groupview import add_view_args, expiry_cell, view_result
 from offsetops.commands._run import with_settings
 from offsetops.commands._table import cell, print_table, write_csv
-from offsetops.coordinator_core.describe import GroupView
 from offsetops.coordinator_core.expiry_risk import GroupRisk
 from offsetops.coordinator_core.findings import CRITICAL
+from offsetops.coordinator_core.group_views import GroupsResult, groups_view
 from offsetops.coordinator_core.share_group import SHARE_OFFSETS_NOTE
-from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
+from offsetops.coordinator_core.timefmt import ago, iso_utc
 
 HEADERS = (
     "GROUP",
@@ -76,42 +69,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    built = build_views(args, args.group)
-    if isinstance(built, int):
-        return built
-    views, where, caches = built
-    now = now_of(args)
-    risks = expiry_risks(args, caches, now)
-    order = risk_rank(risks)
-    # Worst first: groups losing offsets (lost, then the soonest expiry), then offsets out of range,
-    # then the largest lag.
-    views.sort(
-        key=lambda v: (order.get(v.group_id, len(order)), -v.out_of_range, -(v.total_lag or 0), v.group_id)
-    )
+    result = view_result(args, args.group, groups_view)
+    if isinstance(result, int):
+        return result
     if args.format == "json":
-        _print_json(args, views, where, risks, now)
+        print_json(with_settings(result.to_json(), args))
     elif args.format == "csv":
-        write_csv(CSV_HEADERS, _csv_rows(views, risks, now))
+        write_csv(CSV_HEADERS, _csv_rows(result))
     else:
-        _print_text(args, views, where, risks, now)
+        _print_text(result)
     return 0
 
 
-def _print_json(
-    args: argparse.Namespace, views: list[GroupView], where: str, risks: dict[str, GroupRisk], now: int
-) -> None:
-    docs = []
-    for v in views:
-        doc = v.to_json()
-        doc.pop("rows")
-        doc["last_commit_time"] = time_json(v.last_commit_timestamp, now)
-        risk = risks.get(v.group_id)
-        doc["expiry"] = None if risk is None else risk.to_json()
-        docs.append(doc)
-    print_json(with_settings({"now": time_json(now, now), "log_offsets_from": where, "groups": docs}, args))
-
-
-def _csv_rows(views: list[GroupView], risks: dict[str, GroupRisk], now: int) -> list[tuple[Any, ...]]:
+def _csv_rows(result: GroupsResult) -> list[tuple[Any, ...]]:
+    now = result.now_ms
     return [
         (
             v.group_id,
@@ -129,15 +100,14 @@ def _csv_rows(views: list[GroupView], risks: dict[str, GroupRisk], now: int) -> 
             v.last_commit_timestamp,
             iso_utc(v.last_commit_timestamp),
             ago(v.last_commit_timestamp, now),
-            *_risk_csv(risks.get(v.group_id)),
+            *_risk_csv(result.risk(v.group_id)),
         )
-        for v in views
+        for v in result.views
     ]
 
 
-def _print_text(
-    args: argparse.Namespace, views: list[GroupView], where: str, risks: dict[str, GroupRisk], now: int
-) -> None:
+def _print_text(result: GroupsResult) -> None:
+    views, risks, now = result.views, result.risks, result.now_ms
     rows = []
     for v in views:
         last = v.last_commit_timestamp
@@ -163,7 +133,7 @@ def _print_text(
     lost = sum(r.severity == CRITICAL for r in shown)
     sys.stdout.write(
         f"{len(views)} groups; {lost} lost committed offsets, {len(shown) - lost} lose some within "
-        f"{args.forecast_hours:g} h; {len(bad)} with offsets out of range"
+        f"{result.settings['forecast_hours']:g} h; {len(bad)} with offsets out of range"
         + (f" (worst: {cell(bad[0].group_id)}, {bad[0].out_of_range} partitions)" if bad else "")
         + "\n"
     )
@@ -171,8 +141,9 @@ def _print_text(
     shares = sum(v.group_type == "share" for v in views)
     if shares:
         sys.stdout.write(f"{shares} share group(s): {SHARE_OFFSETS_NOTE} (no lag here)\n")
-    sys.stdout.write(f"log start/end from {cell(where)}\n")
-    sys.stdout.write(cell(args.run.summary()) + "\n")  # the settings the expiry column was computed with
+    sys.stdout.write(f"log start/end from {cell(result.log_offsets_from)}\n")
+    # the settings the expiry column was computed with
+    sys.stdout.write(cell(result.settings.summary()) + "\n")
 
 
 def _risk_csv(risk: GroupRisk | None) -> tuple[Any, ...]:

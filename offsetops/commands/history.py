@@ -4,29 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from offsetops.commands._common import die, epoch_time, print_json, report_errors
-from offsetops.commands._groupview import add_output_args, check_log_dirs, logdir_root, now_of
+from offsetops.commands._groupview import add_output_args, check_log_dirs
 from offsetops.commands._load import add_source_args, check_source, source_from_args
 from offsetops.commands._run import with_settings
 from offsetops.commands._table import cell, print_table, write_csv
-from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
-from offsetops.coordinator_core.history import (
-    NOT_ASSIGNED,
-    PAST_LOG_END,
-    REWIND,
-    CommitEvent,
-    CommitHistory,
-    GroupChange,
-    replay_history,
-)
+from offsetops.coordinator_core.group_views import HistoryRequest, HistoryResult, ViewInputError, history_view
+from offsetops.coordinator_core.history import PAST_LOG_END, REWIND, CommitEvent, CommitHistory, GroupChange
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.partitioner import partition_for
-from offsetops.coordinator_core.records.reader import iter_segment_batches
-from offsetops.coordinator_core.sources.logdir import LogDirError, open_log_dir
-from offsetops.coordinator_core.sources.source import Source
-from offsetops.coordinator_core.timefmt import ago, iso_utc, time_json
+from offsetops.coordinator_core.sources.logdir import LogDirError
+from offsetops.coordinator_core.timefmt import ago, iso_utc
 from offsetops.pipelines.cli_args import int_range
 from offsetops.progress import Progress
 
@@ -83,84 +74,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _window(args: argparse.Namespace):
-    """Which commits to keep while replaying: --topic, --since, --until (--flagged is applied at the
-    end, since a transactional commit is judged only when its marker arrives)."""
-
-    def keep(c: CommitEvent) -> bool:
-        if args.topic and c.topic not in args.topic:
-            return False
-        if args.since is not None and c.timestamp < args.since:
-            return False
-        return args.until is None or c.timestamp <= args.until
-
-    return keep
-
-
-class _LiveEnds:
-    """Log ends over ListOffsets, fetched once per topic (every partition of it) on first use."""
-
-    def __init__(self, source: Source) -> None:
-        self._source = source
-        self._config = source.client
-        self._found: dict[tuple[str, int], PartitionOffsets] = {}
-        self._topics: set[str] = set()
-
-    def __call__(self, tp: tuple[str, int]) -> PartitionOffsets | None:
-        if tp[0] not in self._topics:
-            self._topics.add(tp[0])
-            try:
-                with self._source.live(topic=tp[0]) as live:
-                    parts = live.partitions()
-            except KafkaClientError:
-                parts = [tp[1]]  # live_offsets then names the error per partition
-            self._found.update(live_offsets(self._config, {(tp[0], p) for p in parts}))
-        return self._found.get(tp)
-
-
-def _history(args: argparse.Namespace) -> CommitHistory:
-    partition = partition_for(args.group, args.num_partitions)
-    kw = {"offsets_partition": partition, "keep": _window(args), "max_commits": args.max_commits}
-    source = source_from_args(args)
-    if source.is_live:
-        errors: list = []
-        with source.live() as live:
-            return replay_history(
-                live.iter_batches(partition, errors),
-                args.group,
-                errors=errors,
-                log_offsets=_LiveEnds(source),
-                **kw,
-            )
-    pdir = open_log_dir(args.path, partitions=[partition]).partitions[0]
-    dirs = [logdir_root(args.path), *args.log_dir]
-    errors = []
-    label = f"replaying __consumer_offsets-{partition}"
-    with Progress(label, total=len(pdir.segments), unit="segments") as pr:
-
-        def batches():
-            for seg in pdir.segments:
-                yield from iter_segment_batches(
-                    seg.path,
-                    partition=partition,
-                    errors=errors,
-                    max_batch_bytes=source.limits.max_batch_bytes,
-                )
-                pr.advance(1, seg.size)
-
-        return replay_history(
-            batches(),
-            args.group,
-            errors=errors,
-            log_offsets=lambda tp: offline_offsets(dirs, [tp]).get(tp),
-            **kw,
-        )
-
-
-def _selected(hist: CommitHistory, args: argparse.Namespace) -> list[CommitEvent]:
-    return [c for c in hist.commits if c.flags or not args.flagged]
-
-
 def _owner(c: CommitEvent) -> str:
     if c.owner is not None:
         return f"{c.owner.member_id}@{c.owner.host}"
@@ -175,25 +88,20 @@ def run(args: argparse.Namespace) -> int:
     problem = check_source(args)
     if problem:
         return die(problem)
-    if args.num_partitions <= 0:
-        return die(f"--num-partitions must be positive, got {args.num_partitions}")
-    if args.max_commits <= 0:
-        return die(f"--max-commits must be positive, got {args.max_commits}")
     bad = check_log_dirs(args)
     if bad is not None:
         return bad
     try:
-        hist = _history(args)
+        result = _history(args)
     except LogDirError as exc:
         return die(
             f"{exc} (group {args.group!r} lives in partition "
             f"{partition_for(args.group, args.num_partitions)} with --num-partitions "
             f"{args.num_partitions})"
         )
-    except KafkaClientError as exc:
+    except (KafkaClientError, ViewInputError) as exc:
         return die(str(exc))
-    now = now_of(args)
-    commits = _selected(hist, args)
+    hist = result.history
     if hist.dropped_commits:
         selected = len(hist.commits) + hist.dropped_commits
         print(
@@ -202,38 +110,38 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.format == "json":
-        _print_json(hist, commits, now, args)
+        print_json(with_settings(result.to_json(), args))
     elif args.format == "csv":
-        _print_csv(commits)
+        _print_csv(result.commits)
     else:
-        _print_text(hist, commits, now)
+        _print_text(result)
     if hist.errors:
         report_errors(hist.errors)
     return 0
 
 
-def _print_json(hist: Any, commits: list[CommitEvent], now: int, args: argparse.Namespace) -> None:
-    """The history as one JSON document, with the run's settings."""
-    print_json(
-        with_settings(
-            {
-                "group_id": hist.group_id,
-                "offsets_partition": hist.offsets_partition,
-                "records_read": hist.records_read,
-                "total_commits": hist.total_commits,
-                "dropped_commits": hist.dropped_commits,
-                "log_range": [hist.first_offset, hist.last_offset],
-                "summary": _summary(commits),
-                "commits": [dict(c.to_json(), time=time_json(c.timestamp, now)) for c in commits],
-                "group_changes": [dict(g.to_json(), time=time_json(g.timestamp, now)) for g in hist.changes],
-                "errors": [e.to_dict() for e in hist.errors],
-            },
-            args,
-        )
+def _history(args: argparse.Namespace) -> HistoryResult:
+    """The core's history of ``--group`` over the run's source, with progress over the segments."""
+    request = HistoryRequest(
+        args.run,
+        source_from_args(args),
+        args.group,
+        topics=tuple(args.topic),
+        since_ms=args.since,
+        until_ms=args.until,
+        flagged=args.flagged,
+        max_commits=args.max_commits,
     )
+    label = f"replaying __consumer_offsets-{request.offsets_partition}"
+    with Progress(label, unit="segments") as progress:
+        return history_view(
+            request,
+            on_count=lambda n: setattr(progress, "total", n),
+            on_segment=lambda size: progress.advance(1, size),
+        )
 
 
-def _print_csv(commits: list[CommitEvent]) -> None:
+def _print_csv(commits: Sequence[CommitEvent]) -> None:
     """One CSV row per commit (CSV_HEADERS)."""
     write_csv(
         CSV_HEADERS,
@@ -264,19 +172,9 @@ def _print_csv(commits: list[CommitEvent]) -> None:
     )
 
 
-def _summary(commits: list[CommitEvent]) -> dict[str, Any]:
-    return {
-        "commits": len(commits),
-        "rewinds": sum(REWIND in c.flags for c in commits),
-        "past_log_end": sum(PAST_LOG_END in c.flags for c in commits),
-        "not_assigned": sum(NOT_ASSIGNED in c.flags for c in commits),
-        "aborted": sum(c.outcome == "aborted" for c in commits),
-    }
-
-
-def _print_text(hist: CommitHistory, commits: list[CommitEvent], now: int) -> None:
-    out = sys.stdout
-    s = _summary(commits)
+def _print_text(result: HistoryResult) -> None:
+    out, hist, commits, now = sys.stdout, result.history, result.commits, result.now_ms
+    s = result.summary
     out.write(
         f"group {cell(hist.group_id)} in __consumer_offsets-{hist.offsets_partition}: {s['commits']} commits "
         f"({hist.records_read} records read, log offsets {hist.first_offset}..{hist.last_offset}); "

@@ -31,17 +31,8 @@ _REWRITE = (
 _HOT = "the reload's per-batch hot path: split only with a before/after figure from benchmarks/reload.py"
 #: "path:function" -> why it is still longer than MAX_LINES.
 ALLOWED: dict[str, str] = {
-    "assets/cleaner_audit.py:cleaner_audit": _REWRITE,
-    "assets/expiration.py:expiration_plan": _REWRITE,
-    "assets/validation.py:cache_validation": _REWRITE,
-    "checks/operator_report.py:render_operator_report": _REWRITE,
-    "checks/report_sections.py:audit_section": _REWRITE,
-    "checks/report_sections.py:plan_section": _REWRITE,
     "offsetops/commands/expire.py:register": _REWRITE,
-    "coordinator_core/records/reader.py:read_entry": _HOT,
     "coordinator_core/records/fold.py:fold_buffer": _HOT,
-    "coordinator_core/cleaner/audit.py:audit_partition": _REWRITE,
-    "coordinator_core/cleaner/audit.py:audit_log_dir": _REWRITE,
 }
 
 

@@ -158,6 +158,22 @@ def test_tombstone_admin_mode_needs_confirmation() -> None:
     assert TombstoneExecutionConfig().mode == "dry_run"
 
 
+def test_tombstone_execution_names_the_resource_field_it_lacks(tmp_path) -> None:
+    from dagster import Failure
+    from offsetops.assets.expiration import TombstoneExecutionConfig, _executor
+    from offsetops.assets.resources import OffsetsSourceResource, StateResource
+
+    state = StateResource(output_dir=str(tmp_path / "state"))
+    live = OffsetsSourceResource(bootstrap_servers="127.0.0.1:1")
+    with pytest.raises(Failure, match=r"OffsetsSourceResource\.log_dir is not set"):
+        _executor(TombstoneExecutionConfig(mode="segment"), live, state, "kip848")
+    files = OffsetsSourceResource(log_dir=str(tmp_path / "logdir"))
+    with pytest.raises(Failure, match="bootstrap_servers or client_config"):
+        _executor(TombstoneExecutionConfig(mode="admin", confirm=True), files, state, "kip848")
+    segment = _executor(TombstoneExecutionConfig(mode="segment"), files, state, "kip848")
+    assert segment.target()["output_dir"] == str((state.state_path / "tombstoned-logdir").resolve())
+
+
 def test_deployments_pick_resources_in_one_place() -> None:
     local = build_resources(env={})
     assert local["spark"].master == "local[*]"

@@ -131,3 +131,27 @@ def _first_new(out: Path, src: Path) -> int:
     old = {p.name for p in (src / f"__consumer_offsets-{P}").glob("*.log")}
     (new,) = [p for p in seg.glob("*.log") if p.name not in old]
     return int(new.stem)
+
+
+@pytest.mark.parametrize(
+    ("executor", "drop", "says"),
+    [
+        ("admin", (), "--executor admin needs --bootstrap HOST:PORT (or --client-config FILE"),
+        ("produce", (), "--executor produce needs --target-topic TOPIC"),
+        ("segment", ("--output-dir",), "--executor segment needs the log dir PATH and --output-dir DIR"),
+    ],
+)
+def test_an_executor_without_its_destination_is_named_and_nothing_is_journaled(
+    tmp_path: Path, capsys, monkeypatch, executor: str, drop: tuple[str, ...], says: str
+) -> None:
+    for name in ("OFFSETOPS_BOOTSTRAP_SERVERS", "OFFSETOPS_CLIENT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    src = build_scenario(tmp_path / "src")
+    argv = _segment_argv(src, tmp_path / "out", tmp_path / "journal")
+    argv[argv.index("--executor") + 1] = executor
+    for flag in drop:
+        del argv[argv.index(flag) : argv.index(flag) + 2]
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
+    assert not list((tmp_path / "journal").glob("plan-*.json"))
+    assert not (tmp_path / "out").exists()
