@@ -214,41 +214,12 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     if not args.path:
         return die("give a log dir PATH (or --resume PLAN_ID)")
-    # The run model: --now, else the log dir's declared clock; the retention, the coordinator and the
-    # forecast window from the flags, OFFSETOPS_*, the config file, the broker, Kafka's defaults.
-    coordinator = args.run["coordinator"]
-    now_ms = args.run.now_ms
-    retention_ms = args.run.retention_ms
-    horizon_ms = args.run.forecast_horizon_ms
     try:
         caches = _load(args)
     except LogDirError as exc:
         return die(str(exc))
     errors = [e for c in caches for e in c.stats.errors]
-    plan = plan_expiration(
-        caches,
-        now_ms=now_ms,
-        retention_ms=retention_ms,
-        coordinator=coordinator,
-        forecast_horizon_ms=horizon_ms,
-    )
-    doc: dict[str, Any] = plan.to_json()
-    doc["dry_run"] = not args.execute
-    # the per-group summary the text leads with, in the same order (lost, then the soonest expiry)
-    doc["groups"] = [
-        {"group_id": r.group_id, "offsets_partition": r.offsets_partition, **r.to_json()}
-        for r in group_risks(plan)
-    ]
-    findings = _clock_guard(args, caches, doc)
-    if args.what_if_retention_ms is not None:
-        what_if = plan_expiration(
-            caches,
-            now_ms=now_ms,
-            retention_ms=args.what_if_retention_ms,
-            coordinator=coordinator,
-            forecast_horizon_ms=horizon_ms,
-        )
-        doc["what_if"] = {k: v for k, v in what_if.to_json().items() if k not in ("now_ms", "coordinator")}
+    plan, doc, findings = _plan(args, caches)
     report = None
     if args.execute:
         if count_errors(errors):  # notices (a zero tail, a client's own layout) do not stop it
@@ -280,6 +251,40 @@ def run(args: argparse.Namespace) -> int:
     if report is not None and (not report.complete or report.not_gone):
         return 1
     return 0
+
+
+def _plan(
+    args: argparse.Namespace, caches: list
+) -> tuple[ExpirationPlan, dict[str, Any], list[ClockFinding]]:
+    """The plan with the run model's settings (--now, else the log dir's declared clock; the retention,
+    the coordinator and the forecast window from the flags, OFFSETOPS_*, the config file, the broker,
+    Kafka's defaults), its JSON with the per-group summary, and the clock's findings."""
+    run = args.run
+    plan = plan_expiration(
+        caches,
+        now_ms=run.now_ms,
+        retention_ms=run.retention_ms,
+        coordinator=run["coordinator"],
+        forecast_horizon_ms=run.forecast_horizon_ms,
+    )
+    doc: dict[str, Any] = plan.to_json()
+    doc["dry_run"] = not args.execute
+    # the per-group summary the text leads with, in the same order (lost, then the soonest expiry)
+    doc["groups"] = [
+        {"group_id": r.group_id, "offsets_partition": r.offsets_partition, **r.to_json()}
+        for r in group_risks(plan)
+    ]
+    findings = _clock_guard(args, caches, doc)
+    if args.what_if_retention_ms is not None:
+        what_if = plan_expiration(
+            caches,
+            now_ms=run.now_ms,
+            retention_ms=args.what_if_retention_ms,
+            coordinator=run["coordinator"],
+            forecast_horizon_ms=run.forecast_horizon_ms,
+        )
+        doc["what_if"] = {k: v for k, v in what_if.to_json().items() if k not in ("now_ms", "coordinator")}
+    return plan, doc, findings
 
 
 def _clock_guard(args: argparse.Namespace, caches: list, doc: dict[str, Any]) -> list[ClockFinding]:
