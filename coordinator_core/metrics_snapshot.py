@@ -62,18 +62,22 @@ def compute_snapshot(
     taken_at: float,
     settings: RunSettings | None = None,
     audit_state_dir: str | None = None,
+    audit: CleanerAudit | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
     cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note).
     ``taken_at`` (epoch seconds) is when the caller took it: the core reads no wall clock.
     ``audit_state_dir`` is the audit history to judge progress by (read, never appended to), so a
-    stalled cleaner is CRITICAL here as in the audit that recorded it."""
+    stalled cleaner is CRITICAL here as in the audit that recorded it. ``audit``: an audit already made
+    (a following exporter keeps its last refresh's between refreshes), served instead of a new one."""
     from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.expiration import plan_expiration
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
     snap = Snapshot(taken_at, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
-    if log_dir:
+    if audit is not None:
+        snap.audit = audit
+    elif log_dir:
         snap.audit = audit_log_dir(log_dir, now_ms=now_ms, state_dir=audit_state_dir, record_history=False)
     else:
         snap.notes.append("cleaner audit needs the log dir; not exported with --bootstrap")
@@ -88,6 +92,17 @@ def compute_snapshot(
         loads_from_caches(caches), observed=observed, threshold_ms=failover_threshold_ms
     )
     return snap
+
+
+class Families:
+    """A one-shot collector: a registry renders exactly the families it is given (the textfile, the
+    exporter's follow families)."""
+
+    def __init__(self, families: list[Metric]):
+        self._families = families
+
+    def collect(self) -> list[Metric]:
+        return self._families
 
 
 class _Gauge(GaugeMetricFamily):

@@ -14,6 +14,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -21,13 +23,23 @@ from prometheus_client.registry import Collector
 
 from offsetops.commands._common import die, escape
 from offsetops.commands._groupview import lookup_offsets, refuse_bad_source
-from offsetops.commands._load import add_source_args, load_caches
+from offsetops.commands._load import add_source_args, load_caches, source_from_args
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cleaner.model import CleanerAudit
 from offsetops.coordinator_core.clock import WALL, resolve_clock
 from offsetops.coordinator_core.describe import GroupFilter, wanted_partitions
 from offsetops.coordinator_core.errors import printable
+from offsetops.coordinator_core.escape import for_log, prometheus_label_value
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, read_load_logs
-from offsetops.coordinator_core.metrics_snapshot import PREFIX, Snapshot, compute_snapshot, snapshot_metrics
+from offsetops.coordinator_core.follow import Follower, FollowStep
+from offsetops.coordinator_core.metrics_snapshot import (
+    PREFIX,
+    Families,
+    Snapshot,
+    compute_snapshot,
+    snapshot_metrics,
+)
 from offsetops.exporter_http import MAX_CONNECTIONS, READ_TIMEOUT_S
 from offsetops.pipelines.cli_args import (
     duration_ms,
@@ -46,8 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="serve lag, out-of-range offsets, cleaner audit, expiration risk and failover forecast "
         "as Prometheus metrics",
         description="A Prometheus exporter (KMinion/Burrow-style names under offsetops_). It rebuilds "
-        "the coordinator cache every --interval seconds in the background and serves the latest numbers "
-        "on /metrics. Grafana dashboard and alert rules: deploy/grafana/ and deploy/prometheus/.",
+        "the coordinator cache every --interval seconds in the background (with --follow, it also applies "
+        "appends as they land) and serves the latest numbers on /metrics. Grafana dashboard and alert "
+        "rules: deploy/grafana/ and deploy/prometheus/.",
     )
     add_source_args(p)
     p.add_argument(
@@ -110,8 +123,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"open connections served at once (default {MAX_CONNECTIONS}); at the cap the oldest one still "
         f"waiting for its request is dropped, and every client has {READ_TIMEOUT_S:g} s to send it",
     )
+    _add_follow_args(p)
     p.add_argument("--once", action="store_true", help="print the metrics once on stdout and exit")
     p.set_defaults(func=run)
+
+
+def _add_follow_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="between refreshes, look at the source every --poll seconds (a log dir's segment sizes, a "
+        "cluster's log end offsets) and apply what was appended within seconds, reading only the new bytes "
+        "(from the resume state: --state DIR, else kept in memory); --interval still re-audits the cleaner "
+        "and checks every partition against its resume state",
+    )
+    p.add_argument(
+        "--poll",
+        type=float_range(0.1, 3_600.0),
+        default=1.0,
+        metavar="SECONDS",
+        help="with --follow, seconds between looks at the source, 0.1 to 3600 (default 1)",
+    )
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -127,15 +159,20 @@ def run(args: argparse.Namespace) -> int:
     bad = refuse_bad_source(args)
     if bad is not None:
         return bad
+    if args.follow and args.once:
+        return die("--follow keeps the exporter running; it cannot be combined with --once")
     try:
         host, port = _listen(args.listen)
     except ValueError as exc:
         return die(str(exc))
     args.offsets_topic = "__consumer_offsets"
-    collector = OffsetsCollector(lambda: build_snapshot(args), granularity=args.granularity)
+    snapshots = ExporterSnapshots(args)
+    follow = snapshots.follow if args.follow else None
+    collector = OffsetsCollector(snapshots.full, granularity=args.granularity, follow=follow)
     collector.refresh()
     if collector.last_error is not None:
         # The first refresh must work: a wrong path or cluster is a usage error, not a metric.
+        snapshots.close()
         return die(f"cannot build the first snapshot: {collector.last_error}")
     if args.once:
         registry = CollectorRegistry()
@@ -146,20 +183,23 @@ def run(args: argparse.Namespace) -> int:
     try:
         bound = server.start()
     except OSError as exc:
+        snapshots.close()
         return die(f"cannot listen on {host}:{port}: {exc}")
+    following = f"; following every {args.poll:g} s" if args.follow else ""
     print(
-        f"serving http://{escape(host)}:{bound}/metrics (refresh every {args.interval:g} s)",
+        f"serving http://{escape(host)}:{bound}/metrics (refresh every {args.interval:g} s{following})",
         file=sys.stderr,
         flush=True,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        collector.run_forever(args.interval, stop)
+        collector.run_forever(args.interval, stop, poll_s=args.poll if args.follow else None)
     except KeyboardInterrupt:
         pass
     finally:
         server.stop()
+        snapshots.close()
     return 0
 
 
@@ -168,40 +208,117 @@ def _gauge(name: str, doc: str) -> GaugeMetricFamily:
     return GaugeMetricFamily(f"{PREFIX}_{name}", doc)
 
 
-def build_snapshot(args: argparse.Namespace) -> Snapshot:
-    """Reload, describe, audit the cleaner (log dirs only), plan expiration and forecast failover, as of
-    ``--now``, else the clock the log dir declares, else the wall clock."""
-    started = time.time()
-    run = args.run
-    # A real broker's log dir is evaluated at each refresh's wall clock; a configured or declared
-    # instant stays the run's.
-    now = resolve_clock(None).as_of_ms if run.clock.source == WALL else run.now_ms
-    caches = load_caches(args)
-    offsets, _where = lookup_offsets(args, wanted_partitions(caches, GroupFilter()))
-    return compute_snapshot(
-        caches,
-        offsets,
-        log_dir=args.path,
-        now_ms=now,
-        retention_ms=run.retention_ms,
-        forecast_horizon_ms=run.forecast_horizon_ms,
-        observed=read_load_logs(args.broker_log),
-        failover_threshold_ms=args.failover_threshold_ms,
-        taken_at=started,
-        settings=run,
-    )
+@dataclass(frozen=True, slots=True)
+class FollowUpdate:
+    """A snapshot that reflects appends, and when the look that saw them ended (``time.monotonic``)."""
+
+    snapshot: Snapshot
+    seen: float
+    step: FollowStep
+
+
+class ExporterSnapshots:
+    """The exporter's snapshots of one source: whole at every refresh, or, following, the partitions that
+    moved since the last look re-read from their resume state (the cleaner audit is the last refresh's)."""
+
+    def __init__(self, args: argparse.Namespace):
+        self._args = args
+        self._audit: CleanerAudit | None = None
+        self._follower: Follower | None = None
+        if args.follow:
+            run = args.run
+            self._follower = Follower(
+                source_from_args(args),
+                num_partitions=run["num_partitions"],
+                semantics=run["semantics"],
+                state=follow_state(args),
+            )
+
+    def full(self) -> Snapshot:
+        """Reload (following: check every partition against its resume state and read what was
+        appended), audit the cleaner (log dirs only), plan expiration and forecast failover."""
+        started = time.time()
+        if self._follower is None:
+            caches = load_caches(self._args)
+        else:
+            self._report(self._follower.refresh())
+            caches = self._follower.caches
+        snap = self._compute(caches, started, audit=None)
+        self._audit = snap.audit
+        return snap
+
+    def follow(self) -> FollowUpdate | None:
+        """One look at the source: None when nothing moved, else the snapshot with the appends applied."""
+        assert self._follower is not None
+        moved = self._follower.look()
+        if not moved:
+            return None
+        seen = time.monotonic()
+        started = time.time()
+        step = self._follower.apply(moved)
+        self._report(step)
+        return FollowUpdate(self._compute(self._follower.caches, started, audit=self._audit), seen, step)
+
+    def close(self) -> None:
+        if self._follower is not None:
+            self._follower.close()
+
+    def _report(self, step: FollowStep) -> None:
+        for f in step.fresh:
+            log.warning(
+                "__consumer_offsets-%d read from its start (%s): %s", f.partition, for_log(f.reason),
+                for_log(f.detail),
+            )  # fmt: skip
+
+    def _compute(
+        self, caches: list[CoordinatorCache], started: float, *, audit: CleanerAudit | None
+    ) -> Snapshot:
+        args = self._args
+        run = args.run
+        # A real broker's log dir is evaluated at each refresh's wall clock; a configured or declared
+        # instant stays the run's.
+        now = resolve_clock(None).as_of_ms if run.clock.source == WALL else run.now_ms
+        offsets, _where = lookup_offsets(args, wanted_partitions(caches, GroupFilter()))
+        return compute_snapshot(
+            caches,
+            offsets,
+            log_dir=args.path,
+            now_ms=now,
+            retention_ms=run.retention_ms,
+            forecast_horizon_ms=run.forecast_horizon_ms,
+            observed=read_load_logs(args.broker_log),
+            failover_threshold_ms=args.failover_threshold_ms,
+            taken_at=started,
+            settings=run,
+            audit=audit,
+        )
+
+
+def follow_state(args: argparse.Namespace) -> Any:
+    """Where a following exporter keeps its resume state: ``--state DIR``, else in memory."""
+    return None
 
 
 class OffsetsCollector(Collector):
-    """Serves the latest snapshot; a background thread refreshes it every ``interval_s``.
+    """Serves the latest snapshot; a background thread refreshes it every ``interval_s`` and, following,
+    applies appends between refreshes.
 
     Scrapes never wait for a refresh (a reload of a large log dir can outlast Prometheus's scrape
     timeout). A failed refresh keeps the previous numbers, sets ``offsetops_exporter_up`` to 0 and
     counts the error, so a dashboard shows stale-but-true data and an alert can fire on ``up``.
+    The follow families (``offsetops_follow_*``) are rendered apart, at every look, so a look that
+    finds nothing new costs no render of the snapshot.
     """
 
-    def __init__(self, refresh: Callable[[], Snapshot], *, granularity: str = "partition"):
+    def __init__(
+        self,
+        refresh: Callable[[], Snapshot],
+        *,
+        granularity: str = "partition",
+        follow: Callable[[], FollowUpdate | None] | None = None,
+    ):
         self._refresh = refresh
+        self._follow = follow
         self._granularity = granularity
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
@@ -210,25 +327,61 @@ class OffsetsCollector(Collector):
         self._last_duration = 0.0
         self.last_error: str | None = None
         self._rendered = b""
+        self._tail = b""
+        self._lag = 0.0
+        self._updates = 0
+        self._fresh: dict[str, int] = {}
+        self._last_look = 0.0
 
     def refresh(self) -> None:
         started = time.monotonic()
         try:
             snap = self._refresh()
         except Exception as exc:  # keep serving the last snapshot; the error is logged and counted
-            with self._lock:
-                self._up = 0
-                self._errors += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                self._last_duration = time.monotonic() - started
-            log.error("refresh failed: %s", printable(self.last_error))
-            self._render()
+            self._failed(exc, started)
             return
+        self._publish(snap, started)
+
+    def follow(self) -> None:
+        """One look at the source; when something was appended, serve the snapshot that shows it and
+        record how long that took from the look that saw it (``offsetops_follow_lag_seconds``)."""
+        if self._follow is None:
+            return
+        started = time.monotonic()
+        try:
+            update = self._follow()
+        except Exception as exc:  # as a failed refresh: the last numbers stay, up goes to 0
+            self._failed(exc, started)
+            return
+        if update is None:
+            with self._lock:
+                self._last_look = time.time()
+            self._render_tail()
+            return
+        self._publish(update.snapshot, started)
+        with self._lock:
+            self._lag = time.monotonic() - update.seen
+            self._updates += 1
+            for f in update.step.fresh:
+                self._fresh[f.reason] = self._fresh.get(f.reason, 0) + 1
+        self._render_tail()
+
+    def _failed(self, exc: Exception, started: float) -> None:
+        with self._lock:
+            self._up = 0
+            self._errors += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            self._last_duration = time.monotonic() - started
+        log.error("refresh failed: %s", printable(self.last_error))
+        self._render()
+
+    def _publish(self, snap: Snapshot, started: float) -> None:
         with self._lock:
             self._snapshot = snap
             self._up = 1
             self.last_error = None
             self._last_duration = time.monotonic() - started
+            self._last_look = time.time()
         self._render()
 
     def _render(self) -> None:
@@ -239,16 +392,64 @@ class OffsetsCollector(Collector):
         rendered = generate_latest(registry)
         with self._lock:
             self._rendered = rendered
+        self._render_tail()
+
+    def _render_tail(self) -> None:
+        if self._follow is None:
+            return
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(Families(list(self._follow_metrics())))  # type: ignore[arg-type]
+        tail = generate_latest(registry)
+        with self._lock:
+            self._tail = tail
 
     def exposition(self) -> bytes:
         """The latest rendered exposition (Prometheus text format 0.0.4)."""
         with self._lock:
-            return self._rendered
+            return self._rendered + self._tail
 
-    def run_forever(self, interval_s: float, stop: threading.Event) -> None:
-        """Refresh every ``interval_s`` until ``stop`` is set (the first refresh is the caller's)."""
-        while not stop.wait(interval_s):
-            self.refresh()
+    def run_forever(self, interval_s: float, stop: threading.Event, *, poll_s: float | None = None) -> None:
+        """Refresh every ``interval_s`` until ``stop`` is set (the first refresh is the caller's); with
+        ``poll_s``, look for appends every ``poll_s`` in between."""
+        next_full = time.monotonic() + interval_s
+        while True:
+            wait = max(next_full - time.monotonic(), 0.0)
+            if poll_s is not None:
+                wait = min(wait, poll_s)
+            if stop.wait(wait):
+                return
+            if time.monotonic() >= next_full:
+                self.refresh()
+                next_full = time.monotonic() + interval_s
+            else:
+                self.follow()
+
+    def _follow_metrics(self) -> Iterator[Metric]:
+        with self._lock:
+            lag, updates, fresh, last_look = self._lag, self._updates, dict(self._fresh), self._last_look
+        gauge = _gauge(
+            "follow_lag_seconds",
+            "Following: time from the look that saw the last append to the snapshot showing it being served",
+        )
+        gauge.add_metric([], lag)
+        yield gauge
+        look = _gauge(
+            "follow_last_look_timestamp_seconds",
+            "Following: when the source was last looked at; the served numbers hold as of then",
+        )
+        look.add_metric([], last_look)
+        yield look
+        count = CounterMetricFamily(f"{PREFIX}_follow_updates", "Following: snapshots recomputed for appends")
+        count.add_metric([], updates)
+        yield count
+        fallbacks = CounterMetricFamily(
+            f"{PREFIX}_follow_fresh_reads",
+            "Following: partitions read from their start because the resume state did not hold, by reason",
+            labels=["reason"],
+        )
+        for reason, n in sorted(fresh.items()):
+            fallbacks.add_metric([prometheus_label_value(reason)], n)
+        yield fallbacks
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:

@@ -1,0 +1,134 @@
+"""Follower: one cheap look finds the partitions that moved; only those are read again, and the caches it
+holds equal a fresh reload of the same bytes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from offsetops.coordinator_core.follow import Follower, source_marks
+from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+from offsetops.coordinator_core.sources.source import Source
+
+from tests.support import appends
+from tests.support.appends import append_commits
+
+PARTITIONS = 4
+NOW_MS = 1_700_010_000_000
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("follow-sim") / "logdir"
+    simulate(SimulationConfig(out_dir=out, groups=16, partitions=PARTITIONS, days=0.05, seed=5))
+    return out
+
+
+@pytest.fixture
+def logdir(simulated: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(simulated, tmp_path / "logdir"))
+
+
+def groups_for(partition: int, n: int, prefix: str = "follow") -> list[str]:
+    return appends.groups_for(partition, n, prefix, PARTITIONS)
+
+
+def as_dicts(caches) -> dict:
+    return {
+        c.partition: {g: {k: o.offset for k, o in m.offsets.items()} for g, m in c.groups.items()}
+        for c in caches
+    }
+
+
+def follower(logdir: Path, **kw) -> Follower:
+    return Follower(Source(log_dir=str(logdir)), num_partitions=PARTITIONS, semantics="java", **kw)
+
+
+def test_nothing_moved_is_an_empty_look(logdir: Path) -> None:
+    f = follower(logdir)
+    first = f.refresh()
+    assert first.read == tuple(range(PARTITIONS))
+    assert f.look() == {}
+
+
+def test_an_append_moves_only_its_partition_and_the_caches_match_a_fresh_reload(logdir: Path) -> None:
+    f = follower(logdir)
+    f.refresh()
+    new = groups_for(2, 3)
+    commits = [(g, "orders", p, 500 + p) for g in new for p in range(4)]
+    append_commits(logdir / "__consumer_offsets-2", commits, now_ms=NOW_MS)
+    moved = f.look()
+    assert list(moved) == [2]
+    step = f.apply(moved)
+    assert step.read == (2,) and step.changed
+    held = as_dicts(f.caches)
+    assert all(held[2][g] == {("orders", p): 500 + p for p in range(4)} for g in new)
+    fresh = Source(log_dir=str(logdir)).load_caches(num_partitions=PARTITIONS, semantics="java")
+    assert held == as_dicts(fresh)
+    assert f.look() == {}
+
+
+def test_a_partition_gone_is_dropped(logdir: Path) -> None:
+    f = follower(logdir)
+    f.refresh()
+    shutil.rmtree(logdir / "__consumer_offsets-3")
+    moved = f.look()
+    assert moved == {3: None}
+    step = f.apply(moved)
+    assert step.removed == (3,)
+    assert [c.partition for c in f.caches] == [0, 1, 2]
+
+
+def test_marks_see_a_rewritten_segment_of_the_same_size(logdir: Path) -> None:
+    source = Source(log_dir=str(logdir))
+    before = source_marks(source)
+    seg = sorted((logdir / "__consumer_offsets-1").glob("*.log"))[-1]
+    data = seg.read_bytes()
+    seg.unlink()
+    seg.write_bytes(data)  # a cleaner swap: same name and size, a new file
+    os.utime(seg, ns=(0, 0))
+    assert source_marks(source)[1] != before[1]
+    assert {p: m for p, m in source_marks(source).items() if p != 1} == {
+        p: m for p, m in before.items() if p != 1
+    }
+
+
+def test_a_live_source_is_looked_at_through_an_open_client() -> None:
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+
+    with pytest.raises(ValueError, match="open LiveSource"):
+        source_marks(Source(client=KafkaClientConfig(bootstrap_servers="127.0.0.1:9")))
+
+
+@pytest.mark.broker
+def test_a_live_partition_moves_when_its_log_end_does(kafka_broker) -> None:
+    import uuid
+
+    from offsetops.coordinator_core.kafka_client import KafkaClientConfig
+
+    from tests.support.appends import commit_batches
+    from tests.support.broker import BrokerClient
+
+    topic = f"follow-{uuid.uuid4().hex[:8]}"
+    first, later = groups_for(0, 2, "live"), groups_for(0, 2, "later")
+    with BrokerClient(kafka_broker.bootstrap) as bc:
+        bc.create_topic(topic)
+        bc.produce_raw(
+            topic, 0, commit_batches([(g, "orders", 0, 7) for g in first], base_offset=0, now_ms=NOW_MS)
+        )
+        source = Source(client=KafkaClientConfig(bootstrap_servers=kafka_broker.bootstrap), topic=topic)
+        f = Follower(source, num_partitions=1, semantics="java")
+        try:
+            assert f.refresh().read == (0,)
+            assert f.look() == {}
+            bc.produce_raw(topic, 0, commit_batches([(g, "orders", 0, 9) for g in later], base_offset=0,
+                                                    now_ms=NOW_MS))  # fmt: skip
+            moved = f.look()
+            assert list(moved) == [0]
+            f.apply(moved)
+        finally:
+            f.close()
+    (cache,) = f.caches
+    assert sorted(cache.groups) == sorted(first + later)

@@ -1,0 +1,108 @@
+"""``offsetops exporter --follow``: the real exporter process on a simulated log dir; commits appended to
+a partition show on /metrics within a few looks, and only what was appended is read."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.appends import append_commits, groups_for
+from tests.support.exporter_process import start_exporter
+
+REPO = Path(__file__).resolve().parents[2]
+POLL_S = 0.2
+DEADLINE_S = 30.0  # a bound on waiting, not a speed claim
+NOW_MS = 1_700_010_000_000
+PARTITIONS = 4
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("follow-exporter-sim") / "logdir"
+    simulate(SimulationConfig(out_dir=out, groups=16, partitions=PARTITIONS, days=0.05, seed=8))
+    return out
+
+
+class Exporter:
+    """One ``offsetops exporter --follow`` process on loopback, its /metrics and its stderr."""
+
+    def __init__(self, proc: subprocess.Popen[str], url: str):
+        self.proc, self.url = proc, url
+        self.stderr: list[str] = []
+
+    def scrape(self) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+        body = urllib.request.urlopen(self.url, timeout=10).read().decode()
+        out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+        for fam in text_string_to_metric_families(body):
+            for s in fam.samples:
+                out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+        return out
+
+    def wait_for(self, what, timeout: float = DEADLINE_S):
+        """Scrape until ``what(metrics)`` is truthy; the last scrape is returned either way."""
+        deadline = time.monotonic() + timeout
+        metrics = self.scrape()
+        while not what(metrics) and time.monotonic() < deadline:
+            time.sleep(POLL_S / 2)
+            metrics = self.scrape()
+        return metrics
+
+
+def start_following(logdir: Path, *extra: str) -> Exporter:
+    proc, url = start_exporter(str(logdir), "--num-partitions", str(PARTITIONS), "--interval", "3600",
+                               "--follow", "--poll", str(POLL_S), *extra)  # fmt: skip
+    return Exporter(proc, url)
+
+
+def stop(exporter: Exporter) -> str:
+    exporter.proc.terminate()
+    _out, err = exporter.proc.communicate(timeout=30)
+    return err
+
+
+@pytest.fixture
+def logdir(simulated: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(simulated, tmp_path / "logdir"))
+
+
+@pytest.fixture
+def exporter(logdir: Path) -> Iterator[Exporter]:
+    exp = start_following(logdir)
+    try:
+        yield exp
+    finally:
+        if exp.proc.poll() is None:
+            stop(exp)
+
+
+def value(metrics, name: str, **labels: str) -> float | None:
+    return metrics.get(name, {}).get(tuple(sorted(labels.items())))
+
+
+def test_appended_commits_show_on_the_next_scrapes(logdir: Path, exporter: Exporter) -> None:
+    before = exporter.scrape()
+    groups_before = value(before, "offsetops_reload_groups", partition="1")
+    assert groups_before is not None
+    new = groups_for(1, 3, "appended", PARTITIONS)
+    commits = [(g, "payments", p, 4_000 + p) for g in new for p in range(3)]
+    appended = append_commits(logdir / "__consumer_offsets-1", commits, now_ms=NOW_MS)
+    after = exporter.wait_for(lambda m: value(m, "offsetops_follow_updates_total") == 1)
+    assert value(after, "offsetops_follow_updates_total") == 1
+    assert value(after, "offsetops_reload_groups", partition="1") == groups_before + 3
+    for g in new:
+        assert value(after, "offsetops_consumer_group_topic_partition_committed_offset", group_id=g,
+                     topic_name="payments", partition_id="2") == 4_002  # fmt: skip
+    # the other partitions were not read again
+    assert value(after, "offsetops_reload_groups", partition="0") == value(before, "offsetops_reload_groups",
+                                                                           partition="0")  # fmt: skip
+    lag = value(after, "offsetops_follow_lag_seconds")
+    assert lag is not None and lag > 0
+    assert appended > 0
