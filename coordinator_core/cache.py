@@ -167,6 +167,14 @@ class LoadStats:
     last_offset: int | None = None
     elapsed_ms: float = 0.0
     errors: list[DecodeError] = field(default_factory=ErrorLog)
+    # This run only (the counters above are cumulative over a resumed fold): the segment bytes read,
+    # whether the fold went on from a saved resume point, and if not why (a code of
+    # ``resume.REASONS``, None when resumed) with a sentence for people.
+    bytes_read: int = 0
+    resumed: bool = False
+    resume_reason: str | None = None
+    resume_detail: str | None = None
+    state_error: str | None = None  # why the next resume point could not be saved, if it was not
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -182,6 +190,11 @@ class LoadStats:
             "first_offset": self.first_offset,
             "last_offset": self.last_offset,
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "bytes_read": self.bytes_read,
+            "resumed": self.resumed,
+            "resume_reason": self.resume_reason,
+            "resume_detail": self.resume_detail,
+            "state_error": self.state_error,
             "error_count": error_total(self.errors),
             "errors": [
                 {

@@ -48,6 +48,9 @@ __all__ = [
     "SEMANTICS",
     "Entry",
     "PartitionFold",
+    "SegmentsRead",
+    "fold_segments",
+    "group_part",
     "load_log_dir",
     "load_partition",
     "load_partition_dir",
@@ -316,7 +319,7 @@ class PartitionFold:
         """Java semantics: an offset-commit value that will not survive still created its group."""
         if entry is None or entry[3] is None:
             return
-        group = _group_part(key)
+        group = group_part(key)
         if self.created.get(group, -1) < entry[0]:
             self.created[group] = entry[0]
 
@@ -332,8 +335,11 @@ class PartitionFold:
         release=None,
         scan: Scan | None = None,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        start: int = 0,
+        prev_last: int = -1,
     ) -> None:
-        """Fold a buffer of concatenated batches (a whole segment, or a Fetch response).
+        """Fold a buffer of concatenated batches (a whole segment, or a Fetch response), from
+        ``data[start]`` (``prev_last``: the last offset folded before it, for the order check).
 
         Errors, resyncs and zero tails are reported exactly as the general reader reports them
         (:func:`~offsetops.coordinator_core.records.fold.fold_buffer` walks with its ``read_entry``).
@@ -353,35 +359,46 @@ class PartitionFold:
             verify_crc=verify_crc,
             max_batch_bytes=max_batch_bytes,
             scan=scan if scan is not None else Scan(release=release),
+            start=start,
+            prev_last=prev_last,
         )
 
     def add_segment(
-        self, path, *, verify_crc: bool = True, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
-    ) -> None:
-        """Fold one ``.log`` file, memory-mapped; folded pages are released as the walk goes on."""
+        self,
+        path,
+        *,
+        verify_crc: bool = True,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        start: int = 0,
+        prev_last: int = -1,
+    ) -> int | None:
+        """Fold one ``.log`` file, memory-mapped, from byte ``start``; folded pages are released as the
+        walk goes on. Returns the file's size as walked (None when it could not be opened or mapped)."""
         file = str(path)
         try:
             fh = open_regular_file(path, kind="segment", follow_symlinks=True)
         except OSError as exc:
             self.stats.errors.append(DecodeError("io", f"cannot open: {exc}", file, self.partition))
-            return
+            return None
         with fh:
             try:
                 size = os.fstat(fh.fileno()).st_size
-                if size == 0:
-                    self.stats.segments += 1
-                    return
+                if size <= start:
+                    self.stats.segments += int(size == 0)
+                    return size
                 mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError) as exc:
                 self.stats.errors.append(DecodeError("io", f"cannot read: {exc}", file, self.partition, 0))
-                return
+                return None
             try:
                 scan = Scan(fh.fileno(), page_release(mm))
                 self.add_buffer(
-                    mm, file=file, verify_crc=verify_crc, scan=scan, max_batch_bytes=max_batch_bytes
-                )
+                    mm, file=file, verify_crc=verify_crc, scan=scan, max_batch_bytes=max_batch_bytes,
+                    start=start, prev_last=prev_last,
+                )  # fmt: skip
             finally:
                 _close_map(mm)
+        return size
 
     def _add_transactional(self, batch: RecordBatch) -> None:
         for records in batch.record_chunks():  # checked whole first: a corrupt batch folds nothing
@@ -590,7 +607,7 @@ def _hot(key: bytes | None, value: bytes | None) -> bool:
     return False
 
 
-def _group_part(key: bytes) -> bytes:
+def group_part(key: bytes) -> bytes:
     """The group of an offset-commit key as it is serialized (int16 length + UTF-8 name)."""
     return key[2 : 4 + max(int.from_bytes(key[2:4], "big", signed=True), 0)]
 
@@ -629,22 +646,56 @@ def load_partition_dir(
     The listing's anomalies come first; each segment is checked against its name and the segment
     before it once read (``segment_order_errors``).
     """
-    from offsetops.coordinator_core.sources.logdir import segment_order_errors
-
     start = time.perf_counter()
     fold = PartitionFold(partition=pdir.partition, semantics=semantics)
     fold.stats.errors.extend(pdir.anomalies)
-    for seg in pdir.segments:
-        previous_last, known = fold.stats.last_offset, len(fold.files)
-        fold.add_segment(seg.path, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes)
-        first = fold.files[-1][0] if len(fold.files) > known else None
-        fold.stats.errors.extend(
-            segment_order_errors(str(seg.path), pdir.partition, seg.base_offset, first, previous_last)
-        )
-    fold.stats.segments = len(pdir.segments)
+    read = fold_segments(fold, pdir, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes)
     cache = fold.finish(num_partitions=num_partitions)
+    cache.stats.bytes_read = read.bytes_read
     cache.stats.elapsed_ms = (time.perf_counter() - start) * 1000
     return cache
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentsRead:
+    """How far :func:`fold_segments` read: the bytes of segment data it walked, and the size of each
+    segment as the walk saw it (None: it could not be opened), in log order."""
+
+    bytes_read: int
+    sizes: tuple[int | None, ...]
+
+
+def fold_segments(
+    fold: PartitionFold,
+    pdir,
+    *,
+    first: int = 0,
+    start: int = 0,
+    verify_crc: bool = True,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+) -> SegmentsRead:
+    """Fold ``pdir.segments[first:]`` in log order, the first of them from byte ``start`` (a resumed
+    read goes on inside the segment it stopped in); each segment read from its start is checked
+    against its name and the segment before it (``segment_order_errors``)."""
+    from offsetops.coordinator_core.sources.logdir import segment_order_errors
+
+    read, sizes = 0, []
+    for i, seg in enumerate(pdir.segments[first:]):
+        at = start if i == 0 else 0
+        previous_last, known = fold.stats.last_offset, len(fold.files)
+        size = fold.add_segment(
+            seg.path, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes, start=at,
+            prev_last=-1 if at == 0 or previous_last is None else previous_last,
+        )  # fmt: skip
+        sizes.append(size)
+        read += max((size or 0) - at, 0)
+        if at == 0:
+            head = fold.files[-1][0] if len(fold.files) > known else None
+            fold.stats.errors.extend(
+                segment_order_errors(str(seg.path), pdir.partition, seg.base_offset, head, previous_last)
+            )
+    fold.stats.segments = len(pdir.segments)
+    return SegmentsRead(read, tuple(sizes))
 
 
 def load_log_dir(

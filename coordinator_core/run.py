@@ -35,6 +35,7 @@ from offsetops.coordinator_core.settings import (
     parse_max_batch_bytes,
     parse_offsets_partitions,
     parse_retention_minutes,
+    parse_state_dir,
 )
 
 ENV_CONFIG = "OFFSETOPS_CONFIG"
@@ -129,6 +130,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("semantics", "offsetops.semantics", "OFFSETOPS_SEMANTICS", _choice("java", "scala")),
     Spec("forecast_hours", "offsetops.forecast.hours", "OFFSETOPS_FORECAST_HOURS", parse_forecast_hours),
     Spec("max_batch_bytes", "offsetops.max.batch.bytes", "OFFSETOPS_MAX_BATCH_BYTES", parse_max_batch_bytes),
+    # --state DIR: where each partition's fold is saved and resumed from (coordinator_core.resume)
+    Spec("state_dir", "offsetops.state.dir", "OFFSETOPS_STATE_DIR", parse_state_dir),
 )  # fmt: skip
 
 
@@ -300,6 +303,8 @@ def _default(name: str, resolved: Mapping[str, Setting]) -> Setting:
         return Setting(24.0, OFFSETOPS_DEFAULT)
     if name == "max_batch_bytes":
         return Setting(DEFAULT_MAX_BATCH_BYTES, OFFSETOPS_DEFAULT)
+    if name == "state_dir":
+        return Setting(None, f"{OFFSETOPS_DEFAULT} (no resume state: every run reads from the start)")
     return Setting(None, "unknown")
 
 
@@ -405,6 +410,7 @@ FLAG_ATTRIBUTES: dict[str, tuple[tuple[str, str, Callable[[Any], Any]], ...]] = 
         ("forecast_horizon_ms", "--forecast-horizon-ms", lambda ms: ms / 3_600_000),
     ),
     "max_batch_bytes": (("max_batch_bytes", "--max-batch-bytes", int),),
+    "state_dir": (("state_dir", "--state", parse_state_dir),),
 }
 
 
@@ -416,7 +422,10 @@ def flags_of(options: object) -> dict[str, tuple[Any, str]]:
         for attr, flag, convert in attributes:
             value = getattr(options, attr, None)
             if value is not None:
-                flags[name] = (convert(value), f"flag {flag}")
+                try:
+                    flags[name] = (convert(value), f"flag {flag}")
+                except ValueError as exc:  # an untyped option (a path) checked here
+                    raise SettingsError(f"{name} from flag {flag}: {exc}") from None
                 break
     return flags
 

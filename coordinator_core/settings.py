@@ -133,6 +133,15 @@ parse_max_batch_bytes = int_in_range(V2_MIN_SIZE, INT32_MAX, name="parse_max_bat
 parse_fraction = float_in_range(0.0, 1.0, name="parse_fraction")
 
 
+def parse_state_dir(text: str) -> str:
+    """A directory path for the resume state (``--state``, ``OFFSETOPS_STATE_DIR``): not empty, at most
+    4096 characters, no NUL."""
+    path = text.strip()
+    if not path or len(path) > 4096 or "\x00" in path:
+        raise ValueError(f"{_shown(text)} is not a directory path (1 to 4096 characters, no NUL)")
+    return path
+
+
 def parse_key_value(text: str) -> str:
     """``KEY=VALUE`` with a non-empty key (checked now; :func:`parse_pairs` splits it)."""
     key, sep, _value = text.partition("=")

@@ -37,6 +37,7 @@ MAX_BYTES: dict[str, int] = {
     "checkpoint": 64 * _MIB,  # replication-offset-checkpoint & co.: one line per partition of the broker
     "broker log": 4 * _GIB,  # server.log / log-cleaner.log, read line by line (never whole)
     "state": 64 * _MIB,  # journals, alert state, outbox
+    "resume state": 2 * _GIB,  # --state DIR: one partition's fold (resume.codec.MAX_STATE_BYTES)
     "report": 64 * _MIB,  # JSON reports and pages offsetops wrote and reads back
     "history": 1 * _GIB,  # audits.jsonl, read line by line
     "segment": 1 << 62,  # .log segments are mapped, never read whole; any regular file size

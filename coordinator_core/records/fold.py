@@ -136,8 +136,11 @@ def fold_buffer(
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     scan: Scan | None = None,
     native: bool | None = None,
+    start: int = 0,
+    prev_last: int = -1,
 ) -> None:
-    """Walk ``data`` (bytes or a mapped file; file position ``base`` at ``data[0]``) into ``target``.
+    """Walk ``data`` (bytes or a mapped file; file position ``base`` at ``data[0]``) into ``target``,
+    from ``data[start]`` (a resumed read goes on inside a segment; ``prev_last``: the last offset before).
 
     Offsets only increase within a buffer (``LogSegment``'s offset index rejects anything else; the base
     offset is outside the batch CRC, so a corrupt one is only seen here): each batch is checked against
@@ -149,12 +152,11 @@ def fold_buffer(
     cfold = _twin.cfold.fold_run if use_native and _twin.cfold is not None else None
     state = target.fold_state() if cfold is not None else None
     end = len(data)
-    pos = 0
+    pos = start
     next_release = RELEASE_EVERY
     # The run of batches folded through fold_records, counted in one go before anything else is folded.
     n_batches = n_bytes = n_records = n_txn = n_ctrl = 0
     first = last = -1
-    prev_last = -1
     legacy = False
     while pos < end:
         if pos >= next_release:

@@ -54,6 +54,9 @@ class Source:
     limits: ReadLimits = field(default_factory=ReadLimits)
     #: log dirs holding data-topic partitions (their log start and end bound lag)
     data_log_dirs: tuple[str, ...] = ()
+    #: ``--state DIR``: each partition's fold is saved there and the next whole-log read of a log dir
+    #: goes on from it (:mod:`~offsetops.coordinator_core.resume`); as-of reads never use it
+    state_dir: str | None = None
 
     def __post_init__(self) -> None:
         given = [bool(self.log_dir), bool(self.broker_log_dirs), self.client is not None]
@@ -128,16 +131,29 @@ class Source:
             on_count(len(pdirs))
         for pdir in pdirs:
             if cut.until_offset is None and cut.until_ms is None:
-                out.append(load_partition_dir(pdir, max_batch_bytes=limit, verify_crc=crc, **kw))
+                out.append(self._load_whole(pdir, kw))
             else:
 
                 def batches(errors: list, p: PartitionDir = pdir) -> Any:
                     return p.iter_batches(errors, verify_crc=crc, max_batch_bytes=limit)
 
                 out.append(load_as_of(batches, partition=pdir.partition, cut=cut, **kw))
+                _not_resumed(out[-1], "as_of" if self.state_dir else "not_requested")
             if on_partition is not None:
                 on_partition(out[-1], pdir.size_bytes, f"{pdir.topic}-{pdir.partition}")
         return out
+
+    def _load_whole(self, pdir: PartitionDir, kw: dict[str, Any]) -> CoordinatorCache:
+        """One partition dir whole: resumed from ``state_dir`` when given and its state holds."""
+        limit, crc = self.limits.max_batch_bytes, self.limits.verify_crc
+        if self.state_dir is None:
+            cache = load_partition_dir(pdir, max_batch_bytes=limit, verify_crc=crc, **kw)
+            _not_resumed(cache, "not_requested")
+            return cache
+        from offsetops.coordinator_core.resume import StateStore, load_partition_dir_resumable
+
+        store = StateStore.at(self.state_dir)
+        return load_partition_dir_resumable(pdir, store, max_batch_bytes=limit, verify_crc=crc, **kw)
 
     def _load_live(self, live: LiveSource, part: int, cut: Cut, kw: dict[str, Any]) -> CoordinatorCache:
         from offsetops.coordinator_core.sources.live import load_live_partition
@@ -174,3 +190,10 @@ class Source:
             with self.live() as live:
                 return live.partitions()
         return [p.partition for p in self.partition_dirs()]
+
+
+def _not_resumed(cache: CoordinatorCache, code: str) -> None:
+    """Mark a read from the start that no resume state was asked for (or may be used for)."""
+    from offsetops.coordinator_core.resume import REASONS
+
+    cache.stats.resume_reason, cache.stats.resume_detail = code, REASONS[code]

@@ -25,7 +25,7 @@ FORMATS = ("text", "json", "csv")
 
 
 def add_view_args(p: argparse.ArgumentParser, *, path: bool = True) -> None:
-    add_source_args(p, path=path)
+    add_source_args(p, path=path, state_flags=("--resume-state",))
     p.add_argument(
         "--log-dir",
         action="append",

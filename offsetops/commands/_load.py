@@ -14,7 +14,7 @@ from offsetops.commands._common import (
     parse_partitions,
 )
 from offsetops.coordinator_core.asof import Cut
-from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
 from offsetops.coordinator_core.run import RunSettings
 from offsetops.coordinator_core.settings import INT64_MAX, MAX_EPOCH_MS
 from offsetops.coordinator_core.sources.replicas import ReplicaChoice
@@ -23,16 +23,25 @@ from offsetops.coordinator_core.timefmt import parse_time
 from offsetops.pipelines.cli_args import add_partition_filter, offsets_partitions
 from offsetops.progress import Progress
 
+#: the spellings of the resume state's option; ``--resume-state`` where ``--state`` means something else
+STATE_FLAGS = ("--state", "--resume-state")
+
 
 def add_source_args(
-    p: argparse.ArgumentParser, *, path: bool = True, topic_flag: str = "--topic-name", brokers: bool = False
+    p: argparse.ArgumentParser,
+    *,
+    path: bool = True,
+    topic_flag: str = "--topic-name",
+    brokers: bool = False,
+    state_flags: tuple[str, ...] = STATE_FLAGS,
 ) -> None:
     """Where the offsets come from (PATH, several brokers' ``--log-dir``, or a live cluster) and how to
     replay them.
 
     ``topic_flag`` names the hidden option for a mirrored offsets topic: ``reload`` spells it ``--topic``;
     the group views keep ``--topic`` for their data-topic filter. ``brokers`` adds ``--log-dir`` for
-    several brokers' log dirs (the group views use ``--log-dir`` for data-topic dirs instead)."""
+    several brokers' log dirs (the group views use ``--log-dir`` for data-topic dirs instead).
+    ``state_flags`` spell the resume state's option (the group views keep ``--state`` for group states)."""
     if path:
         p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
     if path and brokers:
@@ -55,11 +64,25 @@ def add_source_args(
         help="offsets.topic.num.partitions, for partition_for checks (default: $OFFSETOPS_NUM_PARTITIONS, "
         "the config file, server.properties, else 50)",
     )
+    add_state_arg(p, state_flags)
     p.add_argument(
         "--semantics",
         choices=["java", "scala"],
         help="coordinator replay rules: java (Kafka 3.6+/4.x) or scala (before 3.6); default from "
         "$OFFSETOPS_SEMANTICS, the config file, else the broker version (java when unknown)",
+    )
+
+
+def add_state_arg(p: argparse.ArgumentParser, flags: tuple[str, ...] = STATE_FLAGS) -> None:
+    """``--state DIR`` (or ``--resume-state DIR``): keep each partition's fold there and resume from it."""
+    p.add_argument(
+        *flags,
+        dest="state_dir",
+        metavar="DIR",
+        help="keep each partition's fold in DIR and, on the next run, read only what was appended since "
+        "(when the log still holds what was read; else a fresh read, and the stats say why); default "
+        "$OFFSETOPS_STATE_DIR or offsetops.state.dir of the config file. --until reads never use or "
+        "write it",
     )
 
 
@@ -109,6 +132,7 @@ def source_from_args(args: argparse.Namespace) -> Source:
         "limits": ReadLimits(max_batch_bytes=args.run["max_batch_bytes"]),
         # the group views' and the exporter's --log-dir: data-topic partition dirs, for lag
         "data_log_dirs": tuple(getattr(args, "log_dir", None) or ()),
+        "state_dir": args.run["state_dir"],
     }
     if is_live(args):
         topic = getattr(args, "offsets_topic", "__consumer_offsets")
@@ -139,9 +163,39 @@ def load_with_progress(
             print(
                 f"offsetops: warning: __consumer_offsets-{c.partition}: {escape(d.message)}", file=sys.stderr
             )
+    warn_state(caches)
     if replicas is not None:
         replicas.extend(chosen)
     return caches
+
+
+#: resume reasons that mean the state file itself is bad: the operator is warned on stderr
+_BAD_STATE = frozenset({"state_unreadable", "state_corrupt", "state_foreign", "state_version"})
+
+
+def warn_state(caches: list[CoordinatorCache]) -> None:
+    """A warning on stderr for each state file that could not be used or saved (never fatal)."""
+    for c in caches:
+        s = c.stats
+        if s.resume_reason in _BAD_STATE:
+            print(f"offsetops: warning: resume state ignored, read fresh: {escape(s.resume_detail)}",
+                  file=sys.stderr)  # fmt: skip
+        if s.state_error:
+            print(f"offsetops: warning: partition {c.partition}: {escape(s.state_error)}", file=sys.stderr)
+
+
+def resume_line(stats: LoadStats) -> str | None:
+    """``resumed at offset N, read X bytes`` or why the partition was read from the start; None when
+    no resume state was asked for."""
+    if stats.resume_reason == "not_requested":
+        return None
+    if stats.resume_reason == "as_of":
+        return f"resume state not used: {stats.resume_detail}"
+    if stats.resumed:
+        return f"{escape(stats.resume_detail)}, read {stats.bytes_read} bytes"
+    return (
+        f"read {stats.bytes_read} bytes from the start: {stats.resume_reason} ({escape(stats.resume_detail)})"
+    )
 
 
 def load_caches(

@@ -22,6 +22,7 @@ from offsetops.commands._common import (
     report_errors,
 )
 from offsetops.commands._groupview import risk_line
+from offsetops.commands._load import add_state_arg
 from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.clock import wall_clock_ms
 from offsetops.coordinator_core.clock_guard import ClockFinding, clock_findings, newest_record_ms
@@ -57,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", nargs="?", help="a broker log dir, or one __consumer_offsets-N dir")
     add_partition_filter(p)
+    add_state_arg(p)
     p.add_argument(
         "--now",
         type=epoch_time,
@@ -150,6 +152,7 @@ def _load(args: argparse.Namespace) -> list:
         log_dir=args.path,
         partitions=tuple(parse_partitions(args.partition) or ()) or None,
         limits=ReadLimits(max_batch_bytes=args.run["max_batch_bytes"]),
+        state_dir=args.run["state_dir"],
     )
     return load_with_progress(source, args.run)
 

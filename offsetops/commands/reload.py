@@ -13,7 +13,13 @@ from offsetops.commands._common import (
     report_errors,
     strict_exit,
 )
-from offsetops.commands._load import add_source_args, check_source, load_caches, parse_until
+from offsetops.commands._load import (
+    add_source_args,
+    check_source,
+    load_caches,
+    parse_until,
+    resume_line,
+)
 from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
@@ -109,6 +115,9 @@ def _print_summary(caches: list[CoordinatorCache]) -> None:
             f"{s.tombstones} tombstones, {s.control_records} control, "
             f"{s.unknown_record_types} unknown-type, {_findings(s.errors)}, {s.elapsed_ms:.1f} ms\n"
         )
+        resume = resume_line(s)
+        if resume is not None:
+            out.write(f"  {resume}\n")
         for gid in sorted(c.groups):
             g = c.groups[gid]
             pending = sum(len(v) for v in g.pending_offsets.values())

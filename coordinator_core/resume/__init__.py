@@ -1,0 +1,54 @@
+"""Resumable fold state (``--state DIR``): the next run reads only what was appended.
+
+The broker loads a ``__consumer_offsets`` partition once and then applies appends
+(``GroupMetadataManager.doLoadGroupsAndOffsets``, ``CoordinatorLoaderImpl``). offsetops does the same
+across runs: after a load, each partition's fold (survivors, open transactions, the groups commits
+created, tombstones, type counts, counters and errors so far) is saved with its position and what the
+position depends on; the next run checks those and folds only the bytes after it, or says why not.
+
+The API (stable; other front ends build on it):
+
+- ``StateStore.at(directory) -> StateStore``: the state files under ``directory``;
+  ``.path(topic, partition) -> Path``, ``.lock(topic, partition)`` (a context yielding False when
+  another run holds it), ``.read(topic, partition) -> (meta, StateTables) | Refusal``,
+  ``.write(topic, partition, meta, tables) -> Path``.
+- ``load_partition_dir_resumable(pdir, store, *, num_partitions, semantics, verify_crc,
+  max_batch_bytes) -> CoordinatorCache``: one partition dir, resumed when its state holds; the cache's
+  ``stats.resumed``, ``stats.resume_reason`` (a :data:`REASONS` code, None when resumed),
+  ``stats.resume_detail``, ``stats.bytes_read`` and ``stats.state_error`` say what happened.
+- ``plan_resume(point, pdir, now, settings) -> Plan | Refusal``: the check alone (``now`` from
+  ``log_state(pdir)``).
+- ``ResumePoint``, ``FoldSettings``, ``Refusal(code, detail)``, :data:`REASONS`.
+- ``Source(state_dir=...)`` (``sources/source.py``) threads it through every whole-log read of a log
+  dir; ``--until`` (as-of) reads never use or write it (``resume_reason`` ``as_of``).
+
+The file format is ``codec``'s (checked binary, never pickle); the fold's save and restore are
+``snapshot``'s.
+"""
+
+from offsetops.coordinator_core.resume.codec import FORMAT_VERSION, StateFormatError, StateTables
+from offsetops.coordinator_core.resume.logdir import (
+    LogState,
+    Plan,
+    load_partition_dir_resumable,
+    log_state,
+    plan_resume,
+)
+from offsetops.coordinator_core.resume.point import REASONS, FoldSettings, Refusal, ResumePoint
+from offsetops.coordinator_core.resume.store import StateStore
+
+__all__ = [
+    "FORMAT_VERSION",
+    "REASONS",
+    "FoldSettings",
+    "LogState",
+    "Plan",
+    "Refusal",
+    "ResumePoint",
+    "StateFormatError",
+    "StateStore",
+    "StateTables",
+    "load_partition_dir_resumable",
+    "log_state",
+    "plan_resume",
+]
