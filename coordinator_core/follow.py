@@ -6,11 +6,13 @@ topic continuously. :class:`Follower` does the same for offsetops: :meth:`Follow
 partition's :data:`Mark` (a log dir: its segments' base offsets, sizes and modification times, from one
 directory listing; a live cluster: its log end offset, from ListOffsets) with the one seen at the last
 read, and :meth:`Follower.apply` re-reads only the partitions whose mark moved, through the source's
-resume state (``Source.load_caches(state=...)``), so the read starts where the last one stopped.
+resume state (``Source(state_dir=...)``, :mod:`~offsetops.coordinator_core.resume`), so the read starts
+where the last one stopped.
 
 Every read goes through the one :class:`~offsetops.coordinator_core.sources.source.Source`, with its
 limits; what the resume state refused (truncation, a leader change, compaction it could not explain, a
-corrupt file) comes back in :attr:`FollowStep.fresh` with the reason code, for the front end to report.
+corrupt file) comes back in :attr:`FollowStep.fresh` with the reason code, and a state that could not
+be saved in :attr:`FollowStep.unsaved`, for the front end to report.
 The marks are taken before the read, so an append that races a read is seen again by the next look.
 """
 
@@ -38,8 +40,9 @@ QUIET_REASONS = frozenset({"not_requested", "no_state"})
 
 @dataclass(frozen=True, slots=True)
 class Fresh:
-    """A partition read from its start although it had been read before: the resume state's reason code
-    (``LoadStats.resume_reason``) and its sentence (data: escape it for the medium)."""
+    """A partition read from its start although a resume state was asked for: the reason code
+    (``LoadStats.resume_reason``, not one of :data:`QUIET_REASONS`) and its sentence (data: escape it
+    for the medium)."""
 
     partition: int
     reason: str
@@ -48,14 +51,16 @@ class Fresh:
 
 @dataclass(frozen=True, slots=True)
 class FollowStep:
-    """What one :meth:`Follower.apply` did: the partitions re-read, the bytes read, the partitions gone,
-    and the re-reads that could not resume."""
+    """What one :meth:`Follower.apply` did: the partitions re-read, the bytes of segment data read, how many
+    reads resumed, the partitions gone, the reads that could not resume and the states not saved
+    (``(partition, why)``: the next read of that partition starts over)."""
 
     read: tuple[int, ...]
     bytes_read: int
     resumed: int
     removed: tuple[int, ...] = ()
     fresh: tuple[Fresh, ...] = ()
+    unsaved: tuple[tuple[int, str], ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -79,16 +84,13 @@ def source_marks(source: Source, live: LiveSource | None = None) -> dict[int, Ma
 class Follower:
     """Keeps one source's coordinator caches current by re-reading only the partitions that moved.
 
-    ``state`` is the resume state the reads go on from (a ``StateStore`` on disk, or one in memory);
-    without one every re-read is a whole partition, still only of the partitions that moved. Not
-    thread-safe: one thread looks and applies.
+    The reads go on from ``source.state_dir``'s resume state; without one every re-read is a whole
+    partition, still only of the partitions that moved. Not thread-safe: one thread looks and applies.
     """
 
-    def __init__(self, source: Source, *, num_partitions: int, semantics: str, state: Any = None):
+    def __init__(self, source: Source, *, num_partitions: int, semantics: str):
         self.source = source
         self._kw: dict[str, Any] = {"num_partitions": num_partitions, "semantics": semantics}
-        if state is not None:
-            self._kw["state"] = state
         self._marks: dict[int, Mark] = {}
         self._caches: dict[int, CoordinatorCache] = {}
         self._live: LiveSource | None = None
@@ -114,20 +116,22 @@ class Follower:
             self._caches.pop(p, None)
         wanted = tuple(sorted(p for p, m in moved.items() if m is not None))
         caches = self._read(wanted) if wanted else []
-        fresh = []
+        fresh, unsaved = [], []
         for cache in caches:
-            part = cache.partition if cache.partition is not None else -1
-            reason = getattr(cache.stats, "resume_reason", None)
-            if part in self._caches and reason is not None and reason not in QUIET_REASONS:
-                fresh.append(Fresh(part, reason, getattr(cache.stats, "resume_detail", None) or reason))
+            part, s = cache.partition if cache.partition is not None else -1, cache.stats
+            if s.resume_reason is not None and s.resume_reason not in QUIET_REASONS:
+                fresh.append(Fresh(part, s.resume_reason, s.resume_detail or s.resume_reason))
+            if s.state_error:
+                unsaved.append((part, s.state_error))
             self._caches[part] = cache
             self._marks[part] = moved[part]  # type: ignore[assignment]
         return FollowStep(
             read=tuple(c.partition for c in caches if c.partition is not None),
-            bytes_read=sum(getattr(c.stats, "bytes_read", c.stats.bytes) for c in caches),
-            resumed=sum(bool(getattr(c.stats, "resumed", False)) for c in caches),
+            bytes_read=sum(c.stats.bytes_read for c in caches),
+            resumed=sum(c.stats.resumed for c in caches),
             removed=removed,
             fresh=tuple(fresh),
+            unsaved=tuple(unsaved),
         )
 
     def refresh(self) -> FollowStep:

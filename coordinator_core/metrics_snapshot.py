@@ -274,6 +274,15 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
         "groups": _g("reload_groups", "Groups in the rebuilt cache", labels),
         "offsets": _g("reload_offsets", "Committed offsets in the rebuilt cache", labels),
         "seconds": _g("reload_duration_seconds", "Time the replay took", labels),
+        "bytes_read": _g(
+            "reload_bytes_read",
+            "Segment bytes the partition's latest read took from the log (only the appended bytes when it "
+            "resumed)",
+            labels,
+        ),
+        "resumed": _g(
+            "reload_resumed", "1 when the partition's latest read went on from its resume state", labels
+        ),
     }
     for c in caches:
         p = [str(c.partition)]
@@ -285,6 +294,8 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
         fams["groups"].add_metric(p, len(c.groups))
         fams["offsets"].add_metric(p, c.offset_count)
         fams["seconds"].add_metric(p, s.elapsed_ms / 1000)
+        fams["bytes_read"].add_metric(p, s.bytes_read)
+        fams["resumed"].add_metric(p, int(s.resumed))
     yield from fams.values()
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -225,13 +226,16 @@ class ExporterSnapshots:
         self._args = args
         self._audit: CleanerAudit | None = None
         self._follower: Follower | None = None
+        self._scratch: str | None = None
         if args.follow:
+            source = source_from_args(args)
+            if source.state_dir is None and not source.is_live:
+                # no --state: the resume state lives as long as the process, in a private directory
+                self._scratch = tempfile.mkdtemp(prefix="offsetops-follow-")
+                source = replace(source, state_dir=self._scratch)
             run = args.run
             self._follower = Follower(
-                source_from_args(args),
-                num_partitions=run["num_partitions"],
-                semantics=run["semantics"],
-                state=follow_state(args),
+                source, num_partitions=run["num_partitions"], semantics=run["semantics"]
             )
 
     def full(self) -> Snapshot:
@@ -262,6 +266,9 @@ class ExporterSnapshots:
     def close(self) -> None:
         if self._follower is not None:
             self._follower.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def _report(self, step: FollowStep) -> None:
         for f in step.fresh:
@@ -269,6 +276,8 @@ class ExporterSnapshots:
                 "__consumer_offsets-%d read from its start (%s): %s", f.partition, for_log(f.reason),
                 for_log(f.detail),
             )  # fmt: skip
+        for part, why in step.unsaved:
+            log.warning("__consumer_offsets-%d: resume state not saved: %s", part, for_log(why))
 
     def _compute(
         self, caches: list[CoordinatorCache], started: float, *, audit: CleanerAudit | None
@@ -292,11 +301,6 @@ class ExporterSnapshots:
             settings=run,
             audit=audit,
         )
-
-
-def follow_state(args: argparse.Namespace) -> Any:
-    """Where a following exporter keeps its resume state: ``--state DIR``, else in memory."""
-    return None
 
 
 class OffsetsCollector(Collector):

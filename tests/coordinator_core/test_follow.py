@@ -70,6 +70,33 @@ def test_an_append_moves_only_its_partition_and_the_caches_match_a_fresh_reload(
     assert f.look() == {}
 
 
+def test_with_a_state_dir_only_the_appended_bytes_are_read(logdir: Path, tmp_path: Path) -> None:
+    f = Follower(Source(log_dir=str(logdir), state_dir=str(tmp_path / "state")), num_partitions=PARTITIONS,
+                 semantics="java")  # fmt: skip
+    first = f.refresh()
+    assert first.resumed == 0 and first.fresh == ()  # no state yet is no news
+    commits = [(g, "orders", 0, 9) for g in groups_for(1, 2)]
+    appended = append_commits(logdir / "__consumer_offsets-1", commits, now_ms=NOW_MS)
+    step = f.apply(f.look())
+    assert (step.read, step.bytes_read, step.resumed) == ((1,), appended, 1)
+    fresh = Source(log_dir=str(logdir)).load_caches(num_partitions=PARTITIONS, semantics="java")
+    assert as_dicts(f.caches) == as_dicts(fresh)
+    again = f.refresh()  # every partition checked against its state: nothing new to read
+    assert (again.bytes_read, again.resumed) == (0, PARTITIONS)
+
+
+def test_a_truncation_is_a_fresh_read_with_its_reason(logdir: Path, tmp_path: Path) -> None:
+    f = Follower(Source(log_dir=str(logdir), state_dir=str(tmp_path / "state")), num_partitions=PARTITIONS,
+                 semantics="java")  # fmt: skip
+    f.refresh()
+    seg = sorted((logdir / "__consumer_offsets-0").glob("*.log"))[-1]
+    with open(seg, "r+b") as fh:
+        fh.truncate(seg.stat().st_size - 1)
+    step = f.apply(f.look())
+    assert [(x.partition, x.reason) for x in step.fresh] == [(0, "truncated")]
+    assert step.resumed == 0
+
+
 def test_a_partition_gone_is_dropped(logdir: Path) -> None:
     f = follower(logdir)
     f.refresh()

@@ -105,4 +105,25 @@ def test_appended_commits_show_on_the_next_scrapes(logdir: Path, exporter: Expor
                                                                            partition="0")  # fmt: skip
     lag = value(after, "offsetops_follow_lag_seconds")
     assert lag is not None and lag > 0
-    assert appended > 0
+    # only the appended bytes were read, from the resume state kept since the first read
+    assert value(after, "offsetops_reload_bytes_read", partition="1") == appended
+    assert value(after, "offsetops_reload_resumed", partition="1") == 1
+    assert value(before, "offsetops_reload_resumed", partition="1") == 0  # the first read had no state
+
+
+def test_a_truncated_partition_is_read_fresh_and_the_reason_logged(logdir: Path, exporter: Exporter) -> None:
+    segment = sorted((logdir / "__consumer_offsets-2").glob("*.log"))[-1]
+    append_commits(logdir / "__consumer_offsets-2", [("g", "t", 0, 1)], now_ms=NOW_MS)
+    exporter.wait_for(lambda m: value(m, "offsetops_follow_updates_total") == 1)
+    with open(segment, "r+b") as fh:  # an unclean leader election cut the log back
+        fh.truncate(segment.stat().st_size // 2)
+    after = exporter.wait_for(lambda m: value(m, "offsetops_follow_fresh_reads_total", reason="truncated"))
+    assert value(after, "offsetops_follow_fresh_reads_total", reason="truncated") == 1
+    assert value(after, "offsetops_reload_resumed", partition="2") == 0
+    whole = sum(seg.stat().st_size for seg in (logdir / "__consumer_offsets-2").glob("*.log"))
+    assert value(after, "offsetops_reload_bytes_read", partition="2") == whole
+    assert value(after, "offsetops_exporter_up") == 1
+    err = stop(exporter)
+    (line,) = [line for line in err.splitlines() if "read from its start" in line]
+    assert "__consumer_offsets-2 read from its start (truncated)" in line
+    assert "Traceback" not in err
