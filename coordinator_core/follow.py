@@ -66,6 +66,13 @@ class FollowStep:
     def changed(self) -> bool:
         return bool(self.read or self.removed)
 
+    def notices(self, topic: str = "__consumer_offsets") -> list[str]:
+        """One sentence per read that could not resume and per state not saved (data in them: escape
+        each for the medium)."""
+        return [f"{topic}-{f.partition} read from its start ({f.reason}): {f.detail}" for f in self.fresh] + [
+            f"{topic}-{part}: resume state not saved: {why}" for part, why in self.unsaved
+        ]
+
 
 def source_marks(source: Source, live: LiveSource | None = None) -> dict[int, Mark]:
     """Each wanted partition's :data:`Mark`: one listing of the partition dirs (the copy each partition

@@ -271,13 +271,8 @@ class ExporterSnapshots:
             self._scratch = None
 
     def _report(self, step: FollowStep) -> None:
-        for f in step.fresh:
-            log.warning(
-                "__consumer_offsets-%d read from its start (%s): %s", f.partition, for_log(f.reason),
-                for_log(f.detail),
-            )  # fmt: skip
-        for part, why in step.unsaved:
-            log.warning("__consumer_offsets-%d: resume state not saved: %s", part, for_log(why))
+        for notice in step.notices():
+            log.warning("%s", for_log(notice))
 
     def _compute(
         self, caches: list[CoordinatorCache], started: float, *, audit: CleanerAudit | None

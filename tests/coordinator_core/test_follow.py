@@ -9,26 +9,15 @@ from pathlib import Path
 
 import pytest
 from offsetops.coordinator_core.follow import Follower, source_marks
-from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 from offsetops.coordinator_core.sources.source import Source
 
 from tests.support import appends
-from tests.support.appends import append_commits
+from tests.support.appends import FOLLOW_PARTITIONS, append_commits
+from tests.support.appends import follow_logdir as follow_logdir
+from tests.support.appends import follow_simulated as follow_simulated
 
-PARTITIONS = 4
+PARTITIONS = FOLLOW_PARTITIONS
 NOW_MS = 1_700_010_000_000
-
-
-@pytest.fixture(scope="module")
-def simulated(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("follow-sim") / "logdir"
-    simulate(SimulationConfig(out_dir=out, groups=16, partitions=PARTITIONS, days=0.05, seed=5))
-    return out
-
-
-@pytest.fixture
-def logdir(simulated: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(simulated, tmp_path / "logdir"))
 
 
 def groups_for(partition: int, n: int, prefix: str = "follow") -> list[str]:
@@ -46,50 +35,55 @@ def follower(logdir: Path, **kw) -> Follower:
     return Follower(Source(log_dir=str(logdir)), num_partitions=PARTITIONS, semantics="java", **kw)
 
 
-def test_nothing_moved_is_an_empty_look(logdir: Path) -> None:
-    f = follower(logdir)
+def stateful(logdir: Path, state: Path) -> Follower:
+    """A follower whose reads go on from the resume state in ``state``."""
+    return Follower(
+        Source(log_dir=str(logdir), state_dir=str(state)), num_partitions=PARTITIONS, semantics="java"
+    )
+
+
+def test_nothing_moved_is_an_empty_look(follow_logdir: Path) -> None:
+    f = follower(follow_logdir)
     first = f.refresh()
     assert first.read == tuple(range(PARTITIONS))
     assert f.look() == {}
 
 
-def test_an_append_moves_only_its_partition_and_the_caches_match_a_fresh_reload(logdir: Path) -> None:
-    f = follower(logdir)
+def test_an_append_moves_only_its_partition_and_the_caches_match_a_fresh_reload(follow_logdir: Path) -> None:
+    f = follower(follow_logdir)
     f.refresh()
     new = groups_for(2, 3)
     commits = [(g, "orders", p, 500 + p) for g in new for p in range(4)]
-    append_commits(logdir / "__consumer_offsets-2", commits, now_ms=NOW_MS)
+    append_commits(follow_logdir / "__consumer_offsets-2", commits, now_ms=NOW_MS)
     moved = f.look()
     assert list(moved) == [2]
     step = f.apply(moved)
     assert step.read == (2,) and step.changed
     held = as_dicts(f.caches)
     assert all(held[2][g] == {("orders", p): 500 + p for p in range(4)} for g in new)
-    fresh = Source(log_dir=str(logdir)).load_caches(num_partitions=PARTITIONS, semantics="java")
+    fresh = Source(log_dir=str(follow_logdir)).load_caches(num_partitions=PARTITIONS, semantics="java")
     assert held == as_dicts(fresh)
     assert f.look() == {}
 
 
-def test_with_a_state_dir_only_the_appended_bytes_are_read(logdir: Path, tmp_path: Path) -> None:
-    f = Follower(Source(log_dir=str(logdir), state_dir=str(tmp_path / "state")), num_partitions=PARTITIONS,
-                 semantics="java")  # fmt: skip
+def test_with_a_state_dir_only_the_appended_bytes_are_read(follow_logdir: Path, tmp_path: Path) -> None:
+    f = stateful(follow_logdir, tmp_path / "state")
     first = f.refresh()
     assert first.resumed == 0 and first.fresh == ()  # no state yet is no news
     commits = [(g, "orders", 0, 9) for g in groups_for(1, 2)]
-    appended = append_commits(logdir / "__consumer_offsets-1", commits, now_ms=NOW_MS)
+    appended = append_commits(follow_logdir / "__consumer_offsets-1", commits, now_ms=NOW_MS)
     step = f.apply(f.look())
     assert (step.read, step.bytes_read, step.resumed) == ((1,), appended, 1)
-    fresh = Source(log_dir=str(logdir)).load_caches(num_partitions=PARTITIONS, semantics="java")
+    fresh = Source(log_dir=str(follow_logdir)).load_caches(num_partitions=PARTITIONS, semantics="java")
     assert as_dicts(f.caches) == as_dicts(fresh)
     again = f.refresh()  # every partition checked against its state: nothing new to read
     assert (again.bytes_read, again.resumed) == (0, PARTITIONS)
 
 
-def test_a_truncation_is_a_fresh_read_with_its_reason(logdir: Path, tmp_path: Path) -> None:
-    f = Follower(Source(log_dir=str(logdir), state_dir=str(tmp_path / "state")), num_partitions=PARTITIONS,
-                 semantics="java")  # fmt: skip
+def test_a_truncation_is_a_fresh_read_with_its_reason(follow_logdir: Path, tmp_path: Path) -> None:
+    f = stateful(follow_logdir, tmp_path / "state")
     f.refresh()
-    seg = sorted((logdir / "__consumer_offsets-0").glob("*.log"))[-1]
+    seg = sorted((follow_logdir / "__consumer_offsets-0").glob("*.log"))[-1]
     with open(seg, "r+b") as fh:
         fh.truncate(seg.stat().st_size - 1)
     step = f.apply(f.look())
@@ -97,10 +91,10 @@ def test_a_truncation_is_a_fresh_read_with_its_reason(logdir: Path, tmp_path: Pa
     assert step.resumed == 0
 
 
-def test_a_partition_gone_is_dropped(logdir: Path) -> None:
-    f = follower(logdir)
+def test_a_partition_gone_is_dropped(follow_logdir: Path) -> None:
+    f = follower(follow_logdir)
     f.refresh()
-    shutil.rmtree(logdir / "__consumer_offsets-3")
+    shutil.rmtree(follow_logdir / "__consumer_offsets-3")
     moved = f.look()
     assert moved == {3: None}
     step = f.apply(moved)
@@ -108,10 +102,10 @@ def test_a_partition_gone_is_dropped(logdir: Path) -> None:
     assert [c.partition for c in f.caches] == [0, 1, 2]
 
 
-def test_marks_see_a_rewritten_segment_of_the_same_size(logdir: Path) -> None:
-    source = Source(log_dir=str(logdir))
+def test_marks_see_a_rewritten_segment_of_the_same_size(follow_logdir: Path) -> None:
+    source = Source(log_dir=str(follow_logdir))
     before = source_marks(source)
-    seg = sorted((logdir / "__consumer_offsets-1").glob("*.log"))[-1]
+    seg = sorted((follow_logdir / "__consumer_offsets-1").glob("*.log"))[-1]
     data = seg.read_bytes()
     seg.unlink()
     seg.write_bytes(data)  # a cleaner swap: same name and size, a new file

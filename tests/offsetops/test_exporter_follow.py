@@ -3,7 +3,6 @@ a partition show on /metrics within a few looks, and only what was appended is r
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -11,24 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from offsetops.coordinator_core.simulator import SimulationConfig, simulate
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.appends import append_commits, groups_for
+from tests.support.appends import FOLLOW_PARTITIONS, append_commits, groups_for
+from tests.support.appends import follow_logdir as follow_logdir
+from tests.support.appends import follow_simulated as follow_simulated
 from tests.support.exporter_process import start_exporter
 
 REPO = Path(__file__).resolve().parents[2]
 POLL_S = 0.2
 DEADLINE_S = 30.0  # a bound on waiting, not a speed claim
 NOW_MS = 1_700_010_000_000
-PARTITIONS = 4
-
-
-@pytest.fixture(scope="module")
-def simulated(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("follow-exporter-sim") / "logdir"
-    simulate(SimulationConfig(out_dir=out, groups=16, partitions=PARTITIONS, days=0.05, seed=8))
-    return out
+PARTITIONS = FOLLOW_PARTITIONS
 
 
 class Exporter:
@@ -69,13 +62,8 @@ def stop(exporter: Exporter) -> str:
 
 
 @pytest.fixture
-def logdir(simulated: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(simulated, tmp_path / "logdir"))
-
-
-@pytest.fixture
-def exporter(logdir: Path) -> Iterator[Exporter]:
-    exp = start_following(logdir)
+def exporter(follow_logdir: Path) -> Iterator[Exporter]:
+    exp = start_following(follow_logdir)
     try:
         yield exp
     finally:
@@ -87,13 +75,13 @@ def value(metrics, name: str, **labels: str) -> float | None:
     return metrics.get(name, {}).get(tuple(sorted(labels.items())))
 
 
-def test_appended_commits_show_on_the_next_scrapes(logdir: Path, exporter: Exporter) -> None:
+def test_appended_commits_show_on_the_next_scrapes(follow_logdir: Path, exporter: Exporter) -> None:
     before = exporter.scrape()
     groups_before = value(before, "offsetops_reload_groups", partition="1")
     assert groups_before is not None
     new = groups_for(1, 3, "appended", PARTITIONS)
     commits = [(g, "payments", p, 4_000 + p) for g in new for p in range(3)]
-    appended = append_commits(logdir / "__consumer_offsets-1", commits, now_ms=NOW_MS)
+    appended = append_commits(follow_logdir / "__consumer_offsets-1", commits, now_ms=NOW_MS)
     after = exporter.wait_for(lambda m: value(m, "offsetops_follow_updates_total") == 1)
     assert value(after, "offsetops_follow_updates_total") == 1
     assert value(after, "offsetops_reload_groups", partition="1") == groups_before + 3
@@ -111,16 +99,18 @@ def test_appended_commits_show_on_the_next_scrapes(logdir: Path, exporter: Expor
     assert value(before, "offsetops_reload_resumed", partition="1") == 0  # the first read had no state
 
 
-def test_a_truncated_partition_is_read_fresh_and_the_reason_logged(logdir: Path, exporter: Exporter) -> None:
-    segment = sorted((logdir / "__consumer_offsets-2").glob("*.log"))[-1]
-    append_commits(logdir / "__consumer_offsets-2", [("g", "t", 0, 1)], now_ms=NOW_MS)
+def test_a_truncated_partition_is_read_fresh_and_the_reason_logged(
+    follow_logdir: Path, exporter: Exporter
+) -> None:
+    segment = sorted((follow_logdir / "__consumer_offsets-2").glob("*.log"))[-1]
+    append_commits(follow_logdir / "__consumer_offsets-2", [("g", "t", 0, 1)], now_ms=NOW_MS)
     exporter.wait_for(lambda m: value(m, "offsetops_follow_updates_total") == 1)
     with open(segment, "r+b") as fh:  # an unclean leader election cut the log back
         fh.truncate(segment.stat().st_size // 2)
     after = exporter.wait_for(lambda m: value(m, "offsetops_follow_fresh_reads_total", reason="truncated"))
     assert value(after, "offsetops_follow_fresh_reads_total", reason="truncated") == 1
     assert value(after, "offsetops_reload_resumed", partition="2") == 0
-    whole = sum(seg.stat().st_size for seg in (logdir / "__consumer_offsets-2").glob("*.log"))
+    whole = sum(seg.stat().st_size for seg in (follow_logdir / "__consumer_offsets-2").glob("*.log"))
     assert value(after, "offsetops_reload_bytes_read", partition="2") == whole
     assert value(after, "offsetops_exporter_up") == 1
     err = stop(exporter)

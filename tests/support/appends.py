@@ -3,9 +3,11 @@ partition's active segment, at the offsets that follow its last batch (follow mo
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from offsetops.coordinator_core.partitioner import partition_for
 from offsetops.coordinator_core.records.reader import iter_segment_batches
 from offsetops.coordinator_core.schema import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
@@ -13,6 +15,24 @@ from offsetops.coordinator_core.sources.logdir import list_segments
 
 #: (group, topic, partition, committed offset)
 Commit = tuple[str, str, int, int]
+#: offsets.topic.num.partitions of :func:`follow_simulated`
+FOLLOW_PARTITIONS = 4
+
+
+@pytest.fixture(scope="session")
+def follow_simulated(tmp_path_factory) -> Path:
+    """A small simulated log dir (Kafka 3.9, 16 groups on 4 partitions); read-only: copy it to append."""
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+
+    out = tmp_path_factory.mktemp("follow-sim") / "logdir"
+    simulate(SimulationConfig(out_dir=out, groups=16, partitions=FOLLOW_PARTITIONS, days=0.05, seed=5))
+    return out
+
+
+@pytest.fixture
+def follow_logdir(follow_simulated: Path, tmp_path: Path) -> Path:
+    """A copy of :func:`follow_simulated` of the test's own, to append to."""
+    return Path(shutil.copytree(follow_simulated, tmp_path / "logdir"))
 
 
 def active_segment(pdir: Path) -> Path:
