@@ -180,46 +180,49 @@ def _relocate(point: ResumePoint, pdir: PartitionDir, now: LogState, *, compacte
     found = _find_after(seg.path, last)
     if isinstance(found, Refusal):
         return found
-    position, ends_at_last = found
-    if active and (seg.base_offset, position) != (point.segment_base, point.position):
-        return Refusal("truncated", f"the active segment {seg.path} no longer ends a batch at offset {last}")
-    if position is None:
-        if active and not ends_at_last:
-            return Refusal("truncated", f"the log ends below offset {last}")
+    position, after = found
+    if active:
+        # the cleaner never touches the active segment: the position and the bytes before it are as read
+        if (seg.base_offset, position) != (point.segment_base, point.position) or not _same_tail(
+            point, pdir, index
+        ):
+            return Refusal("truncated", f"{seg.path} no longer holds the batches read up to offset {last}")
+        return Plan(index, position, compacted=True, next_offset=point.next_offset)
+    if not after:
         return Plan(index + 1, 0, compacted=True, next_offset=point.next_offset)
     return Plan(index, position, compacted=True, next_offset=point.next_offset)
 
 
-def _find_after(path: Any, last: int) -> tuple[int | None, bool] | Refusal:
-    """In the segment at ``path``: the position of the first batch after offset ``last`` (None: none in
-    this segment) and whether a batch ends exactly at ``last``; a Refusal when a batch straddles it."""
+def _find_after(path: Any, last: int) -> tuple[int, bool] | Refusal:
+    """In the segment at ``path``: where the batches after offset ``last`` begin (the end of the last
+    batch when there is none) and whether there is one; a Refusal when a batch straddles ``last``."""
     try:
         with open_regular_file(path, kind="segment", follow_symlinks=True) as fh:
             size = os.fstat(fh.fileno()).st_size
             if size == 0:
-                return None, False
+                return 0, False
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 return _walk_headers(mm, size, last, str(path))
     except (OSError, ValueError) as exc:
         return Refusal("unverifiable", f"{path}: cannot be read: {exc}")
 
 
-def _walk_headers(mm: mmap.mmap, size: int, last: int, file: str) -> tuple[int | None, bool] | Refusal:
-    pos, ends_at_last = 0, False
+def _walk_headers(mm: mmap.mmap, size: int, last: int, file: str) -> tuple[int, bool] | Refusal:
+    pos = 0
     while pos + 27 <= size:
         base, length, _epoch, magic = _HEADER.unpack_from(mm, pos)
         if base == 0 and length == 0:
             break  # a zero-filled tail (log.preallocate)
-        if magic != 2 or length < _V2_MIN_SIZE or pos + 12 + length > size:
+        if magic != 2 or length < _V2_MIN_SIZE:
             return Refusal("unverifiable", f"{file}: no well-formed batch at byte {pos}")
-        end_offset = base + _LAST_DELTA.unpack_from(mm, pos + 23)[0]
+        if pos + 12 + length > size:
+            break  # a batch being appended
         if base > last:
-            return pos, ends_at_last
-        if end_offset > last:
+            return pos, True
+        if base + _LAST_DELTA.unpack_from(mm, pos + 23)[0] > last:
             return Refusal("truncated", f"{file}: the batch at byte {pos} spans offset {last}")
-        ends_at_last = end_offset == last
         pos += 12 + length
-    return None, ends_at_last
+    return pos, False
 
 
 # -- the load -----------------------------------------------------------------------------------------

@@ -64,7 +64,8 @@ def add_source_args(
         help="offsets.topic.num.partitions, for partition_for checks (default: $OFFSETOPS_NUM_PARTITIONS, "
         "the config file, server.properties, else 50)",
     )
-    add_state_arg(p, state_flags)
+    if state_flags:  # none for a command that replays records rather than the cache (history)
+        add_state_arg(p, state_flags)
     p.add_argument(
         "--semantics",
         choices=["java", "scala"],

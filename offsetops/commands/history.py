@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "consumers). Compaction removes superseded commits, so the history reaches back as far as the "
         "cleaner has left it.",
     )
-    add_source_args(p)
+    add_source_args(p, state_flags=())
     p.add_argument("--group", required=True, metavar="GROUP", help="the group id")
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC", help="only this topic (repeat)")
     p.add_argument("--since", type=epoch_time, metavar="TIME", help="only commits at or after TIME")

@@ -1,0 +1,104 @@
+"""``--state DIR`` on the command line: the second run reads only what was appended (nothing, here),
+prints the same cache, says where it resumed or why not, and never trusts a bad state file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from offsetops.cli import main
+from tests.coordinator_core.resume.logs import TOPIC, History, segments_of, write_partition
+from tests.support.shared import real_kafka_logdirs
+
+_THIS_RUN = ("elapsed_ms", "bytes_read", "resumed", "resume_reason", "resume_detail", "state_error")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _without_this_run(doc: dict) -> dict:
+    for part in doc["partitions"]:
+        for key in _THIS_RUN:
+            part["stats"].pop(key)
+    doc.pop("settings")
+    return doc
+
+
+@pytest.mark.parametrize("logdir", real_kafka_logdirs(), ids=lambda p: p.name)
+def test_reload_twice_on_a_real_log_dir_reads_nothing_the_second_time(tmp_path, capsys, logdir: Path):
+    state = tmp_path / "state"
+    code, out, _ = run(capsys, "reload", str(logdir), "--state", str(state), "--json")
+    assert code == 0
+    first = json.loads(out)
+    code, out, _ = run(capsys, "reload", str(logdir), "--state", str(state), "--json")
+    assert code == 0
+    second = json.loads(out)
+    assert first["partitions"], logdir
+    assert all(p["stats"]["resume_reason"] == "no_state" for p in first["partitions"])
+    for part in second["partitions"]:
+        stats = part["stats"]
+        assert (stats["resumed"], stats["resume_reason"], stats["bytes_read"]) == (True, None, 0), stats
+    assert second["settings"]["state_dir"] == {"value": str(state), "source": "flag --state"}
+    assert _without_this_run(first) == _without_this_run(second)
+
+
+def _log(root: Path, commits: int) -> None:
+    history = History().play([("commit", i % 4, i % 3, i) for i in range(commits)])
+    write_partition(root, segments_of(history.batches, 1 << 20))
+
+
+def test_text_says_where_it_resumed_and_a_corrupt_state_is_a_warning(tmp_path, capsys):
+    root, state = tmp_path / "logdir", tmp_path / "state"
+    _log(root, 3)
+    code, out, _ = run(capsys, "reload", str(root), "--state", str(state))
+    assert code == 0 and "bytes from the start: no_state" in out
+    _log(root, 6)
+    code, out, _ = run(capsys, "reload", str(root), "--state", str(state))
+    assert code == 0 and "resumed at offset 6 " in out and "read 447 bytes" in out
+    state_file = state / f"{TOPIC}-0.state"
+    assert oct(state_file.stat().st_mode & 0o777) == "0o640"
+    state_file.write_bytes(b"\x1b[2J not a state file" * 8)
+    code, out, err = run(capsys, "reload", str(root), "--state", str(state))
+    assert code == 0 and "state_foreign" in out
+    assert "warning: resume state ignored" in err and "\x1b" not in err and "\x1b" not in out
+    assert "resumed at offset" in run(capsys, "reload", str(root), "--state", str(state))[1]
+
+
+def test_until_never_uses_or_writes_the_state(tmp_path, capsys):
+    root, state = tmp_path / "logdir", tmp_path / "state"
+    _log(root, 5)
+    code, out, _ = run(capsys, "reload", str(root), "--state", str(state), "--until", "2", "--json")
+    assert code == 0
+    [part] = json.loads(out)["partitions"]
+    assert part["stats"]["resume_reason"] == "as_of" and not part["stats"]["resumed"]
+    assert not list(state.glob("*.state")) if state.exists() else True
+
+
+def test_every_loading_command_takes_the_state(tmp_path, capsys, monkeypatch):
+    root, state = tmp_path / "logdir", tmp_path / "state"
+    _log(root, 5)
+    for argv in (
+        ["groups", str(root), "--resume-state", str(state)],
+        ["describe", str(root), "g0", "--resume-state", str(state)],
+        ["expire", str(root), "--state", str(state)],
+        ["failover", str(root), "--state", str(state)],
+    ):
+        code, _, err = run(capsys, *argv)
+        assert code in (0, 1), (argv, err)
+        assert (state / f"{TOPIC}-0.state").is_file(), argv
+        (state / f"{TOPIC}-0.state").unlink()
+    monkeypatch.setenv("OFFSETOPS_STATE_DIR", str(state))
+    code, out, _ = run(capsys, "reload", str(root), "--json")
+    doc = json.loads(out)
+    assert doc["settings"]["state_dir"]["source"] == "env OFFSETOPS_STATE_DIR"
+    assert (state / f"{TOPIC}-0.state").is_file()
+
+
+def test_an_empty_state_dir_is_a_usage_error(tmp_path, capsys):
+    code, _, err = run(capsys, "reload", str(tmp_path), "--state", "")
+    assert code == 2 and "state_dir from flag --state" in err and err.count("\n") == 1
