@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +39,7 @@ from offsetops.coordinator_core.metrics_snapshot import (
     compute_snapshot,
     snapshot_metrics,
 )
+from offsetops.coordinator_core.resume.memory import MemoryStateStore
 from offsetops.exporter_http import MAX_CONNECTIONS, READ_TIMEOUT_S
 from offsetops.pipelines.cli_args import (
     duration_ms,
@@ -226,13 +225,11 @@ class ExporterSnapshots:
         self._args = args
         self._audit: CleanerAudit | None = None
         self._follower: Follower | None = None
-        self._scratch: str | None = None
         if args.follow:
             source = source_from_args(args)
             if source.state_dir is None and not source.is_live:
-                # no --state: the resume state lives as long as the process, in a private directory
-                self._scratch = tempfile.mkdtemp(prefix="offsetops-follow-")
-                source = replace(source, state_dir=self._scratch)
+                # no --state: each partition's resume state lives in this process
+                source = replace(source, state_store=MemoryStateStore())
             run = args.run
             self._follower = Follower(
                 source, num_partitions=run["num_partitions"], semantics=run["semantics"]
@@ -266,9 +263,6 @@ class ExporterSnapshots:
     def close(self) -> None:
         if self._follower is not None:
             self._follower.close()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
 
     def _report(self, step: FollowStep) -> None:
         for notice in step.notices():
@@ -326,9 +320,11 @@ class OffsetsCollector(Collector):
         self._last_duration = 0.0
         self.last_error: str | None = None
         self._rendered = b""
-        self._tail = b""
+        self._served = b""  # the rendered snapshot and the follow families, joined when either changes
         self._lag = 0.0
+        self._last_update = 0.0
         self._updates = 0
+        self._bytes_read = 0
         self._fresh: dict[str, int] = {}
         self._last_look = 0.0
 
@@ -360,7 +356,9 @@ class OffsetsCollector(Collector):
         self._publish(update.snapshot, started)
         with self._lock:
             self._lag = time.monotonic() - update.seen
+            self._last_update = time.time()
             self._updates += 1
+            self._bytes_read += update.step.bytes_read
             for f in update.step.fresh:
                 self._fresh[f.reason] = self._fresh.get(f.reason, 0) + 1
         self._render_tail()
@@ -394,18 +392,18 @@ class OffsetsCollector(Collector):
         self._render_tail()
 
     def _render_tail(self) -> None:
-        if self._follow is None:
-            return
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(Families(list(self._follow_metrics())))  # type: ignore[arg-type]
-        tail = generate_latest(registry)
+        tail = b""
+        if self._follow is not None:
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(Families(list(self._follow_metrics())))  # type: ignore[arg-type]
+            tail = generate_latest(registry)
         with self._lock:
-            self._tail = tail
+            self._served = self._rendered + tail
 
     def exposition(self) -> bytes:
         """The latest rendered exposition (Prometheus text format 0.0.4)."""
         with self._lock:
-            return self._rendered + self._tail
+            return self._served
 
     def run_forever(self, interval_s: float, stop: threading.Event, *, poll_s: float | None = None) -> None:
         """Refresh every ``interval_s`` until ``stop`` is set (the first refresh is the caller's); with
@@ -426,6 +424,7 @@ class OffsetsCollector(Collector):
     def _follow_metrics(self) -> Iterator[Metric]:
         with self._lock:
             lag, updates, fresh, last_look = self._lag, self._updates, dict(self._fresh), self._last_look
+            bytes_read, last_update = self._bytes_read, self._last_update
         gauge = _gauge(
             "follow_lag_seconds",
             "Following: time from the look that saw the last append to the snapshot showing it being served",
@@ -438,9 +437,18 @@ class OffsetsCollector(Collector):
         )
         look.add_metric([], last_look)
         yield look
+        served = _gauge(
+            "follow_last_update_timestamp_seconds",
+            "Following: when the latest snapshot that applied appends began to be served",
+        )
+        served.add_metric([], last_update)
+        yield served
         count = CounterMetricFamily(f"{PREFIX}_follow_updates", "Following: snapshots recomputed for appends")
         count.add_metric([], updates)
         yield count
+        read = CounterMetricFamily(f"{PREFIX}_follow_bytes_read", "Following: segment bytes read for appends")
+        read.add_metric([], bytes_read)
+        yield read
         fallbacks = CounterMetricFamily(
             f"{PREFIX}_follow_fresh_reads",
             "Following: partitions read from their start because the resume state did not hold, by reason",
