@@ -18,8 +18,11 @@ commit shows. Printed per round and as the median:
 - **look to served**: ``offsetops_follow_lag_seconds``, from the look that saw the append to the new
   snapshot being served (reading the appended bytes from each partition's resume state, the snapshot
   of every group, the exposition);
-- the bytes the exporter read (``sum(offsetops_reload_bytes_read)`` of the partitions read) and how
-  many partitions resumed.
+- the bytes the exporter read for the round (``offsetops_follow_bytes_read_total``), in how many
+  updates, and how many partitions resumed;
+- **exporter CPU**: the user + system CPU seconds the exporter process used from the append until
+  the round was served (its looks every poll and the benchmark's scrapes included): what the wall
+  times would be on an idle core.
 
 The first refresh (the whole log read fresh, the cleaner audit, the snapshot) is printed as the
 baseline: what a refresh costs without following.
@@ -28,6 +31,7 @@ baseline: what a refresh costs without following.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -117,22 +121,31 @@ def wait_for_round(url: str, commits_each: int, base: int, deadline_s: float) ->
     return None
 
 
-def run_round(url: str, logdir: Path, args: argparse.Namespace, round_no: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process has used (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_round(url: str, pid: int, logdir: Path, args: argparse.Namespace, round_no: int) -> dict[str, float]:
     before = scrape(url)
     commits_each = max(args.append // RECORD_BYTES // GROUPS, 1)
     now_ms = int(time.time() * 1000)
     base = now_ms * 1000  # committed offsets no earlier round or run used (exact as a float)
     batches = prepare_appends(logdir, commits_each, base, now_ms)
+    cpu = cpu_seconds(pid)
     appended = append(batches)
     landed = time.time()
     if wait_for_round(url, commits_each, base, 300) is None:
         raise SystemExit(f"round {round_no}: the commits did not show within 300 s")
+    cpu = cpu_seconds(pid) - cpu
     after = scrape(url)
     resumed = after.get("offsetops_reload_resumed", {})
     return {
         "appended": appended,
         "append_to_served": one(after, "offsetops_follow_last_update_timestamp_seconds") - landed,
         "look_to_served": one(after, "offsetops_follow_lag_seconds"),
+        "exporter_cpu": cpu,
         "bytes_read": one(after, "offsetops_follow_bytes_read_total")
         - one(before, "offsetops_follow_bytes_read_total"),
         "updates": one(after, "offsetops_follow_updates_total")
@@ -169,17 +182,19 @@ def main(argv: list[str] | None = None) -> int:
               f"(exporter up after {time.monotonic() - started:.2f} s)")  # fmt: skip
         rows = []
         for r in range(1, args.repeat + 1):
-            row = run_round(url, logdir, args, r)
+            row = run_round(url, proc.pid, logdir, args, r)
             rows.append(row)
             print(
                 f"round {r}: appended {row['appended'] / 1e6:.2f} MB; append to served "
                 f"{row['append_to_served']:.3f} s; look to served {row['look_to_served']:.3f} s; "
                 f"read {row['bytes_read'] / 1e6:.2f} MB in {row['updates']:.0f} update(s); "
-                f"{row['resumed']:.0f} of {PARTITIONS} resumed"
+                f"{row['resumed']:.0f} of {PARTITIONS} resumed; exporter CPU {row['exporter_cpu']:.2f} s"
             )
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         print(f"median of {len(rows)}: append to served {med['append_to_served']:.3f} s, look to served "
-              f"{med['look_to_served']:.3f} s (poll {args.poll:g} s)")  # fmt: skip
+              f"{med['look_to_served']:.3f} s, exporter CPU {med['exporter_cpu']:.2f} s "
+              f"(poll {args.poll:g} s); "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
     finally:
         proc.terminate()
         proc.wait(timeout=60)
