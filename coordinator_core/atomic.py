@@ -51,9 +51,12 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, *, mode: int = SH
     return write_bytes_atomic(path, text.encode("utf-8"), mode=mode)
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int = SHARED_FILE_MODE) -> Path:
+def write_bytes_atomic(
+    path: str | os.PathLike[str], data: bytes, *, mode: int = SHARED_FILE_MODE, durable: bool = True
+) -> Path:
     """Replace ``path`` with ``data`` (file mode ``mode``), creating its directory when needed. A symbolic
-    link at ``path`` is replaced by the file; what it pointed at is never written."""
+    link at ``path`` is replaced by the file; what it pointed at is never written. ``durable=False``
+    skips the fsyncs, for a cache that can always be rebuilt (still atomic: old file or new one)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -62,13 +65,15 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int =
             os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(target.parent)
+    if durable:
+        _fsync_dir(target.parent)
     return target
 
 

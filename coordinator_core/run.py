@@ -131,7 +131,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("forecast_hours", "offsetops.forecast.hours", "OFFSETOPS_FORECAST_HOURS", parse_forecast_hours),
     Spec("max_batch_bytes", "offsetops.max.batch.bytes", "OFFSETOPS_MAX_BATCH_BYTES", parse_max_batch_bytes),
     # --state DIR: where each partition's fold is saved and resumed from (coordinator_core.resume)
-    Spec("state_dir", "offsetops.state.dir", "OFFSETOPS_STATE_DIR", parse_state_dir),
+    Spec("resume_state_dir", "offsetops.resume.state.dir", "OFFSETOPS_RESUME_STATE_DIR", parse_state_dir),
 )  # fmt: skip
 
 
@@ -303,7 +303,7 @@ def _default(name: str, resolved: Mapping[str, Setting]) -> Setting:
         return Setting(24.0, OFFSETOPS_DEFAULT)
     if name == "max_batch_bytes":
         return Setting(DEFAULT_MAX_BATCH_BYTES, OFFSETOPS_DEFAULT)
-    if name == "state_dir":
+    if name == "resume_state_dir":
         return Setting(None, f"{OFFSETOPS_DEFAULT} (no resume state: every run reads from the start)")
     return Setting(None, "unknown")
 
@@ -410,7 +410,7 @@ FLAG_ATTRIBUTES: dict[str, tuple[tuple[str, str, Callable[[Any], Any]], ...]] = 
         ("forecast_horizon_ms", "--forecast-horizon-ms", lambda ms: ms / 3_600_000),
     ),
     "max_batch_bytes": (("max_batch_bytes", "--max-batch-bytes", int),),
-    "state_dir": (("state_dir", "--state", parse_state_dir),),
+    "resume_state_dir": (("resume_state_dir", "--state", parse_state_dir),),
 }
 
 

@@ -134,7 +134,7 @@ parse_fraction = float_in_range(0.0, 1.0, name="parse_fraction")
 
 
 def parse_state_dir(text: str) -> str:
-    """A directory path for the resume state (``--state``, ``OFFSETOPS_STATE_DIR``): not empty, at most
+    """A directory path for the resume state (``--state``, ``OFFSETOPS_RESUME_STATE_DIR``): not empty, at most
     4096 characters, no NUL."""
     path = text.strip()
     if not path or len(path) > 4096 or "\x00" in path:

@@ -16,11 +16,15 @@ The API (stable; other front ends build on it):
   max_batch_bytes) -> CoordinatorCache``: one partition dir, resumed when its state holds; the cache's
   ``stats.resumed``, ``stats.resume_reason`` (a :data:`REASONS` code, None when resumed),
   ``stats.resume_detail``, ``stats.bytes_read`` and ``stats.state_error`` say what happened.
+- ``load_live_partition_resumable(live, partition, store, *, num_partitions, semantics, verify_crc)
+  -> CoordinatorCache``: the same for a partition of a live cluster (``LiveSource``), fetched from the
+  saved next offset.
 - ``plan_resume(point, pdir, now, settings) -> Plan | Refusal``: the check alone (``now`` from
-  ``log_state(pdir)``).
+  ``log_state(pdir)``); ``plan_live_resume(point, partition, now, settings) -> int | Refusal`` for a
+  live partition (``now``: a ``LiveLog``).
 - ``ResumePoint``, ``FoldSettings``, ``Refusal(code, detail)``, :data:`REASONS`.
-- ``Source(state_dir=...)`` (``sources/source.py``) threads it through every whole-log read of a log
-  dir; ``--until`` (as-of) reads never use or write it (``resume_reason`` ``as_of``).
+- ``Source(state_dir=...)`` (``sources/source.py``) threads it through every whole-log read, of a log
+  dir or a live cluster; ``--until`` (as-of) reads never use or write it (``resume_reason`` ``as_of``).
 
 The file format is ``codec``'s (checked binary, never pickle); the fold's save and restore are
 ``snapshot``'s.
@@ -41,6 +45,7 @@ __all__ = [
     "FORMAT_VERSION",
     "REASONS",
     "FoldSettings",
+    "LiveLog",
     "LogState",
     "Plan",
     "Refusal",
@@ -48,7 +53,21 @@ __all__ = [
     "StateFormatError",
     "StateStore",
     "StateTables",
+    "load_live_partition_resumable",
     "load_partition_dir_resumable",
     "log_state",
+    "plan_live_resume",
     "plan_resume",
 ]
+
+_LIVE = ("LiveLog", "load_live_partition_resumable", "plan_live_resume")
+
+
+def __getattr__(name: str) -> object:
+    """The live names, imported on first use: they pull in the Kafka client, which a log dir read
+    should not pay for at start-up."""
+    if name in _LIVE:
+        from offsetops.coordinator_core.resume import live
+
+        return getattr(live, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

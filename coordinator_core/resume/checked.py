@@ -1,35 +1,29 @@
 """Checked reads of a state file's JSON meta: each value of the kind and range it must have, or a
-``StateFormatError`` naming the field (the file is untrusted, whatever its checksum says). The checks
-are the broker scans' (``cleaner.scan_schema``), with this file's error."""
+``StateFormatError`` naming the field (the file is untrusted, whatever its checksum says).
+
+The broker scans' checks (``cleaner.scan_schema``) have the same shape but live in the cleaner package,
+whose import a resumed run should not pay for; these raise the state file's error."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from offsetops.coordinator_core.cleaner.scan_schema import (
-    ScanSchemaError,
-    check_bool,
-    check_int,
-    check_label,
-    check_list,
-    check_mapping,
-)
 from offsetops.coordinator_core.resume.codec import StateFormatError
 
-T = TypeVar("T")
+#: the longest string a state file's meta may carry in one field (a path, an error's reason)
+MAX_TEXT = 4096
+_INT64 = 1 << 63
 
 
-def _checked(check: Callable[..., T], *args: Any, **kw: Any) -> T:
-    try:
-        return check(*args, **kw)
-    except ScanSchemaError as exc:
-        raise StateFormatError("state_corrupt", f"meta: {exc}") from None
+def bad(reason: str) -> StateFormatError:
+    return StateFormatError("state_corrupt", f"meta: {reason}")
 
 
 def int_in(value: Any, what: str, lo: int = 0) -> int:
     """An int from ``lo`` to 2^63-1 (``bool`` is not one)."""
-    return _checked(check_int, value, what, low=lo)
+    if type(value) is not int or not lo <= value < _INT64:
+        raise bad(f"{what} is not an integer from {lo} to 2^63-1")
+    return value
 
 
 def opt_int(value: Any, what: str, lo: int = 0) -> int | None:
@@ -37,21 +31,26 @@ def opt_int(value: Any, what: str, lo: int = 0) -> int | None:
 
 
 def text(value: Any, what: str) -> str:
-    """A string of at most 4096 characters."""
-    return _checked(check_label, value, what)
+    """A string of at most :data:`MAX_TEXT` characters."""
+    if type(value) is not str or len(value) > MAX_TEXT:
+        raise bad(f"{what} is not a string of at most {MAX_TEXT} characters")
+    return value
 
 
 def flag(value: Any, what: str) -> bool:
-    return _checked(check_bool, value, what)
+    if type(value) is not bool:
+        raise bad(f"{what} is not true or false")
+    return value
 
 
 def obj(value: Any, what: str) -> dict[str, Any]:
-    return _checked(check_mapping, value, what)
+    if type(value) is not dict:
+        raise bad(f"{what} is not an object")
+    return value
 
 
 def rows(value: Any, what: str, width: int) -> list[list[Any]]:
     """A list of ``width``-item lists."""
-    for row in _checked(check_list, value, what):
-        if len(_checked(check_list, row, f"an entry of {what}")) != width:
-            raise StateFormatError("state_corrupt", f"meta: an entry of {what} has not {width} items")
+    if type(value) is not list or any(type(r) is not list or len(r) != width for r in value):
+        raise bad(f"{what} is not a list of {width}-item lists")
     return value

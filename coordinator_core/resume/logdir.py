@@ -17,15 +17,14 @@ import os
 import struct
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.loader import PartitionFold, SegmentsRead, fold_segments, load_partition_dir
-from offsetops.coordinator_core.resume.codec import StateFormatError
 from offsetops.coordinator_core.resume.point import FoldSettings, Refusal, ResumePoint
-from offsetops.coordinator_core.resume.snapshot import fold_meta, fold_tables, orphan_groups, restore_fold
+from offsetops.coordinator_core.resume.saved import note, resume_from, save_point
 from offsetops.coordinator_core.resume.store import StateStore
 from offsetops.coordinator_core.sources.logdir import (
     CLEANER_CHECKPOINT,
@@ -247,11 +246,17 @@ def load_partition_dir_resumable(
                 pdir, num_partitions=num_partitions, semantics=semantics, verify_crc=verify_crc,
                 max_batch_bytes=max_batch_bytes,
             )  # fmt: skip
-            _note(cache, Refusal("state_locked", f"{store.path(pdir.topic, pdir.partition)} is locked"))
+            note(cache, Refusal("state_locked", f"{store.path(pdir.topic, pdir.partition)} is locked"))
             return cache
         now = log_state(pdir)
-        resumed = _resumed_fold(store, pdir, now, settings)
-        fold, plan = resumed if isinstance(resumed, tuple) else (_fresh_fold(pdir, semantics), Plan(0, 0))
+        resumed = resume_from(
+            store, pdir.topic, pdir.partition, semantics=semantics, anomalies=pdir.anomalies,
+            plan=lambda point: plan_resume(point, pdir, now, settings),
+            maybe_compacted=lambda plan: plan.compacted,
+        )  # fmt: skip
+        fold, plan, saved = (
+            resumed if isinstance(resumed, tuple) else (_fresh_fold(pdir, semantics), Plan(0, 0), None)
+        )
         read = fold_segments(
             fold,
             pdir,
@@ -260,61 +265,24 @@ def load_partition_dir_resumable(
             verify_crc=verify_crc,
             max_batch_bytes=max_batch_bytes,
         )
-        state_error = _save(store, fold, pdir, read, plan, now, settings)
+        state_error = _save(store, fold, pdir, read, plan, now, settings, saved)
     cache = fold.finish(num_partitions=num_partitions)
     cache.stats.bytes_read = read.bytes_read
     cache.stats.state_error = state_error
-    _note(cache, None if isinstance(resumed, tuple) else resumed, plan)
+    note(cache, None if isinstance(resumed, tuple) else resumed, _where(plan))
     cache.stats.elapsed_ms = (time.perf_counter() - start) * 1000
     return cache
 
 
-def _note(cache: CoordinatorCache, refusal: Refusal | None, plan: Plan | None = None) -> None:
-    stats = cache.stats
-    stats.resumed = refusal is None
-    stats.resume_reason = None if refusal is None else refusal.code
-    if refusal is not None:
-        stats.resume_detail = refusal.detail
-    elif plan is not None:
-        how = ", found again by offset after compaction" if plan.compacted else ""
-        stats.resume_detail = (
-            f"resumed at offset {plan.next_offset} (byte {plan.start} of segment {plan.index}{how})"
-        )
+def _where(plan: Plan) -> str:
+    how = ", found again by offset after compaction" if plan.compacted else ""
+    return f"resumed at offset {plan.next_offset} (byte {plan.start} of segment {plan.index}{how})"
 
 
 def _fresh_fold(pdir: PartitionDir, semantics: str) -> PartitionFold:
     fold = PartitionFold(partition=pdir.partition, semantics=semantics)
     fold.stats.errors.extend(pdir.anomalies)
     return fold
-
-
-def _resumed_fold(
-    store: StateStore, pdir: PartitionDir, now: LogState, settings: FoldSettings
-) -> tuple[PartitionFold, Plan] | Refusal:
-    saved = store.read(pdir.topic, pdir.partition)
-    if isinstance(saved, Refusal):
-        return saved
-    meta, tables = saved
-    try:
-        point = ResumePoint.from_json(meta.get("point"))
-        plan = plan_resume(point, pdir, now, settings)
-        if isinstance(plan, Refusal):
-            return plan
-        fold = restore_fold(
-            meta.get("fold"), tables, partition=pdir.partition, semantics=settings.semantics,
-            anomalies=pdir.anomalies,
-        )  # fmt: skip
-    except StateFormatError as exc:
-        return Refusal(exc.code, f"{store.path(pdir.topic, pdir.partition)}: {exc}")
-    if plan.compacted and settings.semantics == "java":
-        orphans = orphan_groups(fold)
-        if orphans:
-            return Refusal(
-                "compacted_created_groups",
-                f"{orphans} group(s) exist only through offset commits that no longer survive, and the "
-                "cleaner rewrote the log since: a fresh load may no longer create them",
-            )
-    return fold, plan
 
 
 def _save(
@@ -325,8 +293,10 @@ def _save(
     plan: Plan,
     now: LogState,
     settings: FoldSettings,
+    saved: ResumePoint | None,
 ) -> str | None:
-    """Save the point the fold reached (before it is materialized); why not, or None once saved."""
+    """Save the point the fold reached (before it is materialized; not again when it is the ``saved``
+    one: nothing was read); why not, or None once saved."""
     if any(size is None for size in read.sizes):
         return "a segment could not be read, so the state was not saved (the next run reads it again)"
     sizes = [s.size for s in pdir.segments[: plan.index]] + [int(s or 0) for s in read.sizes]
@@ -351,19 +321,8 @@ def _save(
         crc = tail_crc(pdir.segments[-1].path, position, point.tail_len)
         if crc is None:
             return f"{pdir.segments[-1].path}: the bytes before byte {position} cannot be read again"
-        point = _with_crc(point, crc)
-    try:
-        store.write(pdir.topic, pdir.partition, {"point": point.to_json(), "fold": fold_meta(fold, kept)},
-                    fold_tables(fold))  # fmt: skip
-    except (OSError, ValueError) as exc:
-        return f"state not saved: {exc}"
-    return None
-
-
-def _with_crc(point: ResumePoint, crc: int) -> ResumePoint:
-    from dataclasses import replace
-
-    return replace(point, tail_crc=crc)
+        point = replace(point, tail_crc=crc)
+    return save_point(store, fold, point, kept, unchanged=point == saved and read.bytes_read == 0)
 
 
 def _stop(

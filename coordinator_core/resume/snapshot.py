@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from offsetops.coordinator_core.cleaner.scan_schema import MAX_TEXT
 from offsetops.coordinator_core.errors import DecodeError, ErrorLog
 from offsetops.coordinator_core.loader import PartitionFold, group_part
-from offsetops.coordinator_core.resume.checked import flag, int_in, obj, opt_int, rows, text
+from offsetops.coordinator_core.resume.checked import MAX_TEXT, flag, int_in, obj, opt_int, rows, text
 from offsetops.coordinator_core.resume.codec import StateTables
 
 __all__ = ["fold_meta", "fold_tables", "orphan_groups", "restore_fold"]

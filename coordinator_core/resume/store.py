@@ -27,7 +27,7 @@ _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")  # Kafka's legal topic names (Topi
 
 @dataclass(frozen=True, slots=True)
 class StateStore:
-    """The state files under one directory (``--state DIR`` / ``OFFSETOPS_STATE_DIR``)."""
+    """The state files under one directory (``--state DIR`` / ``OFFSETOPS_RESUME_STATE_DIR``)."""
 
     directory: Path
 
@@ -64,5 +64,8 @@ class StateStore:
             return Refusal(exc.code, f"{path}: {exc}")
 
     def write(self, topic: str, partition: int, meta: dict[str, Any], tables: StateTables) -> Path:
-        """Replace the partition's state (StateFormatError when it is over the size limit, OSError)."""
-        return write_bytes_atomic(self.path(topic, partition), encode_state(meta, tables))
+        """Replace the partition's state (StateFormatError when it is over the size limit, OSError).
+
+        Atomic but not fsynced: the state is a cache, and a file a crash left behind is refused by its
+        checksum (a fresh read), never trusted."""
+        return write_bytes_atomic(self.path(topic, partition), encode_state(meta, tables), durable=False)

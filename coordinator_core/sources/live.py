@@ -110,6 +110,8 @@ class LiveSource:
         self.max_batch_bytes = max_batch_bytes
         self._client: Any = None
         self._leaders: dict[int, int] = {}
+        self._leader_epochs: dict[int, int] = {}
+        self._cluster_id: str | None = None
         self._throttled_until = 0.0
 
     def __repr__(self) -> str:
@@ -225,7 +227,17 @@ class LiveSource:
                 f"Metadata for {self.topic!r} on {self._where()} failed with error {topic.error_code}"
             )
         self._leaders = {p.partition_index: p.leader_id for p in topic.partitions}
+        self._leader_epochs = {p.partition_index: _epoch(p) for p in topic.partitions}
+        self._cluster_id = getattr(response, "cluster_id", None) or None
         return self._leaders
+
+    def leader_state(self, partition: int) -> tuple[str | None, int]:
+        """The cluster id and the partition's current leader epoch (-1 when the broker does not say),
+        from a fresh Metadata response: what a resumed live read checks its state against."""
+        self._refresh_metadata()
+        if partition not in self._leaders:
+            raise LiveSourceError(f"{self.topic}-{partition} does not exist on {self._where()}")
+        return self._cluster_id, self._leader_epochs.get(partition, -1)
 
     def partitions(self) -> list[int]:
         """The topic's partition ids, sorted."""
@@ -367,6 +379,12 @@ class LiveSource:
 
 
 # -- fetch ranges: the live reload, whole or cut -------------------------------------------------------
+
+
+def _epoch(partition: Any) -> int:
+    """A Metadata partition's leader epoch (v7+), or -1."""
+    epoch = getattr(partition, "leader_epoch", -1)
+    return epoch if isinstance(epoch, int) and epoch >= 0 else -1
 
 
 def plan_fetch_ranges(

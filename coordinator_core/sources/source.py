@@ -168,12 +168,24 @@ class Source:
         from offsetops.coordinator_core.sources.live import load_live_partition
 
         if cut.until_offset is None and cut.until_ms is None:
-            return load_live_partition(live, part, **kw)
+            if self.state_dir is not None:
+                from offsetops.coordinator_core.resume import StateStore
+                from offsetops.coordinator_core.resume.live import load_live_partition_resumable
+
+                store = StateStore.at(self.state_dir)
+                return load_live_partition_resumable(
+                    live, part, store, verify_crc=self.limits.verify_crc, **kw
+                )
+            cache = load_live_partition(live, part, **kw)
+            _not_resumed(cache, "not_requested")
+            return cache
 
         def batches(errors: list) -> Any:
             return live.iter_batches(part, errors, verify_crc=self.limits.verify_crc)
 
-        return load_as_of(batches, partition=part, cut=cut, **kw)
+        cache = load_as_of(batches, partition=part, cut=cut, **kw)
+        _not_resumed(cache, "as_of" if self.state_dir else "not_requested")
+        return cache
 
     def load_or_empty(
         self, partitions: Sequence[int], *, num_partitions: int, semantics: str

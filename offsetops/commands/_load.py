@@ -78,12 +78,12 @@ def add_state_arg(p: argparse.ArgumentParser, flags: tuple[str, ...] = STATE_FLA
     """``--state DIR`` (or ``--resume-state DIR``): keep each partition's fold there and resume from it."""
     p.add_argument(
         *flags,
-        dest="state_dir",
+        dest="resume_state_dir",
         metavar="DIR",
-        help="keep each partition's fold in DIR and, on the next run, read only what was appended since "
-        "(when the log still holds what was read; else a fresh read, and the stats say why); default "
-        "$OFFSETOPS_STATE_DIR or offsetops.state.dir of the config file. --until reads never use or "
-        "write it",
+        help="keep each partition's fold in DIR and, on the next run, read only what was appended "
+        "since (when the log still holds what was read; else a fresh read, and the stats say why); "
+        "default $OFFSETOPS_RESUME_STATE_DIR or offsetops.resume.state.dir of the config file. "
+        "--until reads never use or write it",
     )
 
 
@@ -133,7 +133,7 @@ def source_from_args(args: argparse.Namespace) -> Source:
         "limits": ReadLimits(max_batch_bytes=args.run["max_batch_bytes"]),
         # the group views' and the exporter's --log-dir: data-topic partition dirs, for lag
         "data_log_dirs": tuple(getattr(args, "log_dir", None) or ()),
-        "state_dir": args.run["state_dir"],
+        "state_dir": args.run["resume_state_dir"],
     }
     if is_live(args):
         topic = getattr(args, "offsets_topic", "__consumer_offsets")

@@ -152,7 +152,7 @@ def _load(args: argparse.Namespace) -> list:
         log_dir=args.path,
         partitions=tuple(parse_partitions(args.partition) or ()) or None,
         limits=ReadLimits(max_batch_bytes=args.run["max_batch_bytes"]),
-        state_dir=args.run["state_dir"],
+        state_dir=args.run["resume_state_dir"],
     )
     return load_with_progress(source, args.run)
 

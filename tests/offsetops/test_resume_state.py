@@ -43,7 +43,7 @@ def test_reload_twice_on_a_real_log_dir_reads_nothing_the_second_time(tmp_path, 
     for part in second["partitions"]:
         stats = part["stats"]
         assert (stats["resumed"], stats["resume_reason"], stats["bytes_read"]) == (True, None, 0), stats
-    assert second["settings"]["state_dir"] == {"value": str(state), "source": "flag --state"}
+    assert second["settings"]["resume_state_dir"] == {"value": str(state), "source": "flag --state"}
     assert _without_this_run(first) == _without_this_run(second)
 
 
@@ -92,13 +92,41 @@ def test_every_loading_command_takes_the_state(tmp_path, capsys, monkeypatch):
         assert code in (0, 1), (argv, err)
         assert (state / f"{TOPIC}-0.state").is_file(), argv
         (state / f"{TOPIC}-0.state").unlink()
-    monkeypatch.setenv("OFFSETOPS_STATE_DIR", str(state))
+    monkeypatch.setenv("OFFSETOPS_RESUME_STATE_DIR", str(state))
     code, out, _ = run(capsys, "reload", str(root), "--json")
     doc = json.loads(out)
-    assert doc["settings"]["state_dir"]["source"] == "env OFFSETOPS_STATE_DIR"
+    assert doc["settings"]["resume_state_dir"]["source"] == "env OFFSETOPS_RESUME_STATE_DIR"
     assert (state / f"{TOPIC}-0.state").is_file()
 
 
 def test_an_empty_state_dir_is_a_usage_error(tmp_path, capsys):
     code, _, err = run(capsys, "reload", str(tmp_path), "--state", "")
-    assert code == 2 and "state_dir from flag --state" in err and err.count("\n") == 1
+    assert code == 2 and "resume_state_dir from flag --state" in err and err.count("\n") == 1
+
+
+def test_the_resume_state_never_becomes_the_audit_history_dir(tmp_path, capsys, monkeypatch):
+    root, state, history = tmp_path / "logdir", tmp_path / "state", tmp_path / "history"
+    _log(root, 5)
+    monkeypatch.setenv("OFFSETOPS_RESUME_STATE_DIR", str(state))
+    code, _, err = run(capsys, "audit", str(root), "--state-dir", str(history))
+    assert code == 0, err
+    assert list(history.iterdir()) and not state.exists()
+
+
+def test_the_exporter_keeps_its_state_between_refreshes(tmp_path):
+    from offsetops.cli import build_parser
+    from offsetops.commands._run import resolve_args
+    from offsetops.commands.exporter import build_snapshot
+
+    root, state = tmp_path / "logdir", tmp_path / "state"
+    _log(root, 5)
+    args = build_parser().parse_args(["exporter", str(root), "--state", str(state)])
+    resolve_args(args)
+    build_snapshot(args)
+    saved = (state / f"{TOPIC}-0.state").read_bytes()
+    before = (state / f"{TOPIC}-0.state").stat().st_mtime_ns
+    build_snapshot(args)  # resumed, nothing new: the state is not even rewritten
+    assert (state / f"{TOPIC}-0.state").stat().st_mtime_ns == before
+    _log(root, 8)
+    build_snapshot(args)  # resumed after an append: the next state saved
+    assert (state / f"{TOPIC}-0.state").read_bytes() != saved

@@ -42,6 +42,7 @@ def test_a_run_after_appends_reads_only_them_and_equals_a_fresh_load(ops, more, 
     root, state, tmp = _dirs()
     with tmp:
         batches = History().play(ops + more).batches
+        assume(batches)
         segments = segments_of(batches, SEGMENT)
         total = sum(len(b.data) for b in batches)
         at = int(cut * total)  # anywhere, inside a batch too: a leader in the middle of an append
