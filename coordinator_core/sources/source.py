@@ -159,22 +159,25 @@ class Source:
             cache = load_partition_dir(pdir, max_batch_bytes=limit, verify_crc=crc, **kw)
             _not_resumed(cache, "not_requested")
             return cache
-        from offsetops.coordinator_core.resume import StateStore, load_partition_dir_resumable
+        from offsetops.coordinator_core.resume import load_partition_dir_resumable
 
-        store = self.state_store if self.state_store is not None else StateStore.at(self.state_dir or "")
-        return load_partition_dir_resumable(pdir, store, max_batch_bytes=limit, verify_crc=crc, **kw)
+        return load_partition_dir_resumable(pdir, self._store(), max_batch_bytes=limit, verify_crc=crc, **kw)
+
+    def _store(self) -> Any:
+        """The resume state: the caller's ``state_store``, else the files under ``state_dir``."""
+        from offsetops.coordinator_core.resume import StateStore
+
+        return self.state_store if self.state_store is not None else StateStore.at(self.state_dir or "")
 
     def _load_live(self, live: LiveSource, part: int, cut: Cut, kw: dict[str, Any]) -> CoordinatorCache:
         from offsetops.coordinator_core.sources.live import load_live_partition
 
         if cut.until_offset is None and cut.until_ms is None:
-            if self.state_dir is not None:
-                from offsetops.coordinator_core.resume import StateStore
+            if self.resumable:
                 from offsetops.coordinator_core.resume.live import load_live_partition_resumable
 
-                store = StateStore.at(self.state_dir)
                 return load_live_partition_resumable(
-                    live, part, store, verify_crc=self.limits.verify_crc, **kw
+                    live, part, self._store(), verify_crc=self.limits.verify_crc, **kw
                 )
             cache = load_live_partition(live, part, **kw)
             _not_resumed(cache, "not_requested")
@@ -184,7 +187,7 @@ class Source:
             return live.iter_batches(part, errors, verify_crc=self.limits.verify_crc)
 
         cache = load_as_of(batches, partition=part, cut=cut, **kw)
-        _not_resumed(cache, "as_of" if self.state_dir else "not_requested")
+        _not_resumed(cache, "as_of" if self.resumable else "not_requested")
         return cache
 
     def load_or_empty(

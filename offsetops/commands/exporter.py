@@ -208,6 +208,12 @@ def _gauge(name: str, doc: str) -> GaugeMetricFamily:
     return GaugeMetricFamily(f"{PREFIX}_{name}", doc)
 
 
+def build_snapshot(args: argparse.Namespace) -> Snapshot:
+    """One whole refresh of the run's source (reloaded, or resumed from ``--state DIR``), as of ``--now``,
+    else the clock the log dir declares, else the wall clock."""
+    return ExporterSnapshots(args).full()
+
+
 @dataclass(frozen=True, slots=True)
 class FollowUpdate:
     """A snapshot that reflects appends, and when the look that saw them ended (``time.monotonic``)."""
@@ -227,7 +233,7 @@ class ExporterSnapshots:
         self._follower: Follower | None = None
         if args.follow:
             source = source_from_args(args)
-            if source.state_dir is None and not source.is_live:
+            if source.state_dir is None:
                 # no --state: each partition's resume state lives in this process
                 source = replace(source, state_store=MemoryStateStore())
             run = args.run

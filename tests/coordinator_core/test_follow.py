@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from offsetops.coordinator_core.follow import Follower, source_marks
+from offsetops.coordinator_core.resume.memory import MemoryStateStore
 from offsetops.coordinator_core.sources.source import Source
 
 from tests.support import appends
@@ -139,7 +140,8 @@ def test_a_live_partition_moves_when_its_log_end_does(kafka_broker) -> None:
         bc.produce_raw(
             topic, 0, commit_batches([(g, "orders", 0, 7) for g in first], base_offset=0, now_ms=NOW_MS)
         )
-        source = Source(client=KafkaClientConfig(bootstrap_servers=kafka_broker.bootstrap), topic=topic)
+        config = KafkaClientConfig(bootstrap_servers=kafka_broker.bootstrap)
+        source = Source(client=config, topic=topic, state_store=MemoryStateStore())
         f = Follower(source, num_partitions=1, semantics="java")
         try:
             assert f.refresh().read == (0,)
@@ -153,3 +155,4 @@ def test_a_live_partition_moves_when_its_log_end_does(kafka_broker) -> None:
             f.close()
     (cache,) = f.caches
     assert sorted(cache.groups) == sorted(first + later)
+    assert cache.stats.resumed, cache.stats.resume_detail  # fetched from where the last read stopped
