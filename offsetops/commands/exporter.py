@@ -225,13 +225,19 @@ class FollowUpdate:
 
 class ExporterSnapshots:
     """The exporter's snapshots of one source: whole at every refresh, or, following, the partitions that
-    moved since the last look re-read from their resume state (the cleaner audit is the last refresh's)."""
+    moved since the last look re-read from their resume state.
+
+    Following, only the first refresh audits the cleaner in line; later refreshes start the next audit
+    in a thread of its own (it reads every segment, and the looks must not wait for it) and serve the
+    newest audit finished.
+    """
 
     def __init__(self, args: argparse.Namespace):
         self._args = args
         self._audit: CleanerAudit | None = None
+        self._auditing: threading.Thread | None = None
         self._follower: Follower | None = None
-        if args.follow:
+        if getattr(args, "follow", False):
             source = source_from_args(args)
             if source.state_dir is None:
                 # no --state: each partition's resume state lives in this process
@@ -246,13 +252,32 @@ class ExporterSnapshots:
         appended), audit the cleaner (log dirs only), plan expiration and forecast failover."""
         started = time.time()
         if self._follower is None:
-            caches = load_caches(self._args)
-        else:
-            self._report(self._follower.refresh())
-            caches = self._follower.caches
-        snap = self._compute(caches, started, audit=None)
-        self._audit = snap.audit
-        return snap
+            return self._compute(load_caches(self._args), started, audit=None)
+        self._report(self._follower.refresh())
+        if self._audit is None:
+            snap = self._compute(self._follower.caches, started, audit=None)
+            self._audit = snap.audit
+            return snap
+        self._start_audit()
+        return self._compute(self._follower.caches, started, audit=self._audit)
+
+    def _start_audit(self) -> None:
+        """The next cleaner audit, in its own thread (none while one still runs)."""
+        if self._auditing is not None and self._auditing.is_alive():
+            return
+        self._auditing = threading.Thread(target=self._run_audit, args=(self._now(),), name="cleaner-audit",
+                                          daemon=True)  # fmt: skip
+        self._auditing.start()
+
+    def _run_audit(self, now_ms: int) -> None:
+        from offsetops.coordinator_core.cleaner.audit import audit_log_dir
+
+        try:
+            audit = audit_log_dir(self._args.path, now_ms=now_ms, record_history=False)
+        except Exception as exc:  # the previous audit stays served; the error is logged
+            log.error("cleaner audit failed: %s", for_log(f"{type(exc).__name__}: {exc}"))
+            return
+        self._audit = audit  # one reference swapped: readers see the old audit or the new one
 
     def follow(self) -> FollowUpdate | None:
         """One look at the source: None when nothing moved, else the snapshot with the appends applied."""
@@ -270,6 +295,12 @@ class ExporterSnapshots:
         if self._follower is not None:
             self._follower.close()
 
+    def _now(self) -> int:
+        """A real broker's log dir is evaluated at each refresh's wall clock; a configured or declared
+        instant stays the run's."""
+        run = self._args.run
+        return resolve_clock(None).as_of_ms if run.clock.source == WALL else run.now_ms
+
     def _report(self, step: FollowStep) -> None:
         for notice in step.notices():
             log.warning("%s", for_log(notice))
@@ -279,15 +310,12 @@ class ExporterSnapshots:
     ) -> Snapshot:
         args = self._args
         run = args.run
-        # A real broker's log dir is evaluated at each refresh's wall clock; a configured or declared
-        # instant stays the run's.
-        now = resolve_clock(None).as_of_ms if run.clock.source == WALL else run.now_ms
         offsets, _where = lookup_offsets(args, wanted_partitions(caches, GroupFilter()))
         return compute_snapshot(
             caches,
             offsets,
             log_dir=args.path,
-            now_ms=now,
+            now_ms=self._now(),
             retention_ms=run.retention_ms,
             forecast_horizon_ms=run.forecast_horizon_ms,
             observed=read_load_logs(args.broker_log),

@@ -117,3 +117,29 @@ def test_a_truncated_partition_is_read_fresh_and_the_reason_logged(
     (line,) = [line for line in err.splitlines() if "read from its start" in line]
     assert "__consumer_offsets-2 read from its start (truncated)" in line
     assert "Traceback" not in err
+
+
+def test_following_refreshes_audit_the_cleaner_in_the_background(follow_logdir: Path) -> None:
+    from offsetops.cli import build_parser
+    from offsetops.commands._run import resolve_args
+    from offsetops.commands.exporter import ExporterSnapshots
+
+    args = build_parser().parse_args(["exporter", str(follow_logdir), "--num-partitions", str(PARTITIONS),
+                                      "--follow"])  # fmt: skip
+    resolve_args(args)
+    args.offsets_topic = "__consumer_offsets"
+    snapshots = ExporterSnapshots(args)
+    try:
+        first = snapshots.full()
+        assert first.audit is not None and len(first.audit.partitions) == PARTITIONS
+        second = snapshots.full()  # serves the audit it has while the next one runs
+        assert second.audit is first.audit
+        auditing = snapshots._auditing
+        assert auditing is not None
+        auditing.join(timeout=DEADLINE_S)
+        assert not auditing.is_alive()
+        third = snapshots.full()
+        assert third.audit is not first.audit and third.audit is not None
+        assert [p.partition for p in third.audit.partitions] == [p.partition for p in first.audit.partitions]
+    finally:
+        snapshots.close()
