@@ -6,8 +6,8 @@ topic continuously. :class:`Follower` does the same for offsetops: :meth:`Follow
 partition's :data:`Mark` (a log dir: its segments' base offsets, sizes and modification times, from one
 directory listing; a live cluster: its log end offset, from ListOffsets) with the one seen at the last
 read, and :meth:`Follower.apply` re-reads only the partitions whose mark moved, through the source's
-resume state (``Source(state_dir=...)``, :mod:`~offsetops.coordinator_core.resume`), so the read starts
-where the last one stopped.
+resume state (``Source(state_dir=...)`` or ``Source(state_store=...)``,
+:mod:`~offsetops.coordinator_core.resume`), so the read starts where the last one stopped.
 
 Every read goes through the one :class:`~offsetops.coordinator_core.sources.source.Source`, with its
 limits; what the resume state refused (truncation, a leader change, compaction it could not explain, a
@@ -91,8 +91,9 @@ def source_marks(source: Source, live: LiveSource | None = None) -> dict[int, Ma
 class Follower:
     """Keeps one source's coordinator caches current by re-reading only the partitions that moved.
 
-    The reads go on from ``source.state_dir``'s resume state; without one every re-read is a whole
-    partition, still only of the partitions that moved. Not thread-safe: one thread looks and applies.
+    The reads go on from the source's resume state (``state_store``, or the files of ``state_dir``);
+    without one every re-read is a whole partition, still only of the partitions that moved. Not
+    thread-safe: one thread looks and applies.
     """
 
     def __init__(self, source: Source, *, num_partitions: int, semantics: str):
