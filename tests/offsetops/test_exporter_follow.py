@@ -143,3 +143,24 @@ def test_following_refreshes_audit_the_cleaner_in_the_background(follow_logdir: 
         assert [p.partition for p in third.audit.partitions] == [p.partition for p in first.audit.partitions]
     finally:
         snapshots.close()
+
+
+def test_follow_with_once_is_a_usage_error(follow_logdir: Path, capsys) -> None:
+    from offsetops.cli import main
+
+    assert (
+        main(["exporter", str(follow_logdir), "--num-partitions", str(PARTITIONS), "--follow", "--once"]) == 2
+    )
+    err = capsys.readouterr().err
+    assert "cannot be combined with --once" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("poll", ["0", "-1", "nan", "3601"])
+def test_a_poll_out_of_range_is_a_usage_error(follow_logdir: Path, capsys, poll: str) -> None:
+    from offsetops.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["exporter", str(follow_logdir), "--follow", "--poll", poll])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--poll" in err and "Traceback" not in err
