@@ -30,6 +30,8 @@ The file format is ``codec``'s (checked binary, never pickle); the fold's save a
 ``snapshot``'s.
 """
 
+from typing import TYPE_CHECKING
+
 from offsetops.coordinator_core.resume.codec import FORMAT_VERSION, StateFormatError, StateTables
 from offsetops.coordinator_core.resume.logdir import (
     LogState,
@@ -40,6 +42,13 @@ from offsetops.coordinator_core.resume.logdir import (
 )
 from offsetops.coordinator_core.resume.point import REASONS, FoldSettings, Refusal, ResumePoint
 from offsetops.coordinator_core.resume.store import StateStore
+
+if TYPE_CHECKING:  # imported on first use at run time (see __getattr__)
+    from offsetops.coordinator_core.resume.live import (
+        LiveLog,
+        load_live_partition_resumable,
+        plan_live_resume,
+    )
 
 __all__ = [
     "FORMAT_VERSION",

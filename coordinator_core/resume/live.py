@@ -88,25 +88,7 @@ def load_live_partition_resumable(
             plan=lambda point: plan_live_resume(point, partition, now, settings),
             maybe_compacted=lambda _offset: True,
         )  # fmt: skip
-        if isinstance(resumed, tuple):
-            fold, start, saved = resumed
-            before = fold.stats.bytes
-            fold.add_batches(live.iter_range(FetchRange(partition, start, now.end, first=False),
-                                             fold.stats.errors, verify_crc=verify_crc))  # fmt: skip
-            fold.stats.segments = 0
-        else:
-            fold, start, saved, before = (
-                fold_range(
-                    live,
-                    FetchRange(partition, now.start, now.end),
-                    semantics=semantics,
-                    verify_crc=verify_crc,
-                ),
-                now.start,
-                None,
-                0,
-            )
-        read = fold.stats.bytes - before
+        fold, start, saved, read = _fetch(live, partition, now, resumed, semantics, verify_crc)
         point = _point(fold, live.topic, partition, now, settings, start)
         state_error = save_point(
             store, fold, point, list(fold.stats.errors), unchanged=point == saved and not read
@@ -121,6 +103,28 @@ def load_live_partition_resumable(
     )
     cache.stats.elapsed_ms = (time.perf_counter() - started) * 1000
     return cache
+
+
+def _fetch(
+    live: LiveSource,
+    partition: int,
+    now: LiveLog,
+    resumed: tuple[PartitionFold, int, ResumePoint] | Refusal,
+    semantics: str,
+    verify_crc: bool,
+) -> tuple[PartitionFold, int, ResumePoint | None, int]:
+    """``(fold, the offset fetched from, the saved point or None, bytes fetched)``: the saved fold
+    goes on from its next offset; without one (or one that had folded nothing yet) the log start."""
+    if isinstance(resumed, tuple) and resumed[2].last_offset is not None:
+        fold, start, saved = resumed
+        before = fold.stats.bytes
+        rng = FetchRange(partition, start, now.end, first=False)
+        fold.add_batches(live.iter_range(rng, fold.stats.errors, verify_crc=verify_crc))
+        fold.stats.segments = 0
+        return fold, start, saved, fold.stats.bytes - before
+    rng = FetchRange(partition, now.start, now.end)
+    fold = fold_range(live, rng, semantics=semantics, verify_crc=verify_crc)
+    return fold, now.start, None, fold.stats.bytes
 
 
 def _point(

@@ -257,6 +257,8 @@ def load_partition_dir_resumable(
         fold, plan, saved = (
             resumed if isinstance(resumed, tuple) else (_fresh_fold(pdir, semantics), Plan(0, 0), None)
         )
+        if (plan.index, plan.start) == (0, 0):
+            fold = _fresh_fold(pdir, semantics)  # going on from the very start keeps nothing saved
         read = fold_segments(
             fold,
             pdir,

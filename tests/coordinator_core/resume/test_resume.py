@@ -223,3 +223,43 @@ def test_a_group_only_a_removed_commit_created_forces_a_fresh_read_after_compact
     load(root, scala, "scala")
     write_partition(root, cleaned, cleaner_offset=cleaned[-1][0])
     assert load(root, scala, "scala").stats.resumed  # no group is created by a commit there
+
+
+def test_a_partition_another_run_holds_is_read_fresh_and_its_state_left_alone(tmp_path: Path) -> None:
+    batches = History().play([("commit", i % 4, i % 3, i) for i in range(6)]).batches
+    write_partition(tmp_path / "logdir", segments_of(batches, 1 << 20))
+    store = StateStore.at(tmp_path / "state")
+    with store.lock(TOPIC, 0) as held:
+        assert held
+        cache = load(tmp_path / "logdir", tmp_path / "state")
+    assert (cache.stats.resumed, cache.stats.resume_reason) == (False, "state_locked")
+    assert not store.path(TOPIC, 0).exists()
+    assert view(cache) == view(load(tmp_path / "logdir", None))
+
+
+@pytest.mark.parametrize("semantics", ["java", "scala"])
+def test_a_preallocated_segment_resumes_where_its_zeros_began(tmp_path: Path, semantics: str) -> None:
+    """``log.preallocate``: the active segment is full size, zeros after the last batch; appends
+    overwrite the zeros, so the next run goes on from where they began."""
+    history = History().play([("commit", i % 4, i % 3, i) for i in range(10)])
+    data = b"".join(b.data for b in history.batches)
+    half = sum(len(b.data) for b in history.batches[:4])
+    log = tmp_path / "logdir" / f"{TOPIC}-0" / f"{0:020d}.log"
+    write_partition(tmp_path / "logdir", segments_of(history.batches, 1 << 20))
+    log.write_bytes(data[:half] + bytes(len(data) - half + 512))
+    first = load(tmp_path / "logdir", tmp_path / "state", semantics)
+    assert [e.kind for e in first.stats.errors] == ["zero_tail"]
+    log.write_bytes(data + bytes(512))
+    resumed = load(tmp_path / "logdir", tmp_path / "state", semantics)
+    assert resumed.stats.resumed and resumed.stats.bytes_read == len(data) - half + 512
+    assert [e.kind for e in resumed.stats.errors] == ["zero_tail"]
+    assert view(resumed) == view(load(tmp_path / "logdir", None, semantics))
+
+
+def test_a_state_that_had_read_nothing_keeps_no_error_twice(tmp_path: Path) -> None:
+    pdir = write_partition(tmp_path / "logdir", [])
+    (pdir / f"{0:020d}.log").write_bytes(b"\x07" * 80)  # no batch: an error, nothing folded
+    first = load(tmp_path / "logdir", tmp_path / "state")
+    again = load(tmp_path / "logdir", tmp_path / "state")
+    assert first.stats.errors and again.stats.resumed
+    assert view(again) == view(first) == view(load(tmp_path / "logdir", None))
