@@ -1,8 +1,8 @@
 """The offsetops code location: one module per domain, merged, with the deployment's resources.
 
 ``workspace.yaml`` loads ``defs`` from here. The domains are reload, expiration, cleaner audit,
-validation, the topic summary, metrics and alerting; which resources they get (local or cluster) is decided in
-one place, :func:`offsetops.assets.resources.build_resources`.
+validation, the topic summary, metrics, following and alerting; which resources they get (local or
+cluster) is decided in one place, :func:`offsetops.assets.resources.build_resources`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,15 @@ from dagster import (
 warnings.filterwarnings("ignore", category=BetaWarning)
 warnings.filterwarnings("ignore", category=PreviewWarning)
 
-from offsetops.assets import cleaner_audit, expiration, metrics, reload, summary, validation  # noqa: E402
+from offsetops.assets import (  # noqa: E402
+    cleaner_audit,
+    expiration,
+    follow,
+    metrics,
+    reload,
+    summary,
+    validation,
+)
 from offsetops.assets.alerting import sensors  # noqa: E402
 from offsetops.assets.partitions import OFFSETS_PARTITIONS  # noqa: E402
 from offsetops.assets.resources import build_resources  # noqa: E402
@@ -46,6 +54,7 @@ DOMAINS = (
     validation.defs,
     summary.defs,
     metrics.defs,
+    follow.defs,
     sensors.defs,
 )
 

@@ -47,6 +47,7 @@ from offsetops.assets.resources import (
     SparkResource,
     StateResource,
 )
+from offsetops.checks.alerting.evidence import partition_plan_doc
 from offsetops.checks.dagster_checks import (
     EXPIRATION_ASSET,
     FORECAST_CHECK,
@@ -60,7 +61,7 @@ from offsetops.checks.dagster_checks import (
 )
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.clock import Clock
-from offsetops.coordinator_core.errors import count_errors, error_total
+from offsetops.coordinator_core.errors import count_errors
 from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import (
     COORDINATORS,
@@ -129,34 +130,12 @@ class ExpirationConfig(Config):
 
 
 def _partition_plan_path(state: StateResource, partition: int) -> Path:
-    return state.state_path / "expiration" / f"partition-{partition}.json"
-
-
-def partition_plan_doc(plan: ExpirationPlan, cache: CoordinatorCache, *, run_id: str) -> dict[str, Any]:
-    """One partition's share of ``plan``: what the tombstone execution replays and the alerts read.
-
-    ``groups`` lists every group present with its committed offsets: the alert sensor tells a group
-    that committed again (healthy) from one that vanished (its offsets were deleted) by it.
-    """
-    p = cache.partition
-    return {
-        "partition": p,
-        "run_id": run_id,
-        "now_ms": plan.now_ms,
-        "retention_ms": plan.retention_ms,
-        "coordinator": plan.coordinator,
-        "forecast_horizon_ms": plan.forecast_horizon_ms,
-        "errors": error_total(cache.stats.errors),
-        "groups": {g.group_id: len(g.offsets) for g in cache.groups.values()},
-        "tombstones": [t.to_journal() for t in plan.tombstones if t.offsets_partition == p],
-        "dead_groups": [d.to_json() for d in plan.dead_groups if d.offsets_partition == p],
-        "forecast": [f.to_json() for f in plan.forecast if f.offsets_partition == p],
-    }
+    return state.expiration_plans_dir / f"partition-{partition}.json"
 
 
 def _rebuild_report(state: StateResource) -> dict[str, Any]:
     """``reports/expiration_plan.json``: every partition's latest plan, merged."""
-    folder = state.state_path / "expiration"
+    folder = state.expiration_plans_dir
     parts = (
         sorted(folder.glob("partition-*.json"), key=lambda p: int(p.stem.split("-")[1]))
         if folder.exists()

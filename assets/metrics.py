@@ -21,6 +21,7 @@ from offsetops.assets.summary import offsets_topic_summary
 from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
+from offsetops.coordinator_core.metrics_snapshot import Families
 from prometheus_client import CollectorRegistry, write_to_textfile
 from prometheus_client.core import Metric
 from pydantic import Field
@@ -92,21 +93,11 @@ def headline_metadata(families: Iterable[Metric]) -> dict[str, Any]:
     return out
 
 
-class _Families:
-    """A one-shot collector: the registry writes exactly the families it is given."""
-
-    def __init__(self, families: list[Metric]):
-        self._families = families
-
-    def collect(self) -> list[Metric]:
-        return self._families
-
-
 def write_textfile(path: Path, families: list[Metric]) -> None:
     """The families in the text exposition format; ``write_to_textfile`` writes a temporary file in the
     same directory and renames it over ``path``."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Families(families))  # type: ignore[arg-type]
+    registry.register(Families(families))  # type: ignore[arg-type]
     path.parent.mkdir(parents=True, exist_ok=True)
     write_to_textfile(str(path), registry)
 

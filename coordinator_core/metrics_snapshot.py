@@ -62,18 +62,22 @@ def compute_snapshot(
     taken_at: float,
     settings: RunSettings | None = None,
     audit_state_dir: str | None = None,
+    audit: CleanerAudit | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
     cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note).
     ``taken_at`` (epoch seconds) is when the caller took it: the core reads no wall clock.
     ``audit_state_dir`` is the audit history to judge progress by (read, never appended to), so a
-    stalled cleaner is CRITICAL here as in the audit that recorded it."""
+    stalled cleaner is CRITICAL here as in the audit that recorded it. ``audit``: an audit already made
+    (a following exporter keeps its last refresh's between refreshes), served instead of a new one."""
     from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.expiration import plan_expiration
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
     snap = Snapshot(taken_at, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
-    if log_dir:
+    if audit is not None:
+        snap.audit = audit
+    elif log_dir:
         snap.audit = audit_log_dir(log_dir, now_ms=now_ms, state_dir=audit_state_dir, record_history=False)
     else:
         snap.notes.append("cleaner audit needs the log dir; not exported with --bootstrap")
@@ -88,6 +92,17 @@ def compute_snapshot(
         loads_from_caches(caches), observed=observed, threshold_ms=failover_threshold_ms
     )
     return snap
+
+
+class Families:
+    """A one-shot collector: a registry renders exactly the families it is given (the textfile, the
+    exporter's follow families)."""
+
+    def __init__(self, families: list[Metric]):
+        self._families = families
+
+    def collect(self) -> list[Metric]:
+        return self._families
 
 
 class _Gauge(GaugeMetricFamily):
@@ -259,6 +274,15 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
         "groups": _g("reload_groups", "Groups in the rebuilt cache", labels),
         "offsets": _g("reload_offsets", "Committed offsets in the rebuilt cache", labels),
         "seconds": _g("reload_duration_seconds", "Time the replay took", labels),
+        "bytes_read": _g(
+            "reload_bytes_read",
+            "Segment bytes the partition's latest read took from the log (only the appended bytes when it "
+            "resumed)",
+            labels,
+        ),
+        "resumed": _g(
+            "reload_resumed", "1 when the partition's latest read went on from its resume state", labels
+        ),
     }
     for c in caches:
         p = [str(c.partition)]
@@ -270,6 +294,8 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
         fams["groups"].add_metric(p, len(c.groups))
         fams["offsets"].add_metric(p, c.offset_count)
         fams["seconds"].add_metric(p, s.elapsed_ms / 1000)
+        fams["bytes_read"].add_metric(p, s.bytes_read)
+        fams["resumed"].add_metric(p, int(s.resumed))
     yield from fams.values()
 
 

@@ -149,7 +149,8 @@ def validation_observations(instance: Any) -> list[Observation]:
 def observe(
     instance: Any, state: StateResource, firing: Mapping[str, ConditionEntry], limit: int
 ) -> list[Observation]:
-    """Every observation the current evidence supports (audit, topic-wide findings, validation, plans)."""
+    """Every observation the current evidence supports (audit, topic-wide findings, validation, plans: per
+    partition the later of the ``expiration_plan`` asset's and the ``offsets_follow`` sensor's)."""
     plan_runs = {
         p: run_id for p, (_, run_id) in latest_by_partition(instance, EXPIRATION_ASSET, limit).items()
     }
@@ -158,5 +159,7 @@ def observe(
         *cleaner_topic_observations(instance, state, firing),
         *failover_observations(state.reports_path),
         *validation_observations(instance),
-        *offsets_observations(load_partition_plans(state.state_path / "expiration"), firing, plan_runs),
+        *offsets_observations(
+            load_partition_plans(state.expiration_plans_dir, state.follow_plans_dir), firing, plan_runs
+        ),
     ]

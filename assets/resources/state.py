@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dagster import ConfigurableResource
+from offsetops.checks.alerting.follow import FOLLOW_PLANS
 from pydantic import Field
 
 DEFAULT_OUTPUT_DIR = "out/demo"
@@ -56,6 +57,21 @@ class StateResource(ConfigurableResource):
     @property
     def audit_history_dir(self) -> Path:
         return self.state_path / "cleaner-audit"
+
+    @property
+    def resume_dir(self) -> Path:
+        """Each ``__consumer_offsets`` partition's resume state (``offsetops.coordinator_core.resume``)."""
+        return self.state_path / "resume"
+
+    @property
+    def expiration_plans_dir(self) -> Path:
+        """Each partition's latest ``expiration_plan`` (what the tombstone execution replays)."""
+        return self.state_path / "expiration"
+
+    @property
+    def follow_plans_dir(self) -> Path:
+        """Each partition's plan as the ``offsets_follow`` sensor last saw it (alert evidence only)."""
+        return self.state_path / FOLLOW_PLANS
 
     def ensure(self) -> None:
         for path in (self.reports_path, self.state_path):

@@ -19,7 +19,11 @@ from offsetops.checks.alerting.blocks import duration
 from offsetops.checks.alerting.model import Observation
 from offsetops.checks.alerting.state import ConditionEntry
 from offsetops.checks.asset_names import AUDIT_ASSET, EXPIRATION_ASSET
+from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.cleaner.model import format_bytes
+from offsetops.coordinator_core.errors import error_total
+from offsetops.coordinator_core.escape import for_log
+from offsetops.coordinator_core.expiration import ExpirationPlan
 from offsetops.coordinator_core.failover import format_load_time
 from offsetops.coordinator_core.findings import (
     IMPACT,
@@ -177,18 +181,47 @@ def _in_ms(ms: int) -> str:
     return duration(ms / 1000)
 
 
-def load_partition_plans(folder: Path) -> dict[int, dict[str, Any]]:
-    """Each partition's latest expiration plan, as the ``expiration_plan`` asset wrote it."""
-    out: dict[int, dict[str, Any]] = {}
-    if not folder.is_dir():
-        return out
-    for path in folder.glob("partition-*.json"):
-        try:
-            doc = json.loads(read_regular_file(path, kind="report"))
-            out[int(doc["partition"])] = doc
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.warning("expiration plan %s is unreadable (%s); its partition is not evaluated", path, exc)
-    return out
+def partition_plan_doc(
+    plan: ExpirationPlan, cache: CoordinatorCache, *, run_id: str | None
+) -> dict[str, Any]:
+    """One partition's share of ``plan``: what the tombstone execution replays and the alerts read.
+
+    ``groups`` lists every group present with its committed offsets: the alert sensor tells a group
+    that committed again (healthy) from one that vanished (its offsets were deleted) by it.
+    """
+    p = cache.partition
+    return {
+        "partition": p,
+        "run_id": run_id,
+        "now_ms": plan.now_ms,
+        "retention_ms": plan.retention_ms,
+        "coordinator": plan.coordinator,
+        "forecast_horizon_ms": plan.forecast_horizon_ms,
+        "errors": error_total(cache.stats.errors),
+        "groups": {g.group_id: len(g.offsets) for g in cache.groups.values()},
+        "tombstones": [t.to_journal() for t in plan.tombstones if t.offsets_partition == p],
+        "dead_groups": [d.to_json() for d in plan.dead_groups if d.offsets_partition == p],
+        "forecast": [f.to_json() for f in plan.forecast if f.offsets_partition == p],
+    }
+
+
+def load_partition_plans(*folders: Path) -> dict[int, dict[str, Any]]:
+    """Each partition's latest expiration plan among ``folders`` (the ``expiration_plan`` asset's, the
+    ``offsets_follow`` sensor's): the one made at the latest ``now_ms``, the one written last on a tie."""
+    best: dict[int, tuple[tuple[int, int], dict[str, Any]]] = {}
+    for folder in folders:
+        for path in folder.glob("partition-*.json") if folder.is_dir() else ():
+            try:
+                doc = json.loads(read_regular_file(path, kind="report"))
+                partition = int(doc["partition"])
+                rank = (int(doc.get("now_ms") or 0), path.stat().st_mtime_ns)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("expiration plan %s is unreadable (%s); its partition is not evaluated",
+                            for_log(str(path)), for_log(str(exc)))  # fmt: skip
+                continue
+            if partition not in best or rank > best[partition][0]:
+                best[partition] = (rank, doc)
+    return {p: doc for p, (_rank, doc) in best.items()}
 
 
 def offsets_observations(
@@ -207,7 +240,8 @@ def offsets_observations(
     """
     out = []
     for partition, doc in sorted(plans.items()):
-        run_id = doc.get("run_id") or run_ids.get(partition)
+        # a plan the offsets_follow sensor made says run_id None: no run to link to
+        run_id = doc["run_id"] if "run_id" in doc else run_ids.get(partition)
         as_of = _iso_ms(doc.get("now_ms"))
         lost = _lost_groups(doc)
         at_risk = _groups_at_risk(doc, lost)

@@ -57,6 +57,9 @@ class Source:
     #: ``--state DIR``: each partition's fold is saved there and the next whole-log read of a log dir
     #: goes on from it (:mod:`~offsetops.coordinator_core.resume`); as-of reads never use it
     state_dir: str | None = None
+    #: a resume state store the caller holds instead of ``state_dir``'s files (``resume.MemoryStateStore``,
+    #: a following exporter's without ``--state``)
+    state_store: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         given = [bool(self.log_dir), bool(self.broker_log_dirs), self.client is not None]
@@ -66,6 +69,11 @@ class Source:
     @property
     def is_live(self) -> bool:
         return self.client is not None
+
+    @property
+    def resumable(self) -> bool:
+        """A resume state was given (``state_dir`` or ``state_store``)."""
+        return self.state_dir is not None or self.state_store is not None
 
     def describe(self) -> str:
         if self.client is not None:
@@ -138,34 +146,38 @@ class Source:
                     return p.iter_batches(errors, verify_crc=crc, max_batch_bytes=limit)
 
                 out.append(load_as_of(batches, partition=pdir.partition, cut=cut, **kw))
-                _not_resumed(out[-1], "as_of" if self.state_dir else "not_requested")
+                _not_resumed(out[-1], "as_of" if self.resumable else "not_requested")
             if on_partition is not None:
                 on_partition(out[-1], pdir.size_bytes, f"{pdir.topic}-{pdir.partition}")
         return out
 
     def _load_whole(self, pdir: PartitionDir, kw: dict[str, Any]) -> CoordinatorCache:
-        """One partition dir whole: resumed from ``state_dir`` when given and its state holds."""
+        """One partition dir whole: resumed from ``state_store`` or ``state_dir`` when given and its state
+        holds."""
         limit, crc = self.limits.max_batch_bytes, self.limits.verify_crc
-        if self.state_dir is None:
+        if not self.resumable:
             cache = load_partition_dir(pdir, max_batch_bytes=limit, verify_crc=crc, **kw)
             _not_resumed(cache, "not_requested")
             return cache
-        from offsetops.coordinator_core.resume import StateStore, load_partition_dir_resumable
+        from offsetops.coordinator_core.resume import load_partition_dir_resumable
 
-        store = StateStore.at(self.state_dir)
-        return load_partition_dir_resumable(pdir, store, max_batch_bytes=limit, verify_crc=crc, **kw)
+        return load_partition_dir_resumable(pdir, self._store(), max_batch_bytes=limit, verify_crc=crc, **kw)
+
+    def _store(self) -> Any:
+        """The resume state: the caller's ``state_store``, else the files under ``state_dir``."""
+        from offsetops.coordinator_core.resume import StateStore
+
+        return self.state_store if self.state_store is not None else StateStore.at(self.state_dir or "")
 
     def _load_live(self, live: LiveSource, part: int, cut: Cut, kw: dict[str, Any]) -> CoordinatorCache:
         from offsetops.coordinator_core.sources.live import load_live_partition
 
         if cut.until_offset is None and cut.until_ms is None:
-            if self.state_dir is not None:
-                from offsetops.coordinator_core.resume import StateStore
+            if self.resumable:
                 from offsetops.coordinator_core.resume.live import load_live_partition_resumable
 
-                store = StateStore.at(self.state_dir)
                 return load_live_partition_resumable(
-                    live, part, store, verify_crc=self.limits.verify_crc, **kw
+                    live, part, self._store(), verify_crc=self.limits.verify_crc, **kw
                 )
             cache = load_live_partition(live, part, **kw)
             _not_resumed(cache, "not_requested")
@@ -175,7 +187,7 @@ class Source:
             return live.iter_batches(part, errors, verify_crc=self.limits.verify_crc)
 
         cache = load_as_of(batches, partition=part, cut=cut, **kw)
-        _not_resumed(cache, "as_of" if self.state_dir else "not_requested")
+        _not_resumed(cache, "as_of" if self.resumable else "not_requested")
         return cache
 
     def load_or_empty(

@@ -20,15 +20,20 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from offsetops.commands._common import die, escape
+from offsetops.commands._exporter_snapshots import ExporterSnapshots, FollowUpdate
+from offsetops.commands._exporter_snapshots import build_snapshot as build_snapshot
 from offsetops.commands._groupview import refuse_bad_source
-from offsetops.commands._load import add_source_args, load_with_progress, source_from_args
-from offsetops.coordinator_core.clock import WALL, resolve_clock
-from offsetops.coordinator_core.describe import GroupFilter, wanted_partitions
+from offsetops.commands._load import add_source_args
 from offsetops.coordinator_core.errors import printable
+from offsetops.coordinator_core.escape import prometheus_label_value
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
-from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS, read_load_logs
-from offsetops.coordinator_core.group_views import source_log_offsets
-from offsetops.coordinator_core.metrics_snapshot import PREFIX, Snapshot, compute_snapshot, snapshot_metrics
+from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
+from offsetops.coordinator_core.metrics_snapshot import (
+    PREFIX,
+    Families,
+    Snapshot,
+    snapshot_metrics,
+)
 from offsetops.exporter_http import MAX_CONNECTIONS, READ_TIMEOUT_S
 from offsetops.pipelines.cli_args import (
     duration_ms,
@@ -47,8 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="serve lag, out-of-range offsets, cleaner audit, expiration risk and failover forecast "
         "as Prometheus metrics",
         description="A Prometheus exporter (KMinion/Burrow-style names under offsetops_). It rebuilds "
-        "the coordinator cache every --interval seconds in the background and serves the latest numbers "
-        "on /metrics. Grafana dashboard and alert rules: deploy/grafana/ and deploy/prometheus/.",
+        "the coordinator cache every --interval seconds in the background (with --follow, it also applies "
+        "appends as they land) and serves the latest numbers on /metrics. Grafana dashboard and alert "
+        "rules: deploy/grafana/ and deploy/prometheus/.",
     )
     add_source_args(p)
     p.add_argument(
@@ -111,8 +117,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"open connections served at once (default {MAX_CONNECTIONS}); at the cap the oldest one still "
         f"waiting for its request is dropped, and every client has {READ_TIMEOUT_S:g} s to send it",
     )
+    _add_follow_args(p)
     p.add_argument("--once", action="store_true", help="print the metrics once on stdout and exit")
     p.set_defaults(func=run)
+
+
+def _add_follow_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="between refreshes, look at the source every --poll seconds (a log dir's segment sizes, a "
+        "cluster's log end offsets) and apply what was appended within seconds, reading only the new bytes "
+        "(from the resume state: --state DIR, else kept in memory); --interval still re-audits the cleaner "
+        "and checks every partition against its resume state",
+    )
+    p.add_argument(
+        "--poll",
+        type=float_range(0.1, 3_600.0),
+        default=1.0,
+        metavar="SECONDS",
+        help="with --follow, seconds between looks at the source, 0.1 to 3600 (default 1)",
+    )
 
 
 def _listen(text: str) -> tuple[str, int]:
@@ -128,15 +153,20 @@ def run(args: argparse.Namespace) -> int:
     bad = refuse_bad_source(args)
     if bad is not None:
         return bad
+    if args.follow and args.once:
+        return die("--follow keeps the exporter running; it cannot be combined with --once")
     try:
         host, port = _listen(args.listen)
     except ValueError as exc:
         return die(str(exc))
     args.offsets_topic = "__consumer_offsets"
-    collector = OffsetsCollector(lambda: build_snapshot(args), granularity=args.granularity)
+    snapshots = ExporterSnapshots(args)
+    follow = snapshots.follow if args.follow else None
+    collector = OffsetsCollector(snapshots.full, granularity=args.granularity, follow=follow)
     collector.refresh()
     if collector.last_error is not None:
         # The first refresh must work: a wrong path or cluster is a usage error, not a metric.
+        snapshots.close()
         return die(f"cannot build the first snapshot: {collector.last_error}")
     if args.once:
         registry = CollectorRegistry()
@@ -147,20 +177,23 @@ def run(args: argparse.Namespace) -> int:
     try:
         bound = server.start()
     except OSError as exc:
+        snapshots.close()
         return die(f"cannot listen on {host}:{port}: {exc}")
+    following = f"; following every {args.poll:g} s" if args.follow else ""
     print(
-        f"serving http://{escape(host)}:{bound}/metrics (refresh every {args.interval:g} s)",
+        f"serving http://{escape(host)}:{bound}/metrics (refresh every {args.interval:g} s{following})",
         file=sys.stderr,
         flush=True,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        collector.run_forever(args.interval, stop)
+        collector.run_forever(args.interval, stop, poll_s=args.poll if args.follow else None)
     except KeyboardInterrupt:
         pass
     finally:
         server.stop()
+        snapshots.close()
     return 0
 
 
@@ -169,41 +202,26 @@ def _gauge(name: str, doc: str) -> GaugeMetricFamily:
     return GaugeMetricFamily(f"{PREFIX}_{name}", doc)
 
 
-def build_snapshot(args: argparse.Namespace) -> Snapshot:
-    """Reload, describe, audit the cleaner (log dirs only), plan expiration and forecast failover, as of
-    ``--now``, else the clock the log dir declares, else the wall clock."""
-    started = time.time()
-    run = args.run
-    # A real broker's log dir is evaluated at each refresh's wall clock; a configured or declared
-    # instant stays the run's.
-    now = resolve_clock(None).as_of_ms if run.clock.source == WALL else run.now_ms
-    source = source_from_args(args)
-    caches = load_with_progress(source, run)
-    offsets, _where = source_log_offsets(source, wanted_partitions(caches, GroupFilter()))
-    return compute_snapshot(
-        caches,
-        offsets,
-        log_dir=args.path,
-        now_ms=now,
-        retention_ms=run.retention_ms,
-        forecast_horizon_ms=run.forecast_horizon_ms,
-        observed=read_load_logs(args.broker_log),
-        failover_threshold_ms=args.failover_threshold_ms,
-        taken_at=started,
-        settings=run,
-    )
-
-
 class OffsetsCollector(Collector):
-    """Serves the latest snapshot; a background thread refreshes it every ``interval_s``.
+    """Serves the latest snapshot; a background thread refreshes it every ``interval_s`` and, following,
+    applies appends between refreshes.
 
     Scrapes never wait for a refresh (a reload of a large log dir can outlast Prometheus's scrape
     timeout). A failed refresh keeps the previous numbers, sets ``offsetops_exporter_up`` to 0 and
     counts the error, so a dashboard shows stale-but-true data and an alert can fire on ``up``.
+    The follow families (``offsetops_follow_*``) are rendered apart, at every look, so a look that
+    finds nothing new costs no render of the snapshot.
     """
 
-    def __init__(self, refresh: Callable[[], Snapshot], *, granularity: str = "partition"):
+    def __init__(
+        self,
+        refresh: Callable[[], Snapshot],
+        *,
+        granularity: str = "partition",
+        follow: Callable[[], FollowUpdate | None] | None = None,
+    ):
         self._refresh = refresh
+        self._follow = follow
         self._granularity = granularity
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
@@ -212,25 +230,65 @@ class OffsetsCollector(Collector):
         self._last_duration = 0.0
         self.last_error: str | None = None
         self._rendered = b""
+        self._served = b""  # the rendered snapshot and the follow families, joined when either changes
+        self._lag = 0.0
+        self._last_update = 0.0
+        self._updates = 0
+        self._bytes_read = 0
+        self._fresh: dict[str, int] = {}
+        self._last_look = 0.0
 
     def refresh(self) -> None:
         started = time.monotonic()
         try:
             snap = self._refresh()
         except Exception as exc:  # keep serving the last snapshot; the error is logged and counted
-            with self._lock:
-                self._up = 0
-                self._errors += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                self._last_duration = time.monotonic() - started
-            log.error("refresh failed: %s", printable(self.last_error))
-            self._render()
+            self._failed(exc, started)
             return
+        self._publish(snap, started)
+
+    def follow(self) -> None:
+        """One look at the source; when something was appended, serve the snapshot that shows it and
+        record how long that took from the look that saw it (``offsetops_follow_lag_seconds``)."""
+        if self._follow is None:
+            return
+        started = time.monotonic()
+        try:
+            update = self._follow()
+        except Exception as exc:  # as a failed refresh: the last numbers stay, up goes to 0
+            self._failed(exc, started)
+            return
+        if update is None:
+            with self._lock:
+                self._last_look = time.time()
+            self._render_tail()
+            return
+        self._publish(update.snapshot, started)
+        with self._lock:
+            self._lag = time.monotonic() - update.seen
+            self._last_update = time.time()
+            self._updates += 1
+            self._bytes_read += update.step.bytes_read
+            for f in update.step.fresh:
+                self._fresh[f.reason] = self._fresh.get(f.reason, 0) + 1
+        self._render_tail()
+
+    def _failed(self, exc: Exception, started: float) -> None:
+        with self._lock:
+            self._up = 0
+            self._errors += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            self._last_duration = time.monotonic() - started
+        log.error("refresh failed: %s", printable(self.last_error))
+        self._render()
+
+    def _publish(self, snap: Snapshot, started: float) -> None:
         with self._lock:
             self._snapshot = snap
             self._up = 1
             self.last_error = None
             self._last_duration = time.monotonic() - started
+            self._last_look = time.time()
         self._render()
 
     def _render(self) -> None:
@@ -241,16 +299,74 @@ class OffsetsCollector(Collector):
         rendered = generate_latest(registry)
         with self._lock:
             self._rendered = rendered
+        self._render_tail()
+
+    def _render_tail(self) -> None:
+        tail = b""
+        if self._follow is not None:
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(Families(list(self._follow_metrics())))  # type: ignore[arg-type]
+            tail = generate_latest(registry)
+        with self._lock:
+            self._served = self._rendered + tail
 
     def exposition(self) -> bytes:
         """The latest rendered exposition (Prometheus text format 0.0.4)."""
         with self._lock:
-            return self._rendered
+            return self._served
 
-    def run_forever(self, interval_s: float, stop: threading.Event) -> None:
-        """Refresh every ``interval_s`` until ``stop`` is set (the first refresh is the caller's)."""
-        while not stop.wait(interval_s):
-            self.refresh()
+    def run_forever(self, interval_s: float, stop: threading.Event, *, poll_s: float | None = None) -> None:
+        """Refresh every ``interval_s`` until ``stop`` is set (the first refresh is the caller's); with
+        ``poll_s``, look for appends every ``poll_s`` in between."""
+        next_full = time.monotonic() + interval_s
+        while True:
+            wait = max(next_full - time.monotonic(), 0.0)
+            if poll_s is not None:
+                wait = min(wait, poll_s)
+            if stop.wait(wait):
+                return
+            if time.monotonic() >= next_full:
+                self.refresh()
+                next_full = time.monotonic() + interval_s
+            else:
+                self.follow()
+
+    def _follow_metrics(self) -> Iterator[Metric]:
+        with self._lock:
+            lag, updates, fresh, last_look = self._lag, self._updates, dict(self._fresh), self._last_look
+            bytes_read, last_update = self._bytes_read, self._last_update
+        gauge = _gauge(
+            "follow_lag_seconds",
+            "Following: time from the look that saw the last append to the snapshot showing it being served",
+        )
+        gauge.add_metric([], lag)
+        yield gauge
+        look = _gauge(
+            "follow_last_look_timestamp_seconds",
+            "Following: when the source was last looked at; the served numbers hold as of then",
+        )
+        look.add_metric([], last_look)
+        yield look
+        served = _gauge(
+            "follow_last_update_timestamp_seconds",
+            "Following: when the latest snapshot that applied appends began to be served",
+        )
+        served.add_metric([], last_update)
+        yield served
+        count = CounterMetricFamily(f"{PREFIX}_follow_updates", "Following: snapshots recomputed for appends")
+        count.add_metric([], updates)
+        yield count
+        read = CounterMetricFamily(f"{PREFIX}_follow_bytes_read", "Following: segment bytes read for appends")
+        read.add_metric([], bytes_read)
+        yield read
+        fallbacks = CounterMetricFamily(
+            f"{PREFIX}_follow_fresh_reads",
+            "Following: partitions read from their start because the resume state did not hold, by reason",
+            labels=["reason"],
+        )
+        for reason, n in sorted(fresh.items()):
+            fallbacks.add_metric([prometheus_label_value(reason)], n)
+        yield fallbacks
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:

@@ -33,6 +33,7 @@ LINEAGE = {
 }
 SUMMARY = "offsets_topic_summary"  # unpartitioned: the topic-wide figures
 METRICS = "offsets_metrics"  # unpartitioned: the exporter's numbers, after the summary
+FOLLOWED = "offsets_followed"  # observed by the offsets_follow sensor, never materialized
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,12 @@ def repo():
 
 def test_assets_lineage_and_partitions(repo) -> None:
     graph = repo.asset_graph
-    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(LINEAGE) | {SUMMARY, METRICS}
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == set(LINEAGE) | {
+        SUMMARY,
+        METRICS,
+        FOLLOWED,
+    }
+    assert not graph.get(AssetKey(FOLLOWED)).is_executable
     assert {p.to_user_string() for p in graph.get(AssetKey(METRICS)).parent_keys} == {SUMMARY}
     summary = graph.get(AssetKey(SUMMARY))
     assert summary.partitions_def is None
@@ -122,8 +128,14 @@ def test_jobs_and_sensors(repo) -> None:
         METRICS,
     }
     sensors = {s.name: s for s in repo.sensor_defs}
-    assert set(sensors) == {"slack_on_run_failure", "offsetops_alerts"}
-    assert all(s.default_status.value == "RUNNING" for s in sensors.values())
+    assert set(sensors) == {"slack_on_run_failure", "offsetops_alerts", "offsets_follow"}
+    status = {name: s.default_status.value for name, s in sensors.items()}
+    # following reads the whole topic at its first evaluation: an operator turns it on
+    assert status == {
+        "slack_on_run_failure": "RUNNING",
+        "offsetops_alerts": "RUNNING",
+        "offsets_follow": "STOPPED",
+    }
 
 
 def test_bad_config_fails_fast_naming_the_field() -> None:

@@ -8,10 +8,8 @@ exporter's memory stays bounded.
 from __future__ import annotations
 
 import logging
-import re
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from offsetops.cli import main
 from offsetops.commands.exporter import OffsetsCollector
+from tests.support.exporter_process import start_exporter
 
 REPO = Path(__file__).resolve().parents[2]
 IDLE = 300
@@ -68,19 +67,9 @@ def _rss_kb(pid: int, field: str = "VmRSS") -> int:
 @pytest.fixture
 def exporter(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     logdir = _log_dir(tmp_path / "logdir")
-    argv = [sys.executable, "-m", "offsetops.cli", "exporter", str(logdir), "--listen", "127.0.0.1:0"]
-    proc = subprocess.Popen([*argv, "--num-partitions", "1", "--interval", "3600"], stderr=subprocess.PIPE,
-                            text=True, cwd=REPO)  # fmt: skip
+    proc, url = start_exporter(str(logdir), "--num-partitions", "1", "--interval", "3600")
     try:
-        line = ""
-        deadline = time.monotonic() + 120
-        while "serving http://" not in line and time.monotonic() < deadline:
-            line = proc.stderr.readline() if proc.stderr else ""
-            if not line and proc.poll() is not None:
-                break
-        m = re.search(r"serving (http://127\.0\.0\.1:(\d+)/metrics)", line)
-        assert m, f"exporter did not start: {line!r}"
-        yield m.group(1), proc
+        yield url, proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)

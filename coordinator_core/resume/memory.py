@@ -1,0 +1,59 @@
+"""A resume state store in memory: the same checked bytes ``StateStore`` writes to files, kept for the
+life of one process (a following exporter given no ``--state DIR``): no file, no fsync, nothing left
+behind. Same interface as :class:`~offsetops.coordinator_core.resume.store.StateStore`."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from offsetops.coordinator_core.resume.codec import StateFormatError, StateTables, decode_state, encode_state
+from offsetops.coordinator_core.resume.point import Refusal
+
+__all__ = ["MemoryStateStore"]
+
+
+class MemoryStateStore:
+    """Each partition's state as encoded bytes (so a later fold never shares the saved containers)."""
+
+    def __init__(self) -> None:
+        self._states: dict[tuple[str, int], bytes] = {}
+        self._locks: dict[tuple[str, int], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def path(self, topic: str, partition: int) -> Path:
+        """Where messages say the state is (no file: it lives in this process)."""
+        return Path("<memory>") / f"{topic}-{partition}.state"
+
+    @contextlib.contextmanager
+    def lock(self, topic: str, partition: int) -> Iterator[bool]:
+        """Hold the partition's lock for the block (True), or False at once when another thread holds it."""
+        with self._guard:
+            lock = self._locks.setdefault((topic, partition), threading.Lock())
+        held = lock.acquire(blocking=False)
+        try:
+            yield held
+        finally:
+            if held:
+                lock.release()
+
+    def read(self, topic: str, partition: int) -> tuple[dict[str, Any], StateTables] | Refusal:
+        """The saved ``(meta, tables)``, or why there is none to use."""
+        data = self._states.get((topic, partition))
+        if data is None:
+            return Refusal("no_state", f"no state for {topic}-{partition} in this process yet")
+        try:
+            return decode_state(data)
+        except StateFormatError as exc:
+            return Refusal(exc.code, f"{self.path(topic, partition)}: {exc}")
+
+    def write(self, topic: str, partition: int, meta: dict[str, Any], tables: StateTables) -> Path:
+        """Replace the partition's state (StateFormatError when it is over the size limit)."""
+        self._states[(topic, partition)] = encode_state(meta, tables)
+        return self.path(topic, partition)
+
+    def __len__(self) -> int:
+        return len(self._states)
