@@ -6,17 +6,17 @@ import json
 import sys
 from typing import Any
 
+# The exit codes live in _exit.py (the top-level parser imports them alone); re-exported for the commands.
+from offsetops.commands._exit import EXIT_ERRORS as EXIT_ERRORS
+from offsetops.commands._exit import EXIT_INTERNAL as EXIT_INTERNAL
+from offsetops.commands._exit import EXIT_OK as EXIT_OK
+from offsetops.commands._exit import EXIT_USAGE as EXIT_USAGE
 from offsetops.coordinator_core.errors import DecodeError, count_errors
 from offsetops.coordinator_core.errors import printable as escape
 
 # The argument types live in pipelines/cli_args.py; these two are re-exported for the commands.
 from offsetops.pipelines.cli_args import epoch_time as epoch_time
 from offsetops.pipelines.cli_args import non_negative_float as non_negative_float
-
-EXIT_OK = 0
-EXIT_ERRORS = 1  # the run finished but found errors and --strict was given (or the command failed)
-EXIT_USAGE = 2  # bad arguments or unusable input (argparse uses 2 as well)
-EXIT_INTERNAL = 3  # an unexpected internal failure (a bug); the message names it, --verbose shows where
 
 
 def die(message: str, code: int = EXIT_USAGE) -> int:

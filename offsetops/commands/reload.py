@@ -28,7 +28,6 @@ from offsetops.pipelines.cli_args import add_max_batch_bytes
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "reload",
-        help="rebuild the group coordinator's cache from a log dir or a live cluster",
         description="Replay __consumer_offsets exactly as the group coordinator does when it loads a "
         "partition (doLoadGroupsAndOffsets), and print the groups, offsets and load statistics.",
     )
