@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 # The exit codes live in _exit.py (the top-level parser imports them alone); re-exported for the commands.
@@ -11,6 +11,7 @@ from offsetops.commands._exit import EXIT_ERRORS as EXIT_ERRORS
 from offsetops.commands._exit import EXIT_INTERNAL as EXIT_INTERNAL
 from offsetops.commands._exit import EXIT_OK as EXIT_OK
 from offsetops.commands._exit import EXIT_USAGE as EXIT_USAGE
+from offsetops.coordinator_core.cache_json import encode as encode_json
 from offsetops.coordinator_core.errors import DecodeError, count_errors
 from offsetops.coordinator_core.errors import printable as escape
 
@@ -25,8 +26,16 @@ def die(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def print_json(doc: Any) -> None:
-    json.dump(doc, sys.stdout, separators=(",", ":"), sort_keys=False, allow_nan=False)
-    sys.stdout.write("\n")
+    """``doc`` as one line of compact JSON on stdout."""
+    print_json_chunks((encode_json(doc),))
+
+
+def print_json_chunks(chunks: Iterable[str]) -> None:
+    """One line of JSON text given in chunks (a large cache is never one string), each written as made."""
+    write = sys.stdout.write
+    for chunk in chunks:
+        write(chunk)
+    write("\n")
 
 
 def quote(text: object) -> str:
