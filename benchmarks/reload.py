@@ -213,32 +213,44 @@ def _segment_files(path: Path):
         yield [seg.path for seg in pdir.segments]
 
 
-def run_aiokafka(path: Path, fold: str | None) -> dict:
-    """``fold``: ``"decoded"`` (keys decoded per record), ``"raw"`` (keys as bytes) or None (the floor)."""
+def aiokafka_fold(
+    segments: list[Path], fold: str | None
+) -> tuple[dict[object, tuple[int, bytes | None]], int, int]:
+    """One partition through aiokafka's Cython reader: the last ``(record type, value)`` per key (``fold``
+    ``"decoded"``: keys decoded per record; ``"raw"``: keys as bytes; None: the floor, nothing kept),
+    the records read and the bytes."""
     from aiokafka.record._crecords import MemoryRecords
 
     records = size = 0
+    latest: dict[object, tuple[int, bytes | None]] = {}
+    for seg in segments:
+        data = seg.read_bytes()
+        size += len(data)
+        mr = MemoryRecords(data)
+        while True:
+            batch = mr.next_batch()
+            if batch is None:
+                break
+            control = batch.is_control_batch
+            for rec in batch:
+                records += 1
+                key, value = rec.key, rec.value
+                if control or fold is None:
+                    continue
+                if fold == "decoded":
+                    k = baseline_decode_key(key)
+                    latest[k] = (k[0], value)
+                else:
+                    latest[key] = (-1, value)
+    return latest, records, size
+
+
+def run_aiokafka(path: Path, fold: str | None) -> dict:
+    """``fold``: ``"decoded"`` (keys decoded per record), ``"raw"`` (keys as bytes) or None (the floor)."""
+    records = size = 0
     for segments in _segment_files(path):
-        latest: dict[object, tuple[int, bytes | None]] = {}
-        for seg in segments:
-            data = seg.read_bytes()
-            size += len(data)
-            mr = MemoryRecords(data)
-            while True:
-                batch = mr.next_batch()
-                if batch is None:
-                    break
-                control = batch.is_control_batch
-                for rec in batch:
-                    records += 1
-                    key, value = rec.key, rec.value
-                    if control or fold is None:
-                        continue
-                    if fold == "decoded":
-                        k = baseline_decode_key(key)
-                        latest[k] = (k[0], value)
-                    else:
-                        latest[key] = (-1, value)
+        latest, n, nbytes = aiokafka_fold(segments, fold)
+        records, size = records + n, size + nbytes
         for key, (rtype, value) in latest.items():
             if value is not None:
                 baseline_decode_value(rtype if rtype >= 0 else baseline_decode_key(key)[0], value)  # type: ignore[arg-type]
@@ -438,6 +450,11 @@ def _print_curve_and_machine(compressions: list[str], rows: list[tuple[str, str,
             if c == compression and "native" in r
         ]
         print(f"  {compression}: " + "  ".join(curve))
+    print_machine()
+
+
+def print_machine() -> None:
+    """The load average after the run and the machine: the context every figure needs."""
     print(f"\nload average after the run (1/5/15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with open("/proc/cpuinfo") as fh:
         cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), "?")

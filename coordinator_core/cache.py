@@ -7,6 +7,7 @@ Mirrors ``kafka.coordinator.group.GroupMetadata`` / ``OffsetAndMetadata`` (Scala
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from offsetops.coordinator_core.errors import DecodeError, ErrorLog, error_total
@@ -84,6 +85,10 @@ class MemberMetadata:
 TopicPartition = tuple[str, int]
 
 
+#: Sorts ``offsets.items()`` by key alone (twice as fast as comparing the items; keys are unique).
+_BY_TOPIC_PARTITION = itemgetter(0)
+
+
 @dataclass(slots=True)
 class GroupMetadata:
     """A consumer group as the coordinator holds it after loading its partition."""
@@ -124,13 +129,21 @@ class GroupMetadata:
             topics.update(member.subscribed_topics)
         return topics
 
+    def sorted_offsets(self) -> list[tuple[TopicPartition, OffsetAndMetadata]]:
+        """The committed offsets in (topic, partition) order, the order every output lists them in."""
+        return sorted(self.offsets.items(), key=_BY_TOPIC_PARTITION)
+
     def to_json(self) -> dict[str, Any]:
-        doc = self._to_json()
+        return self.json_with_offsets([o.to_json(t, p) for (t, p), o in self.sorted_offsets()])
+
+    def json_with_offsets(self, offsets: Any) -> dict[str, Any]:
+        """``to_json()`` with ``offsets`` as its ``"offsets"`` (:mod:`cache_json` passes them as text)."""
+        doc = self._to_json(offsets)
         if self.detail is not None:
             doc[self.detail.group_type] = self.detail.to_json()
         return doc
 
-    def _to_json(self) -> dict[str, Any]:
+    def _to_json(self, offsets: Any) -> dict[str, Any]:
         return {
             "group_id": self.group_id,
             "group_type": self.group_type,
@@ -141,7 +154,7 @@ class GroupMetadata:
             "leader": self.leader,
             "current_state_timestamp": self.current_state_timestamp,
             "members": [m.to_json() for m in self.members],
-            "offsets": [o.to_json(t, p) for (t, p), o in sorted(self.offsets.items())],
+            "offsets": offsets,
             "pending_offsets": [
                 {"producer_id": pid, "topic": t, "partition": p, "offset": o.offset}
                 for pid, offs in sorted(self.pending_offsets.items())
@@ -227,9 +240,13 @@ class CoordinatorCache:
         return sum(len(g.offsets) for g in self.groups.values())
 
     def to_json(self) -> dict[str, Any]:
+        return self.json_with_groups([self.groups[g].to_json() for g in sorted(self.groups)])
+
+    def json_with_groups(self, groups: Any) -> dict[str, Any]:
+        """``to_json()`` with ``groups`` as its ``"groups"`` (:mod:`cache_json` passes them as text)."""
         return {
             "partition": self.partition,
-            "groups": [self.groups[g].to_json() for g in sorted(self.groups)],
+            "groups": groups,
             "misplaced_groups": sorted(self.misplaced_groups),
             "stats": self.stats.to_json(),
         }

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import javaproperties
 from offsetops.coordinator_core.untrusted import UntrustedFileError, read_regular_file
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -115,6 +114,8 @@ def parse_properties(text: str) -> dict[str, str]:
     ``key=value``/``key: value``/``key value``, ``#``/``!`` comments, ``\\`` line continuations,
     escapes including ``\\uXXXX``. The one ``.properties`` reader of the project.
     """
+    import javaproperties  # imported here: with its XML side it is a tenth of every command's start-up
+
     return dict(javaproperties.loads(text))
 
 

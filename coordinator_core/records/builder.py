@@ -8,7 +8,6 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-from crc32c import crc32c
 from offsetops.coordinator_core.records.batch import (
     CONTROL_FLAG,
     DELETE_HORIZON_FLAG,
@@ -19,6 +18,7 @@ from offsetops.coordinator_core.records.batch import (
     V2_HEADER_SIZE,
 )
 from offsetops.coordinator_core.records.compression import NONE, ZSTD, compress
+from offsetops.coordinator_core.records.crc import crc32c
 
 __all__ = [
     "ABORT",

@@ -44,7 +44,6 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 
-from crc32c import crc32c
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.batch import (
     CODEC_MASK,
@@ -63,6 +62,7 @@ from offsetops.coordinator_core.records.compression import (
     CompressionError,
     decompress,
 )
+from offsetops.coordinator_core.records.crc import crc32c
 from offsetops.coordinator_core.untrusted import open_regular_file
 
 __all__ = [

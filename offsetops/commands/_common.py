@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
+# The exit codes live in _exit.py (the top-level parser imports them alone); re-exported for the commands.
+from offsetops.commands._exit import EXIT_ERRORS as EXIT_ERRORS
+from offsetops.commands._exit import EXIT_INTERNAL as EXIT_INTERNAL
+from offsetops.commands._exit import EXIT_OK as EXIT_OK
+from offsetops.commands._exit import EXIT_USAGE as EXIT_USAGE
+from offsetops.coordinator_core.cache_json import encode as encode_json
 from offsetops.coordinator_core.errors import DecodeError, count_errors
 from offsetops.coordinator_core.errors import printable as escape
 
 # The argument types live in pipelines/cli_args.py; these two are re-exported for the commands.
 from offsetops.pipelines.cli_args import epoch_time as epoch_time
 from offsetops.pipelines.cli_args import non_negative_float as non_negative_float
-
-EXIT_OK = 0
-EXIT_ERRORS = 1  # the run finished but found errors and --strict was given (or the command failed)
-EXIT_USAGE = 2  # bad arguments or unusable input (argparse uses 2 as well)
-EXIT_INTERNAL = 3  # an unexpected internal failure (a bug); the message names it, --verbose shows where
 
 
 def die(message: str, code: int = EXIT_USAGE) -> int:
@@ -25,8 +26,16 @@ def die(message: str, code: int = EXIT_USAGE) -> int:
 
 
 def print_json(doc: Any) -> None:
-    json.dump(doc, sys.stdout, separators=(",", ":"), sort_keys=False, allow_nan=False)
-    sys.stdout.write("\n")
+    """``doc`` as one line of compact JSON on stdout."""
+    print_json_chunks((encode_json(doc),))
+
+
+def print_json_chunks(chunks: Iterable[str]) -> None:
+    """One line of JSON text given in chunks (a large cache is never one string), each written as made."""
+    write = sys.stdout.write
+    for chunk in chunks:
+        write(chunk)
+    write("\n")
 
 
 def quote(text: object) -> str:

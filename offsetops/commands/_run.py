@@ -13,9 +13,12 @@ numbers it reports.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from offsetops.coordinator_core.run import RunSettings, resolve_options
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # add_run_args is part of the top-level parser, which imports nothing it can avoid
+    from typing import Any
+
+    from offsetops.coordinator_core.run import RunSettings
 
 
 def add_run_args(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +62,8 @@ def _log_dir(args: argparse.Namespace) -> str | None:
 
 def resolve_args(args: argparse.Namespace) -> RunSettings:
     """Resolve the run's settings from ``args`` and write the resolved values back into it."""
+    from offsetops.coordinator_core.run import resolve_options
+
     return resolve_options(
         args,
         log_dir=_log_dir(args),

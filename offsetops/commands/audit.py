@@ -34,7 +34,6 @@ EXIT_BY_VERDICT = {"HEALTHY": 0, "DEGRADED": 1, "CRITICAL": 2}
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "audit",
-        help="audit the Log Cleaner's health on __consumer_offsets (dirty ratio, hanging txns, progress)",
         description="Compute, per partition of a broker log dir, what the Log Cleaner sees "
         "(LogCleanerManager.cleanableOffsets / LogToClean), why it stops where it does, what compaction "
         "would reclaim, and whether it is making progress; then give a HEALTHY / DEGRADED / CRITICAL "

@@ -20,7 +20,6 @@ from offsetops.pipelines.cli_args import positive_int
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "broker-scan",
-        help="scan one broker's log dir where it is mounted and write the result for the central audit",
         description="Read every __consumer_offsets partition of one broker's log dir (the costly, "
         "file-reading part of the cleaner audit, and each copy's leader epochs, offsets and batch "
         "digests) and write broker-<id>.json into --out, a directory every broker's collector and the "

@@ -21,7 +21,6 @@ MAX_KNOWN_RECORD_TYPE = 24  # CoordinatorRecordType up to Kafka 4.1 (streams gro
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "decode",
-        help="decode one __consumer_offsets record given as hex",
         description="Decode a record key (and value) as hex into JSON. Spaces and a 0x prefix are allowed.",
     )
     p.add_argument("--key", required=True, metavar="HEX")

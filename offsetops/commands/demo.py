@@ -38,7 +38,6 @@ DEFAULT_OUT = "out/demo"
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo",
-        help="simulate a sample cluster and run every Dagster asset on it (the main job)",
         description="Generate a sample log dir with `offsetops simulate`, materialize every asset and check "
         "(reload on local Spark, expiration plan, tombstone dry run, cleaner audit, GX validation) "
         "in-process, and print where the reports are.",

@@ -65,7 +65,6 @@ CSV_HEADERS = (
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "describe",
-        help="per group and partition: committed offset, log start/end, lag and owner",
         description="Rebuild the coordinator cache and print, for each group and partition, what "
         "`kafka-consumer-groups --describe` prints (committed offset, log-end offset, lag, owning member, "
         "host and client id) plus the log start, the commit time and age, and offsets out of range. "

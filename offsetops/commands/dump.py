@@ -43,7 +43,6 @@ CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "dump",
-        help="print every batch and record, decoded, like kafka-dump-log --offsets-decoder",
         description="Dump segment files batch by batch. PATH is a .log file, a partition dir or a log dir.",
     )
     p.add_argument("path")

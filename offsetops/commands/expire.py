@@ -52,7 +52,6 @@ EXECUTORS = ("admin", "produce", "segment")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "expire",
-        help="plan offset expiration (cleanupGroupMetadata) and optionally apply it, journaled",
         description="Reload __consumer_offsets, apply the KIP-211 expiration rules at --now, and print the "
         "tombstones the group coordinator would write, the groups that go Dead, and the offsets that expire "
         "within --forecast-hours. Nothing is written unless --execute is given.",

@@ -49,8 +49,6 @@ log = logging.getLogger(__name__)
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "exporter",
-        help="serve lag, out-of-range offsets, cleaner audit, expiration risk and failover forecast "
-        "as Prometheus metrics",
         description="A Prometheus exporter (KMinion/Burrow-style names under offsetops_). It rebuilds "
         "the coordinator cache every --interval seconds in the background (with --follow, it also applies "
         "appends as they land) and serves the latest numbers on /metrics. Grafana dashboard and alert "

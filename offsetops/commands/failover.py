@@ -38,7 +38,6 @@ HEADERS = (
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "failover",
-        help="forecast each offsets partition's load time after a coordinator failover",
         description="After a leader change the new group coordinator replays the whole partition before "
         "serving its groups (COORDINATOR_LOAD_IN_PROGRESS until then). For each partition: bytes, "
         "batches, records and live keys to replay, and the estimated load time, calibrated from the "

@@ -56,7 +56,6 @@ CSV_HEADERS = (
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "groups",
-        help="list groups with state, members, total lag and offsets out of range",
         description="Rebuild the coordinator cache and print one line per group: type, state, protocol, "
         "generation (the group epoch for consumer, share and streams groups), coordinator partition, "
         "members, total lag and how many committed offsets lie outside their partition's log. `offsetops "

@@ -48,7 +48,6 @@ CSV_HEADERS = (
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "history",
-        help="who moved a group's offsets, and when: every commit, rewinds and outside commits flagged",
         description="Replay the group's __consumer_offsets partition record by record and print every "
         "offset commit of the group in log order, with the member and host that owned the partition "
         "then. Flags offset rewinds (a commit below the previous one: a reset), commits above the data "

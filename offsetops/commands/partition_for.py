@@ -12,7 +12,6 @@ from offsetops.pipelines.cli_args import offsets_partitions
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "partition-for",
-        help="print the offsets partition that owns a group",
         description="Utils.abs(groupId.hashCode) % offsets.topic.num.partitions, as the broker computes it.",
     )
     p.add_argument("group", help="the group id")

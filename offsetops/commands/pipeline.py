@@ -24,7 +24,6 @@ JOBS = {
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "pipeline",
-        help="run a Spark job (reload, expire, audit, validate, live) on local Spark or a cluster",
         description="Spark jobs over a broker log dir on any Hadoop-compatible path (local, s3a://, "
         "hdfs://), or (live) a cluster read over the Kafka protocol by the executors. Local[*] Spark by "
         "default; --master spark://..., yarn or k8s://... for a cluster.",

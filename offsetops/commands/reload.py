@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from offsetops.commands._common import (
     die,
     escape,
-    print_json,
+    print_json_chunks,
     quote,
     report_errors,
     strict_exit,
@@ -23,6 +24,7 @@ from offsetops.commands._load import (
 from offsetops.commands._run import with_settings
 from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cache_json import caches_chunks, object_chunks
 from offsetops.coordinator_core.errors import DecodeError, count_errors, error_total
 from offsetops.coordinator_core.share_group import SHARE_STATE_TOPIC
 from offsetops.coordinator_core.sources.logdir import LogDirError
@@ -34,7 +36,6 @@ from offsetops.pipelines.cli_args import add_max_batch_bytes
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "reload",
-        help="rebuild the group coordinator's cache from a log dir or a live cluster",
         description="Replay __consumer_offsets exactly as the group coordinator does when it loads a "
         "partition (doLoadGroupsAndOffsets), and print the groups, offsets and load statistics.",
     )
@@ -67,12 +68,12 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     errors = [e for c in caches for e in c.stats.errors]
     if args.json:
-        doc = {"partitions": [c.to_json() for c in caches]}
+        doc: dict[str, Any] = {"partitions": None}  # written from the caches' own JSON text
         if args.until is not None:
             doc["as_of"] = args.until.to_json()
         if args.broker_log_dirs:
             doc["replicas"] = [c.to_json() for c in replicas]
-        print_json(with_settings(doc, args))
+        print_json_chunks(object_chunks(with_settings(doc, args), "partitions", caches_chunks(caches)))
     else:
         if args.until is not None:
             _print_cut(args.until)

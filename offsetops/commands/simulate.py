@@ -49,7 +49,6 @@ def kafka_version(text: str) -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "simulate",
-        help="write a realistic __consumer_offsets log dir with a ground-truth truth.json",
         description="Simulate consumer groups (rebalances, static members, auto and manual commits, "
         "standalone consumers, deletions, expiration, transactions, KIP-848 groups on 4.x) against a "
         "broker of --kafka-version, and write the log dir it would hold, including partitions the "
