@@ -110,6 +110,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"open connections served at once (default {MAX_CONNECTIONS}); at the cap the oldest one still "
         f"waiting for its request is dropped, and every client has {READ_TIMEOUT_S:g} s to send it",
     )
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="the audit history to judge the cleaner's progress by, read only (the --state-dir of "
+        "`offsetops audit`, or the Dagster output dir's audit history); without it a stalled cleaner "
+        "cannot be told from a slow one",
+    )
     p.add_argument("--once", action="store_true", help="print the metrics once on stdout and exit")
     p.set_defaults(func=run)
 
@@ -189,6 +196,7 @@ def build_snapshot(args: argparse.Namespace) -> Snapshot:
         failover_threshold_ms=args.failover_threshold_ms,
         taken_at=started,
         settings=run,
+        audit_state_dir=args.state_dir,
     )
 
 
