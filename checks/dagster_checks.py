@@ -147,17 +147,20 @@ def partition_evaluations(
     """One ``AssetCheckEvaluation`` per partition, each tied to that partition's new materialization.
 
     ``AssetCheckResult`` cannot name a partition when a run covers a range of them (a single-run
-    backfill), so the asset yields the check's output and then the evaluations itself. Call it after the
-    asset's ``MaterializeResult`` (and :func:`restate_worst`), so each evaluation points at the new
-    materialization. The worst failed evaluation is then restated as the check's newest execution
-    (:func:`restate_worst_evaluation`).
+    backfill), so the asset yields the check's output and then the evaluations itself, healthiest first.
+    The emission order does not choose the check's "Latest execution" in the UI: Dagster (1.13) shows the
+    newest row of the check's executions, and it creates one row per partition when it plans the run, in
+    the order of the run's partition subset (a set), which the evaluations only fill in. Reporting the
+    worst again outside the run would add a newest row only once per partition (rows are unique by
+    asset, check, run and partition, and such rows have no run), so the topic's own checks on
+    ``offsets_topic_summary`` carry the worst partition instead.
+    Call it after the asset's ``MaterializeResult``, so each evaluation points at the new materialization.
     """
     key = AssetKey(asset)
     check_key = AssetCheckKey(key, check_name)
     if not is_selected(context, asset, check_name):
         return
     yield Output(None, output_name=context.assets_def.get_output_name_for_asset_check_key(check_key))
-    emitted = []
     for r in sorted(results, key=lambda r: (r.rank, -r.partition)):
         records = context.instance.fetch_materializations(
             AssetRecordsFilter(asset_key=key, asset_partitions=[str(r.partition)]), limit=1
@@ -169,52 +172,16 @@ def partition_evaluations(
             if records
             else None
         )
-        emitted.append((r, target))
-        yield _evaluation(key, check_name, r, target, r.description)
-    restate_worst_evaluation(context, key, check_name, emitted)
-
-
-def _evaluation(
-    key: AssetKey,
-    check_name: str,
-    r: PartitionCheck,
-    target: AssetCheckEvaluationTargetMaterializationData | None,
-    description: str,
-) -> AssetCheckEvaluation:
-    return AssetCheckEvaluation(
-        asset_key=key,
-        check_name=check_name,
-        passed=r.passed,
-        severity=r.severity,
-        description=description[:4000],
-        metadata=r.metadata,
-        partition=str(r.partition),
-        target_materialization_data=target,
-    )
-
-
-def restate_worst_evaluation(
-    context: AssetExecutionContext,
-    key: AssetKey,
-    check_name: str,
-    emitted: Sequence[tuple[PartitionCheck, AssetCheckEvaluationTargetMaterializationData | None]],
-) -> None:
-    """Record the run's worst failed evaluation once more, as the check's newest execution.
-
-    Dagster (1.13) shows a partitioned check's "Latest execution" from the newest row of its executions
-    table. A run over many partitions creates those rows when it plans the check, one per partition in
-    the order of the run's partition subset (a set: any order), and an evaluation only fills its
-    partition's row in: "the latest" was a partition picked by chance, often one that passed while
-    another failed at ERROR. An evaluation reported outside the run gets a row of its own, the newest.
-    The worst is the highest rank, then the latest materialization: the one :func:`restate_worst` logged
-    last, the run's worst in the one worst-first order.
-    """
-    failed = [(r, target) for r, target in emitted if not r.passed]
-    if len(emitted) < 2 or not failed:
-        return
-    r, target = max(failed, key=lambda item: (item[0].rank, item[1].storage_id if item[1] else -1))
-    note = f"\n\n(restated after run {context.run.run_id}: its worst partition)"
-    context.instance.report_runless_asset_event(_evaluation(key, check_name, r, target, r.description + note))
+        yield AssetCheckEvaluation(
+            asset_key=key,
+            check_name=check_name,
+            passed=r.passed,
+            severity=r.severity,
+            description=r.description,
+            metadata=r.metadata,
+            partition=str(r.partition),
+            target_materialization_data=target,
+        )
 
 
 # -- cleaner audit ---------------------------------------------------------------------------------

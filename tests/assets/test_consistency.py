@@ -427,26 +427,3 @@ def test_each_partitioned_result_says_which_partition_it_is_about(
     results = [e for e in _evaluations(dagster) if e.check_name == check_name]
     assert len(results) == NUM_PARTITIONS
     assert all(e.description.startswith(f"partition {e.partition}: ") for e in results)
-
-
-def test_each_partitioned_checks_latest_execution_is_the_worst(dagster: DagsterRun, truth: Story) -> None:
-    """What a check's page shows as "Latest execution" (the newest of its executions): the worst partition
-    at its level, for the cleaner; for the forecast, the partition whose groups lose offsets soonest."""
-    from dagster import AssetCheckKey
-
-    def latest(asset: str, name: str) -> tuple[str | None, str, str | None]:
-        key = AssetCheckKey(AssetKey(asset), name)
-        record = dagster.instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
-        evaluation = record.evaluation
-        return record.partition, record.status.value, evaluation.severity.value if evaluation else None
-
-    assert truth.worst is not None and truth.unhealthy is not None
-    level = "ERROR" if truth.unhealthy[truth.worst] == CRITICAL else "WARN"
-    assert latest("cleaner_audit", "partition_verdict") == (str(truth.worst), "FAILED", level)
-    plan = json.loads((dagster.reports / "expiration_plan.json").read_text(encoding="utf-8"))
-    soonest = min(plan["forecast"], key=lambda f: (f["expires_at"], f["offsets_partition"]))
-    assert latest("expiration_plan", "no_offsets_expiring_soon") == (
-        str(soonest["offsets_partition"]),
-        "FAILED",
-        "WARN",
-    )

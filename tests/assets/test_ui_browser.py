@@ -4,8 +4,7 @@ session's materialized instance, pages rendered by headless Chromium.
 Saves, for people to look at (docs/operations.md shows them): ``tests/artifacts/dagster-ui.png`` (the
 lineage), ``dagster-ui-catalog.png``, ``dagster-ui-partition-healthy.png`` and
 ``dagster-ui-partition-critical.png`` (two partitions of cleaner_audit), and
-``dagster-ui-check-partitions.png`` (the per-partition results of the partition_verdict check) and
-``dagster-ui-check-latest-execution.png`` (its "Latest execution": the worst partition).
+``dagster-ui-check-partitions.png`` (the per-partition results of the partition_verdict check).
 """
 
 from __future__ import annotations
@@ -209,41 +208,6 @@ def test_the_critical_partition_fails_its_check_with_error_severity(
     statuses = next(c["partitionStatuses"] for c in checks if c["name"] == "partition_verdict")
     assert str(critical) in statuses["failedPartitions"]
     assert str(healthy) in statuses["succeededPartitions"]
-
-
-def _latest_executions(webserver: str, asset: str) -> dict[str, dict]:
-    query = (
-        f'{{ assetNodeOrError(assetKey: {{path: ["{asset}"]}}) {{ ... on AssetNode {{ assetChecksOrError {{'
-        " ... on AssetChecks { checks { name executionForLatestMaterialization { partition status"
-        " evaluation { severity description } } } } } } } }"
-    )
-    return {c["name"]: c["executionForLatestMaterialization"] for c in _asset_checks(webserver, query)}
-
-
-def test_a_partitioned_checks_latest_execution_is_the_worst_partition(
-    webserver: str, materialized: Materialized, tmp_path: Path
-) -> None:
-    """What the check's page shows as "Latest execution": the run's worst partition, failed at its level."""
-    report = json.loads((materialized.output_dir / "reports" / "cleaner_audit.json").read_text())
-    worst = next(d for d in report["partitions"] if d["verdict"] != "HEALTHY")  # the report is worst first
-    latest = _latest_executions(webserver, "cleaner_audit")["partition_verdict"]
-    assert latest["partition"] == str(worst["partition"])
-    assert (latest["status"], latest["evaluation"]["severity"]) == (
-        "FAILED",
-        "ERROR" if worst["verdict"] == "CRITICAL" else "WARN",
-    )
-    assert latest["evaluation"]["description"].startswith(f"partition {worst['partition']}: ")
-    plan = json.loads((materialized.output_dir / "reports" / "expiration_plan.json").read_text())
-    soonest = min(plan["forecast"], key=lambda f: (f["expires_at"], f["offsets_partition"]))
-    forecast = _latest_executions(webserver, "expiration_plan")["no_offsets_expiring_soon"]
-    assert (forecast["partition"], forecast["status"]) == (str(soonest["offsets_partition"]), "FAILED")
-    with BrowserPage(tmp_path / "profile") as page:
-        page.goto(f"{webserver}/assets/cleaner_audit?view=checks")
-        page.wait_for_text("partition_verdict")
-        assert page.click_text("partition_verdict")
-        text = page.wait_for_text("Latest execution", f"partition {worst['partition']}")
-        page.screenshot(ARTIFACTS / "dagster-ui-check-latest-execution.png")
-        assert "Failed" in text or "ERROR" in text
 
 
 def test_the_validation_checks_show_as_results_of_the_latest_validation(

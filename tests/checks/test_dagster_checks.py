@@ -3,26 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from dagster import (
-    AssetCheckKey,
-    AssetCheckSeverity,
-    AssetKey,
-    DagsterInstance,
-    MaterializeResult,
-    StaticPartitionsDefinition,
-    asset,
-    materialize,
-)
-from offsetops.checks.dagster_checks import (
-    GX_ERROR_CHECK,
-    GX_WARNING_CHECK,
-    PartitionCheck,
-    gx_result,
-    partition_check_spec,
-    partition_evaluations,
-    plain_metadata,
-    restate_worst,
-)
+from dagster import AssetCheckSeverity
+from offsetops.checks.dagster_checks import GX_ERROR_CHECK, GX_WARNING_CHECK, gx_result, plain_metadata
 from offsetops.checks.report import ValidationReport
 
 from tests.checks.conftest import CORRUPTIONS
@@ -58,41 +40,3 @@ def test_a_corrupted_cache_fails_the_error_level_with_error_severity_worst_first
     warning = gx_result(corrupted_report, "warning", "0")
     assert warning.severity == AssetCheckSeverity.WARN
     assert all(f["severity"] == "warning" for f in plain_metadata(warning.metadata)["failed"])
-
-
-def _latest_execution(failing: dict[int, AssetCheckSeverity]) -> tuple[str, str]:
-    """A 50-partition asset emitting its check per partition as the offsetops assets do, run over all
-    partitions at once on a real (ephemeral) instance: the partition and status of the check's latest
-    execution, what the UI shows as "Latest execution"."""
-    partitions = StaticPartitionsDefinition([str(p) for p in range(50)])
-    rank = {AssetCheckSeverity.WARN: 1, AssetCheckSeverity.ERROR: 2}
-    checks = [
-        PartitionCheck(p, False, failing[p], f"partition {p}", rank[failing[p]])
-        if p in failing
-        else PartitionCheck(p, True, AssetCheckSeverity.WARN, f"partition {p}")
-        for p in range(50)
-    ]
-
-    @asset(partitions_def=partitions, check_specs=[partition_check_spec("a", "v", partitions, "verdict")])
-    def a(context):  # unannotated: Dagster cannot resolve a postponed annotation
-        yield MaterializeResult()
-        if failing:
-            restate_worst(context, "a", max(failing, key=lambda p: rank[failing[p]]), {})
-        yield from partition_evaluations(context, "a", "v", checks)
-
-    with DagsterInstance.ephemeral() as instance:
-        tags = {"dagster/asset_partition_range_start": "0", "dagster/asset_partition_range_end": "49"}
-        assert materialize([a], instance=instance, tags=tags).success
-        key = AssetCheckKey(AssetKey("a"), "v")
-        latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([key])[key]
-        return str(latest.partition), latest.status.value
-
-
-def test_a_partitioned_checks_latest_execution_is_the_runs_worst_partition() -> None:
-    """Dagster plans one execution per partition in no set order; the worst is restated as the newest."""
-    failing = {3: AssetCheckSeverity.WARN, 47: AssetCheckSeverity.ERROR, 12: AssetCheckSeverity.WARN}
-    assert _latest_execution(failing) == ("47", "FAILED")
-
-
-def test_a_run_where_every_partition_passes_shows_a_passed_execution() -> None:
-    assert _latest_execution({})[1] == "SUCCEEDED"
