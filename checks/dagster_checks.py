@@ -147,8 +147,13 @@ def partition_evaluations(
     """One ``AssetCheckEvaluation`` per partition, each tied to that partition's new materialization.
 
     ``AssetCheckResult`` cannot name a partition when a run covers a range of them (a single-run
-    backfill), so the asset yields the check's output and then the evaluations itself. They are emitted
-    healthiest first: views that show "the latest" evaluation then show the worst partition.
+    backfill), so the asset yields the check's output and then the evaluations itself, healthiest first.
+    The emission order does not choose the check's "Latest execution" in the UI: Dagster (1.13) shows the
+    newest row of the check's executions, and it creates one row per partition when it plans the run, in
+    the order of the run's partition subset (a set), which the evaluations only fill in. Reporting the
+    worst again outside the run would add a newest row only once per partition (rows are unique by
+    asset, check, run and partition, and such rows have no run), so the topic's own checks on
+    ``offsets_topic_summary`` carry the worst partition instead.
     Call it after the asset's ``MaterializeResult``, so each evaluation points at the new materialization.
     """
     key = AssetKey(asset)

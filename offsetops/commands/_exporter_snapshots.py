@@ -90,7 +90,9 @@ class ExporterSnapshots:
         from offsetops.coordinator_core.cleaner.audit import audit_log_dir
 
         try:
-            audit = audit_log_dir(self._args.path, now_ms=now_ms, record_history=False)
+            audit = audit_log_dir(
+                self._args.path, now_ms=now_ms, state_dir=self._args.state_dir, record_history=False
+            )
         except Exception as exc:  # the previous audit stays served; the error is logged
             log.error("cleaner audit failed: %s", for_log(f"{type(exc).__name__}: {exc}"))
             return
@@ -140,4 +142,5 @@ class ExporterSnapshots:
             taken_at=started,
             settings=run,
             audit=audit,
+            audit_state_dir=args.state_dir,
         )

@@ -116,6 +116,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"waiting for its request is dropped, and every client has {READ_TIMEOUT_S:g} s to send it",
     )
     _add_follow_args(p)
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="the audit history to judge the cleaner's progress by, read only (the --state-dir of "
+        "`offsetops audit`, or the Dagster output dir's audit history); without it a stalled cleaner "
+        "cannot be told from a slow one",
+    )
     p.add_argument("--once", action="store_true", help="print the metrics once on stdout and exit")
     p.set_defaults(func=run)
 

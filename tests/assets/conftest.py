@@ -71,43 +71,56 @@ def record_stalled_cleaner(log_dir: Path, history_dir: Path, as_of_ms: int) -> i
     return partition
 
 
+def materialize_all(
+    log_dir: Path, output_dir: Path, instance: Any, *, run_config: dict[str, Any], app_name: str
+) -> tuple[Any, dict[str, Any], int]:
+    """Every asset and check over all 50 partitions in one in-process run on local Spark, after recording
+    a cleaner stalled for two days (:func:`record_stalled_cleaner`). The log dir declares its clock (the
+    simulator wrote it): no ``as_of_ms`` is configured. Returns the result, the resources and the stalled
+    partition."""
+    from dagster import materialize
+    from offsetops.assets.definitions import all_assets_and_checks
+    from offsetops.assets.partitions import all_partitions_tags
+    from offsetops.assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
+
+    truth = json.loads((log_dir / "truth.json").read_text(encoding="utf-8"))
+    state = StateResource(output_dir=str(output_dir))
+    stalled = record_stalled_cleaner(log_dir, state.audit_history_dir, truth["simulated_until_ms"])
+    resources = {
+        "offsets_source": OffsetsSourceResource(log_dir=str(log_dir), num_partitions=NUM_PARTITIONS),
+        "spark": SparkResource(master="local[2]", app_name=app_name),
+        "state": state,
+        "slack": SlackResource(token=None),
+    }
+    result = materialize(
+        all_assets_and_checks(),
+        resources=resources,
+        instance=instance,
+        tags=all_partitions_tags(NUM_PARTITIONS),
+        run_config=run_config,
+        raise_on_error=False,
+    )
+    return result, resources, stalled
+
+
 @pytest.fixture(scope="session")
 def materialized(simulated_log_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materialized]:
     """Every asset and check over all 50 partitions, in one in-process run on local Spark.
 
     The instance is a persistent one in its own DAGSTER_HOME, so the UI tests can serve what it recorded.
-    The log dir declares its clock (the simulator wrote it): no ``as_of_ms`` is configured here.
     """
     if not java_available():
         pytest.skip("Java is needed for a local SparkSession")
-    from dagster import DagsterInstance, materialize
-    from offsetops.assets.definitions import all_assets_and_checks
-    from offsetops.assets.partitions import all_partitions_tags
-    from offsetops.assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
+    from dagster import DagsterInstance
 
     truth = json.loads((simulated_log_dir / "truth.json").read_text(encoding="utf-8"))
     output_dir = tmp_path_factory.mktemp("out")
     home = tmp_path_factory.mktemp("dagster_home")
     # No onboarding dialog over the screenshots, no telemetry from a test.
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\nnux:\n  enabled: false\n")
-    state = StateResource(output_dir=str(output_dir))
-    stalled = record_stalled_cleaner(simulated_log_dir, state.audit_history_dir, truth["simulated_until_ms"])
-    resources = {
-        "offsets_source": OffsetsSourceResource(
-            log_dir=str(simulated_log_dir), num_partitions=NUM_PARTITIONS
-        ),
-        "spark": SparkResource(master="local[2]", app_name="offsetops-assets-tests"),
-        "state": state,
-        "slack": SlackResource(token=None),
-    }
     with DagsterInstance.from_config(str(home)) as instance:
-        result = materialize(
-            all_assets_and_checks(),
-            resources=resources,
-            instance=instance,
-            tags=all_partitions_tags(NUM_PARTITIONS),
-            run_config=RUN_CONFIG,
-            raise_on_error=False,
+        result, resources, stalled = materialize_all(
+            simulated_log_dir, output_dir, instance, run_config=RUN_CONFIG, app_name="offsetops-assets-tests"
         )
         yield Materialized(result, instance, simulated_log_dir, output_dir, truth, resources, home, stalled)
 

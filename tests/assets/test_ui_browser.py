@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -168,8 +169,11 @@ def _asset_checks(webserver: str, query: str) -> list[dict]:
         data=json.dumps({"query": query}).encode(),
         headers={"content-type": "application/json"},
     )
-    with urllib.request.urlopen(request, timeout=30) as resp:
-        return json.load(resp)["data"]["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return json.load(resp)["data"]["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    except urllib.error.HTTPError as exc:  # the GraphQL errors are in the body
+        pytest.fail(f"GraphQL answered {exc.code}: {exc.read().decode(errors='replace')[:2000]}")
 
 
 def test_the_critical_partition_fails_its_check_with_error_severity(

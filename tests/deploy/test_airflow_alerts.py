@@ -7,53 +7,17 @@ against the loopback Slack server, and check what it posted and that no Dagster 
 
 from __future__ import annotations
 
-import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.support.airflow_tasks import run_send_alerts
 from tests.support.slack_server import SlackTestServer
 
-REPO = Path(__file__).resolve().parents[2]
-DAG_FILE = REPO / "deploy" / "airflow" / "offsetops_dags.py"
 TOKEN = "xoxb-offsetops-airflow-alerts"
-FRAMEWORKS = ("dagster", "airflow", "pyspark")
-
-
-def send_alerts_source() -> str:
-    """The source of ``send_alerts`` exactly as the DAG file holds it (what the operator ships)."""
-    text = DAG_FILE.read_text(encoding="utf-8")
-    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "send_alerts")
-    source = ast.get_source_segment(text, node)
-    assert source is not None
-    return source
-
-
-def run_send_alerts(slack: SlackTestServer, **kwargs: Any) -> dict[str, Any]:
-    """``send_alerts(**kwargs)`` in a new interpreter: its return value and the frameworks it imported."""
-    script = "\n".join(
-        [
-            send_alerts_source(),
-            "import json, sys",
-            f"result = send_alerts(**json.loads({json.dumps(json.dumps(kwargs))}))",
-            f"loaded = sorted({{m.split('.')[0] for m in sys.modules}} & set({list(FRAMEWORKS)!r}))",
-            "print(json.dumps({'result': result, 'loaded': loaded}))",
-        ]
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        env={"PATH": "/usr/bin:/bin", "SLACK_BOT_TOKEN": TOKEN, "HOME": str(Path.home())},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def common(slack: SlackTestServer, state_dir: Path) -> dict[str, Any]:
@@ -69,7 +33,7 @@ def common(slack: SlackTestServer, state_dir: Path) -> dict[str, Any]:
 def test_the_failure_page_imports_no_dagster(tmp_path: Path) -> None:
     with SlackTestServer(valid_tokens={TOKEN}) as slack:
         out = run_send_alerts(
-            slack,
+            TOKEN,
             **common(slack, tmp_path),
             rule="failure",
             dag_id="offsetops_cleaner_audit",
@@ -100,7 +64,7 @@ def test_the_cleaner_alert_imports_no_dagster(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(rows), table_dir / "cleaner_audit" / "part-0.parquet")
     with SlackTestServer(valid_tokens={TOKEN}) as slack:
         out = run_send_alerts(
-            slack, **common(slack, tmp_path / "state"), rule="audit", table_dir=str(table_dir)
+            TOKEN, **common(slack, tmp_path / "state"), rule="audit", table_dir=str(table_dir)
         )
         messages = slack.messages
     assert out["loaded"] == []
@@ -132,7 +96,7 @@ def test_the_forecast_alert_imports_no_dagster(tmp_path: Path) -> None:
         pq.write_table(pa.Table.from_pylist(rows), table_dir / name / "part-0.parquet")
     with SlackTestServer(valid_tokens={TOKEN}) as slack:
         out = run_send_alerts(
-            slack,
+            TOKEN,
             **common(slack, tmp_path / "state"),
             rule="forecast",
             table_dir=str(table_dir),
