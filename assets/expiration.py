@@ -40,7 +40,7 @@ from offsetops.assets.partitions import (
     run_partitions,
     scope_metadata,
 )
-from offsetops.assets.reload import coordinator_cache, read_cache_tables
+from offsetops.assets.reload import coordinator_cache, published_caches
 from offsetops.assets.resources import (
     SCHEDULE_STATUS,
     OffsetsSourceResource,
@@ -208,9 +208,6 @@ def expiration_plan(
 
     The plan is made from the cache tables ``coordinator_cache`` wrote, not by reading the log again.
     """
-    from offsetops.pipelines.source import path_exists
-    from offsetops.pipelines.tables import caches_from_rows
-
     partitions = run_partitions(context)
     state.ensure()
     clock = offsets_source.clock()
@@ -219,17 +216,8 @@ def expiration_plan(
     retention_ms = run.retention_ms
     horizon_ms = run.forecast_horizon_ms
     hours = run["forecast_hours"]
-    session = spark.get_session()
-    if not path_exists(session, state.table_location("load_stats")):
-        raise Failure(
-            f"no reload tables under {state.table_location('load_stats')}: materialize coordinator_cache "
-            "for these partitions first"
-        )
-    tables = read_cache_tables(session, state, partitions)
-    caches = caches_from_rows(
-        {name: df.collect() for name, df in tables.items()},
-        num_partitions=offsets_source.settings()["num_partitions"],
-        partitions=partitions,
+    caches, _rows = published_caches(
+        spark.get_session(), state, partitions, offsets_source.settings()["num_partitions"]
     )
     plan = plan_expiration(
         caches,

@@ -97,6 +97,8 @@ class ReloadResult:
     segments: int = 0
     partitions: int = 0
     elapsed_s: float = 0.0
+    #: bytes of segment files read, per offsets partition (each file is read once, whole)
+    bytes_read: dict[int, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         tables = ", ".join(f"{t}={n}" for t, n in self.counts.items())
@@ -503,6 +505,7 @@ def run_reload(
         segments=len(listing.segments),
         partitions=len(listing.partitions),
         elapsed_s=time.perf_counter() - started,
+        bytes_read=listing.bytes_per_partition(),
     )
 
 
