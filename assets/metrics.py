@@ -195,8 +195,8 @@ def offsets_metrics(
         taken_at=time.time(),
         settings=run,
     )
-    if cleaner is None:
-        snap.notes[:] = [f"no cleaner audit report yet ({AUDIT_REPORT}): materialize cleaner_audit"]
+    # Without a report the snapshot's own note speaks of the exporter's --bootstrap: say what to do here.
+    notes = snap.notes if cleaner is not None else [f"no {AUDIT_REPORT} yet: materialize cleaner_audit"]
     families = list(snapshot_metrics(snap, granularity=config.granularity))
     target = Path(config.textfile or os.environ.get(ENV_TEXTFILE) or state.reports_path / TEXTFILE)
     write_textfile(target, families)
@@ -204,7 +204,7 @@ def offsets_metrics(
     context.log.info(
         f"{series} series of {len(families)} families as of {for_log(clock.describe())} in {for_log(target)}"
     )
-    for note in snap.notes:
+    for note in notes:
         context.log.info(for_log(note))
     return MaterializeResult(
         metadata={

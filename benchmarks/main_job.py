@@ -1,14 +1,15 @@
 """The main job (``offsetops demo``: every asset and check, local Spark) on one log dir: wall time and
-the segment bytes each run reads, for this tree and for the code at another git revision.
+the segment bytes each run reads, for the code at two git revisions side by side.
 
     .venv/bin/python benchmarks/main_job.py --simulate-mb 200 --before 86e81c3 --repeat 2
 
-Each run is ``offsetops demo --log-dir DIR`` in a process of its own, under ``strace -f --seccomp-bpf
+Each run is ``offsetops demo --log-dir DIR`` in a process of its own, under ``strace -ff --seccomp-bpf
 -e trace=openat`` (only ``openat`` stops the process, so the trace costs little): the bytes read are
 the sizes of the ``__consumer_offsets`` segment files the run's processes (driver, Spark workers)
-opened, each open counted (every reader of a segment reads it whole). The ``--before`` revision is
-extracted with ``git archive`` into a scratch dir and run from there with the same virtualenv and the
-same compiled fold (the repository's worktrees are left alone). The runs of the two codes alternate.
+opened, each open counted (every reader of a segment reads it whole). The ``--before`` revision
+and the ``--after`` one (default ``HEAD``) are extracted with ``git archive`` into a scratch dir and
+run from there with the same virtualenv and the same compiled fold (the repository's worktrees are
+left alone, and edits in progress are not measured). The runs of the two codes alternate.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def ensure_data(args: argparse.Namespace) -> Path:
     return path
 
 
-def before_tree(rev: str, scratch: Path) -> Path:
+def code_tree(rev: str, scratch: Path) -> Path:
     """A ``PYTHONPATH`` entry that imports ``offsetops`` as revision ``rev`` laid it out."""
     src = scratch / "src"
     src.mkdir(parents=True)
@@ -74,10 +75,16 @@ def before_tree(rev: str, scratch: Path) -> Path:
 
 
 def segment_bytes_opened(trace: Path, log_dir: Path) -> tuple[int, int]:
-    """(opens, bytes) of the ``__consumer_offsets`` segment files opened in ``trace``."""
+    """(opens, bytes) of the ``__consumer_offsets`` segment files opened in the traces ``trace.<tid>``
+    (``strace -ff``: one file per thread, so no call is split across lines by another thread's)."""
     opens = total = 0
     sizes: dict[str, int] = {}
-    for line in trace.read_text(errors="replace").splitlines():
+    lines = (
+        line
+        for f in sorted(trace.parent.glob(trace.name + ".*"))
+        for line in f.read_text(errors="replace").splitlines()
+    )
+    for line in lines:
         m = OPENAT.search(line)
         if m is None or int(m.group(2)) < 0:
             continue
@@ -100,12 +107,13 @@ def run_once(label: str, log_dir: Path, pythonpath: Path | None, master: str, sc
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     cmd = [
-        "strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=openat", "-o", str(trace),
+        "strace", "-ff", "--seccomp-bpf", "-qq", "-e", "trace=openat", "-o", str(trace),
         sys.executable, "-c", CLI, "demo", "--log-dir", str(log_dir), "--out", str(out / "demo"),
         "--spark-master", master,
     ]  # fmt: skip
     started = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    # Not from the repository root, whose offsetops/ would shadow the revision on PYTHONPATH.
+    proc = subprocess.run(cmd, env=env, cwd=out, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if proc.returncode not in (0, 1):  # 1: the run succeeded and found CRITICAL partitions
         raise SystemExit(f"{label}: demo exited {proc.returncode}\n{proc.stderr[-3000:]}")
@@ -128,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--simulate-mb", type=int, default=200, help="size of the simulated log dir (MB)")
     ap.add_argument("--data-dir", default=str(ROOT / "benchmarks" / "data"))
     ap.add_argument("--before", help="git revision to compare with (e.g. the main branch)")
+    ap.add_argument("--after", default="HEAD", help="git revision measured as after (default HEAD)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--master", default="local[2]")
     args = ap.parse_args(argv)
@@ -137,9 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     size = topic_bytes(log_dir)
     scratch = Path(tempfile.mkdtemp(prefix="offsetops-main-job-", dir=ROOT / "build"))
     try:
-        codes: list[tuple[str, Path | None]] = [("after", None)]
+        codes: list[tuple[str, Path | None]] = [
+            (f"after ({args.after})", code_tree(args.after, scratch / "after"))
+        ]
         if args.before:
-            codes.insert(0, (f"before ({args.before})", before_tree(args.before, scratch / "before")))
+            codes.insert(0, (f"before ({args.before})", code_tree(args.before, scratch / "before")))
         runs: list[dict] = []
         for i in range(args.repeat):
             for label, path in codes:

@@ -28,7 +28,15 @@ def arrow_schema(schema: StructType) -> pa.Schema:
 
 
 def _error_row(partition: int, e: DecodeError) -> Row:
-    return (partition, e.file, e.position, e.offset, e.kind, e.reason)
+    return (partition, e.file, e.position, e.offset, e.kind, e.reason, e.count)
+
+
+def error_from_row(r: Mapping[str, Any]) -> DecodeError:
+    """A ``decode_errors`` row as the :class:`DecodeError` it was written from (``count`` 1 when absent)."""
+    return DecodeError(
+        r["kind"], r["reason"], r["file"], r["offsets_partition"], r["position"], r["offset"],
+        count=r.get("count") or 1,
+    )  # fmt: skip
 
 
 def cache_rows(cache: CoordinatorCache, *, partition: int | None = None) -> dict[str, list[Row]]:
@@ -281,9 +289,7 @@ def caches_from_rows(
         ] = pending
         c.open_transactions.setdefault(r["producer_id"], set()).add(r["group_id"])
     for r in _records(rows, "decode_errors"):
-        cache(r["offsets_partition"]).stats.errors.append(
-            DecodeError(r["kind"], r["reason"], r["file"], r["offsets_partition"], r["position"], r["offset"])
-        )
+        cache(r["offsets_partition"]).stats.errors.append(error_from_row(r))
     for r in _records(rows, "load_stats"):
         s = cache(r["offsets_partition"]).stats
         for name in (

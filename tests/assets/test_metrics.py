@@ -161,6 +161,41 @@ def test_metrics_need_the_published_tables(sim_with_data, tmp_path) -> None:
     assert "materialize coordinator_cache" in str(failure.event_specific_data.error.message)
 
 
+def test_before_any_audit_the_cleaner_families_are_left_out_and_a_bad_report_is_named(
+    sim_with_data, tmp_path
+) -> None:
+    """No audit report yet: every other family, no cleaner one. A report that is not an audit's: the
+    asset fails naming the file, rather than publishing numbers it could not read."""
+    if not java_available():
+        pytest.skip("Java is needed for a local SparkSession")
+    logdir, truth = sim_with_data
+    textfile = tmp_path / "offsetops.prom"
+    resources = {
+        "offsets_source": OffsetsSourceResource(log_dir=str(logdir), num_partitions=truth["num_partitions"]),
+        "spark": SparkResource(master="local[2]", app_name="offsetops-metrics-tests"),
+        "state": StateResource(output_dir=str(tmp_path / "out")),
+    }
+    run_config = {"ops": {"offsets_metrics": {"config": {"textfile": str(textfile)}}}}
+    first = materialize(
+        [coordinator_cache, offsets_metrics],
+        resources=resources,
+        tags=all_partitions_tags(truth["num_partitions"]),
+        run_config=run_config,
+    )
+    assert first.success
+    names = set(_families(_samples(textfile.read_text())))
+    assert "offsetops_reload_records" in names
+    assert not {n for n in names if n.startswith("offsetops_cleaner_")}
+    report = tmp_path / "out" / "reports" / "cleaner_audit.json"
+    report.write_text('{"verdict": "HEALTHY", "partitions": [{"partition": 0}]}')
+    second = materialize([offsets_metrics], resources=resources, run_config=run_config, raise_on_error=False)
+    assert not second.success
+    (failure,) = [e for e in second.all_events if e.event_type_value == "STEP_FAILURE"]
+    message = str(failure.event_specific_data.error.message)
+    assert f"the cleaner audit report {report} is not usable" in message
+    assert "partitions[0]: clean_bytes is None" in message
+
+
 def test_textfile_parses_and_matches_the_truth(published) -> None:
     textfile: Path = published["textfile"]
     assert [p.name for p in textfile.parent.iterdir()] == ["offsetops.prom"]  # no temporary file left
