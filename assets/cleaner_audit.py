@@ -443,7 +443,7 @@ def cleaner_audit(
         **settings_metadata(run),
         "run_report": MetadataValue.path(str(run_report)),
         "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
-        "run_bytes_read": read_meta["bytes_read"],
+        **read_meta,
     }
     choices = {c.partition: c for c in audit.replicas or []}
     metas = {}

@@ -50,7 +50,8 @@ def record_bytes_read(
     reports: Path, asset: str, run_id: str, per_partition: Mapping[int, int]
 ) -> dict[str, Any]:
     """Record the segment bytes ``asset`` read in run ``run_id`` (per offsets partition) for the topic
-    summary, and return the asset's metadata: ``bytes_read`` in total, with a human twin."""
+    summary, and return the run's total as metadata, ``run_bytes_read`` with a human twin (each
+    partition's own figure is its ``bytes_read``)."""
     from offsetops.coordinator_core.cleaner.model import format_bytes
 
     total = sum(per_partition.values())
@@ -61,7 +62,7 @@ def record_bytes_read(
         "partitions": {str(p): n for p, n in sorted(per_partition.items())},
     }
     write_json(reports / BYTES_READ_DIR / f"{asset}.json", doc)
-    return {"bytes_read": MetadataValue.int(total), "read": format_bytes(total)}
+    return {"run_bytes_read": MetadataValue.int(total), "run_read": format_bytes(total)}
 
 
 def run_bytes_read(reports: Path, run_id: str) -> dict[str, int]:

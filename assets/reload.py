@@ -346,6 +346,13 @@ def published_caches(
     return caches_from_rows(rows, num_partitions=num_partitions, partitions=partitions), rows
 
 
+def _problems() -> Any:
+    """How many problems a ``decode_errors`` row stands for (its count; 1 in tables without one)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.col("count"), F.lit(1))
+
+
 def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -367,10 +374,11 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
     }
     error_kinds = {
         r["kind"]: int(r["n"])
-        for r in tables["decode_errors"].groupBy("kind").agg(F.count("*").alias("n")).collect()
+        for r in tables["decode_errors"].groupBy("kind").agg(F.sum(_problems()).alias("n")).collect()
     }
-    # Notices (a zero tail, a client's own consumer-protocol layout) are rows of the table, not errors.
-    counts["decode_errors"] -= sum(n for kind, n in error_kinds.items() if kind in NOTICE_KINDS)
+    # Problems, not rows (a summary row stands for its count); notices (a zero tail, a client's own
+    # consumer-protocol layout) are rows of the table, not errors.
+    counts["decode_errors"] = sum(n for kind, n in error_kinds.items() if kind not in NOTICE_KINDS)
     group_types = {
         r["group_type"]: int(r["n"])
         for r in tables["groups"].groupBy("group_type").agg(F.count("*").alias("n")).collect()
@@ -491,7 +499,9 @@ _CACHE_FACTS = (
 
 
 def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
-    """Row counts and load statistics of each offsets partition in ``tables`` (a few small aggregations)."""
+    """Row counts, decode errors (problems, notices left out, as ``count_errors`` counts them) and load
+    statistics of each offsets partition in ``tables`` (a few small aggregations)."""
+    from pyspark.sql import functions as F
 
     out: dict[int, dict[str, Any]] = {}
 
@@ -503,10 +513,12 @@ def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
         ("offsets", "offsets"),
         ("pending_offsets", "pending_offsets"),
         ("members", "members"),
-        ("decode_errors", "errors"),
     ):
         for row in tables[table_name].groupBy("offsets_partition").count().collect():
             put(row["offsets_partition"], key, int(row["count"]))
+    errors = tables["decode_errors"].where(~F.col("kind").isin(list(NOTICE_KINDS)))
+    for row in errors.groupBy("offsets_partition").agg(F.sum(_problems()).alias("n")).collect():
+        put(row["offsets_partition"], "errors", int(row["n"]))
     for row in tables["groups"].groupBy("offsets_partition", "state").count().collect():
         out.setdefault(int(row["offsets_partition"]), {}).setdefault("group_states", {})[row["state"]] = int(
             row["count"]

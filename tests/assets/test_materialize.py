@@ -210,6 +210,7 @@ def test_every_run_reports_the_segment_bytes_it_read(materialized: Materialized)
     for asset in ("coordinator_cache", "cleaner_audit"):
         read = by_partition(materialized.result, asset)
         assert {p: m["bytes_read"] for p, m in read.items()} == {p: m["bytes"] for p, m in inventory.items()}
+        assert {m["run_bytes_read"] for m in read.values()} == {topic_bytes}, asset
     metrics = [
         plain_metadata(e.event_specific_data.materialization.metadata)
         for e in materialized.result.get_asset_materialization_events()

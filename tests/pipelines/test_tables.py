@@ -68,21 +68,14 @@ def test_share_and_streams_figures_from_the_tables_equal_the_replayed_detail(tmp
 
 def test_error_summaries_keep_their_count_through_the_tables():
     """An ErrorLog summary stands for many problems: the row carries the count, the cache gets it back."""
-    from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
-    from offsetops.coordinator_core.errors import DecodeError, count_errors, error_total
+    from offsetops.coordinator_core.errors import count_errors, error_total
 
-    stats = LoadStats()
-    stats.errors.extend(
-        [
-            DecodeError("corrupt_record", "no key", "00.log", 3, 120, 40),
-            DecodeError("corrupt_record", "no key (and 6 more in this batch)", "00.log", 3, 120, 41, count=6),
-            DecodeError("zero_tail", "zeros to the end", "00.log", 3, 900, None),
-        ]
-    )
-    cache = CoordinatorCache(partition=3, groups={}, stats=stats, num_partitions=50)
+    from tests.support.error_storm import error_storm_cache
+
+    cache = error_storm_cache(3)
     [rebuilt] = caches_from_rows(all_cache_rows([cache]), num_partitions=50)
     assert (count_errors(rebuilt.stats.errors), error_total(rebuilt.stats.errors)) == (7, 8)
-    assert rebuilt.stats.errors == stats.errors
+    assert rebuilt.stats.errors == cache.stats.errors
 
 
 def test_partitions_without_rows_come_back_empty():
