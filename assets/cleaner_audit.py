@@ -9,9 +9,9 @@ carries that partition's facts only; the asset emits a ``partition_verdict`` che
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from dagster import (
     AssetExecutionContext,
@@ -28,7 +28,7 @@ from dagster import (
     define_asset_job,
     schedule,
 )
-from offsetops.assets.metadata import clock_metadata, settings_metadata, write_json
+from offsetops.assets.metadata import clock_metadata, record_bytes_read, settings_metadata, write_json
 from offsetops.assets.partitions import (
     OFFSETS_PARTITIONS,
     all_partitions_tags,
@@ -290,10 +290,22 @@ def replica_metadata(choice: ReplicaChoice | None) -> dict[str, Any]:
     }
 
 
-def _worst_copy(rows: list[PartitionAudit]) -> dict[int, PartitionAudit]:
+class _Copy(Protocol):
+    @property
+    def partition(self) -> int: ...
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def broker_id(self) -> int | None: ...
+
+
+_C = TypeVar("_C", bound=_Copy)
+
+
+def worst_copy(rows: Iterable[_C]) -> dict[int, _C]:
     """Each partition's row, or with several brokers its worst copy (ties: the lowest broker id): a
     partition is as healthy as the least healthy cleaner acting on it."""
-    out: dict[int, PartitionAudit] = {}
+    out: dict[int, _C] = {}
     for pa in sorted(rows, key=lambda r: (-VERDICT_RANK[r.verdict], r.broker_id or 0)):
         out.setdefault(pa.partition, pa)
     return out
@@ -436,12 +448,19 @@ def cleaner_audit(
     except OSError as exc:
         raise Failure(f"CleanerAuditConfig.broker_logs: {exc}") from exc
     report = rebuild_audit_report(state, config.failover_threshold_ms, observed)
-    by_partition = _worst_copy(audit.partitions)
+    by_partition = worst_copy(audit.partitions)
+    # The record scans read every segment file of the log dir whole; broker scans were read elsewhere.
+    bytes_read = {p: 0 for p in partitions}
+    if not offsets_source.broker_scans_dir:
+        for pa in audit.partitions:
+            bytes_read[pa.partition] = bytes_read.get(pa.partition, 0) + pa.size_bytes
+    read_meta = record_bytes_read(state.reports_path, "cleaner_audit", context.run.run_id, bytes_read)
     run_facts = {
         **clock_metadata(clock),
         **settings_metadata(run),
         "run_report": MetadataValue.path(str(run_report)),
         "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
+        **read_meta,
     }
     choices = {c.partition: c for c in audit.replicas or []}
     metas = {}
@@ -451,6 +470,7 @@ def cleaner_audit(
             **scope_metadata(p),
             **partition_metadata(p, by_partition.get(p)),
             **replica_metadata(choices.get(p)),
+            "bytes_read": MetadataValue.int(bytes_read.get(p, 0)),
             **run_facts,
         }
         context.add_asset_metadata(metas[p], partition_key=str(p))

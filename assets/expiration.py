@@ -40,7 +40,7 @@ from offsetops.assets.partitions import (
     run_partitions,
     scope_metadata,
 )
-from offsetops.assets.reload import coordinator_cache, read_cache_tables
+from offsetops.assets.reload import coordinator_cache, published_caches
 from offsetops.assets.resources import (
     SCHEDULE_STATUS,
     OffsetsSourceResource,
@@ -200,8 +200,8 @@ def expiration_plan(
     clock = offsets_source.clock()
     run = offsets_source.settings(config.flags())
     hours = run["forecast_hours"]
-    caches = _read_caches(
-        spark, state, partitions, num_partitions=offsets_source.settings()["num_partitions"]
+    caches, _rows = published_caches(
+        spark.get_session(), state, partitions, offsets_source.settings()["num_partitions"]
     )
     plan = plan_expiration(
         caches,
@@ -267,27 +267,6 @@ def _partition_of(item: Any) -> int:
     """The offsets partition of a plan item: planned from caches, every item names it."""
     assert item.offsets_partition is not None
     return int(item.offsets_partition)
-
-
-def _read_caches(
-    spark: SparkResource, state: StateResource, partitions: list[int], *, num_partitions: int
-) -> list[CoordinatorCache]:
-    """The caches of ``partitions`` from the tables ``coordinator_cache`` wrote (never the log again)."""
-    from offsetops.pipelines.source import path_exists
-    from offsetops.pipelines.tables import caches_from_rows
-
-    session = spark.get_session()
-    if not path_exists(session, state.table_location("load_stats")):
-        raise Failure(
-            f"no reload tables under {state.table_location('load_stats')}: materialize coordinator_cache "
-            "for these partitions first"
-        )
-    tables = read_cache_tables(session, state, partitions)
-    return caches_from_rows(
-        {name: df.collect() for name, df in tables.items()},
-        num_partitions=num_partitions,
-        partitions=partitions,
-    )
 
 
 def _write_plan(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +40,46 @@ def run_config_flags(config: Any, owner: str, fields: dict[str, str]) -> dict[st
         for name, attr in fields.items()
         if getattr(config, attr) is not None
     }
+
+
+#: Where each asset that reads segment bytes records what its latest run read (``<asset>.json``).
+BYTES_READ_DIR = "bytes_read"
+
+
+def record_bytes_read(
+    reports: Path, asset: str, run_id: str, per_partition: Mapping[int, int]
+) -> dict[str, Any]:
+    """Record the segment bytes ``asset`` read in run ``run_id`` (per offsets partition) for the topic
+    summary, and return the run's total as metadata, ``run_bytes_read`` with a human twin (each
+    partition's own figure is its ``bytes_read``)."""
+    from offsetops.coordinator_core.cleaner.model import format_bytes
+
+    total = sum(per_partition.values())
+    doc = {
+        "asset": asset,
+        "run_id": run_id,
+        "bytes_read": total,
+        "partitions": {str(p): n for p, n in sorted(per_partition.items())},
+    }
+    write_json(reports / BYTES_READ_DIR / f"{asset}.json", doc)
+    return {"run_bytes_read": MetadataValue.int(total), "run_read": format_bytes(total)}
+
+
+def run_bytes_read(reports: Path, run_id: str) -> dict[str, int]:
+    """Segment bytes each asset read in run ``run_id`` (assets that read none, or ran in another run,
+    are left out); a record that is not what :func:`record_bytes_read` writes raises ``ValueError``."""
+    import json
+
+    from offsetops.coordinator_core.untrusted import read_regular_file
+
+    out: dict[str, int] = {}
+    folder = reports / BYTES_READ_DIR
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        doc = json.loads(read_regular_file(path, kind="report"))
+        if not isinstance(doc, dict) or doc.get("run_id") != run_id:
+            continue
+        total = doc.get("bytes_read")
+        if not isinstance(total, int) or isinstance(total, bool) or total < 0:
+            raise ValueError(f"{path}: bytes_read is {total!r}, not a byte count")
+        out[path.stem] = total
+    return out

@@ -1,11 +1,14 @@
 """Metrics domain: the numbers ``offsetops exporter`` serves, published by a Dagster asset.
 
-``offsets_metrics`` runs after the topic summary. It computes the exporter's snapshot of the same
-source (lag and out-of-range offsets, reload stats, cleaner audit, expiration risk, failover forecast)
-as of the run's clock, writes every metric family to a Prometheus textfile for node-exporter's
+``offsets_metrics`` runs after the topic summary. It computes the exporter's snapshot (lag and
+out-of-range offsets, reload stats, cleaner audit, expiration risk, failover forecast) as of the run's
+clock from what the run already published, never reading ``__consumer_offsets`` again: the caches
+come back from the ``coordinator_cache`` tables, the cleaner figures from the merged cleaner audit
+report. Only the data topics' log start and end offsets are looked up (their checkpoints and last
+segments, or ListOffsets). Every metric family goes to a Prometheus textfile for node-exporter's
 textfile collector (``--collector.textfile.directory``; written to a temporary file and renamed, so a
-scrape never reads half a file), and puts the headline numbers in the asset's metadata under the
-metric names, so the Dagster UI plots what Grafana charts.
+scrape never reads half a file), and the headline numbers to the asset's metadata under the metric
+names, so the Dagster UI plots what Grafana charts.
 """
 
 import os
@@ -14,14 +17,25 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from dagster import AssetExecutionContext, Config, Definitions, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AssetExecutionContext,
+    Config,
+    Definitions,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+from offsetops.assets.cleaner_audit import AUDIT_REPORT, worst_copy
 from offsetops.assets.metadata import run_config_flags, settings_metadata
-from offsetops.assets.resources import OffsetsSourceResource, StateResource
+from offsetops.assets.reload import published_caches
+from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.assets.summary import offsets_topic_summary
 from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.expiration import DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.failover import DEFAULT_SLOW_MS
-from offsetops.coordinator_core.metrics_snapshot import Families
+from offsetops.coordinator_core.metrics_snapshot import CleanerFigures, Families
+from offsetops.coordinator_core.untrusted import read_regular_file
 from prometheus_client import CollectorRegistry, write_to_textfile
 from prometheus_client.core import Metric
 from pydantic import Field
@@ -102,24 +116,45 @@ def write_textfile(path: Path, families: list[Metric]) -> None:
     write_to_textfile(str(path), registry)
 
 
+def published_cleaner_figures(state: StateResource) -> CleanerFigures | None:
+    """The merged cleaner audit report's figures (each partition's worst copy when several brokers'
+    copies were audited), or None before any audit."""
+    import json
+
+    path = state.reports_path / AUDIT_REPORT
+    if not os.path.lexists(path):
+        return None
+    try:
+        figures = CleanerFigures.of_report(json.loads(read_regular_file(path, kind="report")))
+    except ValueError as exc:  # JSONDecodeError included
+        raise Failure(f"the cleaner audit report {for_log(path)} is not usable: {for_log(exc)}") from None
+    return CleanerFigures(
+        figures.verdict, tuple(sorted(worst_copy(figures.partitions).values(), key=lambda f: f.partition))
+    )
+
+
 @asset(
     group_name=GROUP,
     deps=[offsets_topic_summary],
     kinds={"python", "prometheus"},
     description="The numbers `offsetops exporter` serves (lag, offsets out of range, reload stats, cleaner "
     "audit, expiration risk, coordinator failover forecast), as a Prometheus textfile for node-exporter's "
-    "textfile collector and as this asset's metadata under the metric names.",
+    "textfile collector and as this asset's metadata under the metric names. Computed from the run's "
+    "published cache tables and cleaner audit report: no segment is read again.",
 )
 def offsets_metrics(
     context: AssetExecutionContext,
     config: MetricsConfig,
     offsets_source: OffsetsSourceResource,
+    spark: SparkResource,
     state: StateResource,
 ) -> MaterializeResult:
-    """One snapshot of the source as of the run's clock, written as ``.prom`` and summarised."""
+    """One snapshot of what the run published, as of the run's clock, written as ``.prom`` and
+    summarised."""
     from offsetops.coordinator_core.data_offsets import live_offsets, offline_offsets
     from offsetops.coordinator_core.describe import GroupFilter, wanted_partitions
     from offsetops.coordinator_core.metrics_snapshot import compute_snapshot, snapshot_metrics
+    from offsetops.pipelines.tables import assignment_figures_from_rows
 
     clock = offsets_source.clock()
     run = offsets_source.settings(
@@ -129,27 +164,29 @@ def offsets_metrics(
             {"retention_minutes": "retention_minutes", "forecast_hours": "forecast_horizon_hours"},
         )
     )
-    caches = offsets_source.load_caches(list(range(offsets_source.settings()["num_partitions"])))
+    num_partitions = offsets_source.settings()["num_partitions"]
+    caches, rows = published_caches(spark.get_session(), state, list(range(num_partitions)), num_partitions)
     wanted = wanted_partitions(caches, GroupFilter())
     if offsets_source.is_live:
         log_offsets = live_offsets(offsets_source.kafka_config(), wanted)
-        log_dir = None
     else:
-        log_dir = str(offsets_source.open_log_dir().path)
-        log_offsets = offline_offsets([log_dir], wanted)
+        log_offsets = offline_offsets([str(offsets_source.open_log_dir().path)], wanted)
+    cleaner = published_cleaner_figures(state)
     snap = compute_snapshot(
         caches,
         log_offsets,
-        log_dir=log_dir,
+        log_dir=None,
+        cleaner=cleaner,
+        assignments=assignment_figures_from_rows(rows),
         now_ms=clock.as_of_ms,
         retention_ms=run.retention_ms,
         forecast_horizon_ms=run.forecast_horizon_ms,
         failover_threshold_ms=config.failover_threshold_ms,
         taken_at=time.time(),
         settings=run,
-        # the cleaner audit's own history: the same verdicts as cleaner_audit (a stalled cleaner too)
-        audit_state_dir=str(state.audit_history_dir),
     )
+    # Without a report the snapshot's own note speaks of the exporter's --bootstrap: say what to do here.
+    notes = snap.notes if cleaner is not None else [f"no {AUDIT_REPORT} yet: materialize cleaner_audit"]
     families = list(snapshot_metrics(snap, granularity=config.granularity))
     target = Path(config.textfile or os.environ.get(ENV_TEXTFILE) or state.reports_path / TEXTFILE)
     write_textfile(target, families)
@@ -157,12 +194,14 @@ def offsets_metrics(
     context.log.info(
         f"{series} series of {len(families)} families as of {for_log(clock.describe())} in {for_log(target)}"
     )
-    for note in snap.notes:
+    for note in notes:
         context.log.info(for_log(note))
     return MaterializeResult(
         metadata={
             **headline_metadata(families),
             "series": MetadataValue.int(series),
+            # what the snapshot read of __consumer_offsets: nothing, the run's tables and reports
+            "bytes_read": MetadataValue.int(0),
             "textfile": MetadataValue.path(str(target)),
             "as_of": clock.describe(),
             **settings_metadata(run),

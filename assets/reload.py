@@ -21,7 +21,7 @@ from dagster import (
     TableSchema,
     asset,
 )
-from offsetops.assets.metadata import settings_metadata, write_json
+from offsetops.assets.metadata import record_bytes_read, settings_metadata, write_json
 from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions, scope_metadata
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
@@ -31,6 +31,7 @@ from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.coordinator_core.untrusted import read_regular_file
 
 if TYPE_CHECKING:
+    from offsetops.coordinator_core.cache import CoordinatorCache
     from offsetops.pipelines.reload import ReloadOptions
     from pyspark.sql import DataFrame, SparkSession
 
@@ -248,9 +249,9 @@ def _reload_to_staging(
         return _live_to_staging(spark, source, partitions, staging, options)
     present = _present_partitions(spark, source, partitions)
     if not present:
-        return {t: _empty(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark"}
-    run_reload(spark, str(source.log_dir), staging, options, partitions=present)
-    return read_tables(spark, staging), {"read_by": "spark"}
+        return {t: _empty(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark", "bytes_read": {}}
+    result = run_reload(spark, str(source.log_dir), staging, options, partitions=present)
+    return read_tables(spark, staging), {"read_by": "spark", "bytes_read": result.bytes_read}
 
 
 def _live_to_staging(
@@ -328,6 +329,30 @@ def read_cache_tables(
     return out
 
 
+def published_caches(
+    spark: "SparkSession", state: StateResource, partitions: list[int], num_partitions: int
+) -> tuple[list["CoordinatorCache"], dict[str, list[Any]]]:
+    """The caches ``coordinator_cache`` published for ``partitions`` (an empty one for a partition
+    without rows), rebuilt from the tables rather than by reading the log again; and the rows."""
+    from offsetops.pipelines.source import path_exists
+    from offsetops.pipelines.tables import caches_from_rows
+
+    if not path_exists(spark, state.table_location("load_stats")):
+        raise Failure(
+            f"no reload tables under {state.table_location('load_stats')}: materialize coordinator_cache "
+            "for these partitions first"
+        )
+    rows = {name: df.collect() for name, df in read_cache_tables(spark, state, partitions).items()}
+    return caches_from_rows(rows, num_partitions=num_partitions, partitions=partitions), rows
+
+
+def _problems() -> Any:
+    """How many problems a ``decode_errors`` row stands for (its count; 1 in tables without one)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.col("count"), F.lit(1))
+
+
 def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -349,10 +374,11 @@ def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
     }
     error_kinds = {
         r["kind"]: int(r["n"])
-        for r in tables["decode_errors"].groupBy("kind").agg(F.count("*").alias("n")).collect()
+        for r in tables["decode_errors"].groupBy("kind").agg(F.sum(_problems()).alias("n")).collect()
     }
-    # Notices (a zero tail, a client's own consumer-protocol layout) are rows of the table, not errors.
-    counts["decode_errors"] -= sum(n for kind, n in error_kinds.items() if kind in NOTICE_KINDS)
+    # Problems, not rows (a summary row stands for its count); notices (a zero tail, a client's own
+    # consumer-protocol layout) are rows of the table, not errors.
+    counts["decode_errors"] = sum(n for kind, n in error_kinds.items() if kind not in NOTICE_KINDS)
     group_types = {
         r["group_type"]: int(r["n"])
         for r in tables["groups"].groupBy("group_type").agg(F.count("*").alias("n")).collect()
@@ -420,6 +446,12 @@ def coordinator_cache(
         delete_path(session, staging)
     elapsed = time.perf_counter() - started
     counts = summary["counts"]
+    # From files: each segment file the job read; live: the batch bytes fetched (the load's own count).
+    fetched = read.pop("bytes_read", None)
+    bytes_read = {
+        p: int(fetched.get(p, 0) if fetched is not None else by_partition.get(p, {}).get("bytes", 0))
+        for p in partitions
+    }
     report = {
         "partitions": partitions,
         "source": offsets_source.describe(),
@@ -427,11 +459,14 @@ def coordinator_cache(
         "elapsed_s": round(elapsed, 2),
         **read,
         **summary,
+        "bytes_read": sum(bytes_read.values()),
     }
     path = write_json(state.reports_path / RELOAD_SUMMARY_FILE, report)
+    read_meta = record_bytes_read(state.reports_path, "coordinator_cache", context.run.run_id, bytes_read)
     for p in partitions:
         context.add_asset_metadata(
-            {**scope_metadata(p), **cache_metadata(by_partition.get(p, {}))}, partition_key=str(p)
+            {**scope_metadata(p), **cache_metadata(by_partition.get(p, {})), **_read_metadata(bytes_read[p])},
+            partition_key=str(p),
         )
     context.log.info(
         f"reloaded {len(partitions)} partitions: {counts['groups']} groups, {counts['offsets']} offsets, "
@@ -440,6 +475,7 @@ def coordinator_cache(
     return MaterializeResult(
         metadata={
             "read_by": read["read_by"],
+            **read_meta,
             "tables": MetadataValue.path(state.tables_location),
             "summary": MetadataValue.path(str(path)),
             "dagster/column_schema": _offsets_table_schema(),
@@ -463,7 +499,9 @@ _CACHE_FACTS = (
 
 
 def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
-    """Row counts and load statistics of each offsets partition in ``tables`` (a few small aggregations)."""
+    """Row counts, decode errors (problems, notices left out, as ``count_errors`` counts them) and load
+    statistics of each offsets partition in ``tables`` (a few small aggregations)."""
+    from pyspark.sql import functions as F
 
     out: dict[int, dict[str, Any]] = {}
 
@@ -475,10 +513,12 @@ def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
         ("offsets", "offsets"),
         ("pending_offsets", "pending_offsets"),
         ("members", "members"),
-        ("decode_errors", "errors"),
     ):
         for row in tables[table_name].groupBy("offsets_partition").count().collect():
             put(row["offsets_partition"], key, int(row["count"]))
+    errors = tables["decode_errors"].where(~F.col("kind").isin(list(NOTICE_KINDS)))
+    for row in errors.groupBy("offsets_partition").agg(F.sum(_problems()).alias("n")).collect():
+        put(row["offsets_partition"], "errors", int(row["n"]))
     for row in tables["groups"].groupBy("offsets_partition", "state").count().collect():
         out.setdefault(int(row["offsets_partition"]), {}).setdefault("group_states", {})[row["state"]] = int(
             row["count"]
@@ -488,6 +528,11 @@ def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
         for c in stats:
             put(row["offsets_partition"], c, int(row[c] or 0))
     return out
+
+
+def _read_metadata(n: int) -> dict[str, Any]:
+    """The segment bytes one partition's materialization read, with a human twin."""
+    return {"bytes_read": MetadataValue.int(n), "read": format_bytes(n)}
 
 
 def cache_metadata(facts: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from typing import Any
 from dagster import AssetExecutionContext, Definitions, MaterializeResult, MetadataValue, asset
 from offsetops.assets.cleaner_audit import AUDIT_REPORT, cleaner_audit
 from offsetops.assets.expiration import PLAN_REPORT, expiration_plan
+from offsetops.assets.metadata import run_bytes_read
+from offsetops.assets.reload import INVENTORY_FILE
 from offsetops.assets.resources import StateResource
 from offsetops.assets.validation import cache_validation
 from offsetops.checks.dagster_checks import (
@@ -83,6 +85,26 @@ def failover_summary_metadata(failover: dict[str, Any] | None) -> dict[str, Any]
     }
 
 
+def read_summary_metadata(reports: Path, run_id: str) -> dict[str, Any]:
+    """The run's reads beside the topic's size: each asset's segment bytes read in this run, their
+    total, and the topic's bytes in the segment inventory, so "the topic once" is a ratio near 1.0."""
+    inventory = _read(reports / INVENTORY_FILE).get("partitions") or {}
+    topic = sum(int(e.get("bytes") or 0) for e in inventory.values() if isinstance(e, dict))
+    try:
+        by_asset = run_bytes_read(reports, run_id)
+    except ValueError as exc:
+        return {"run_bytes_read": f"not known: {for_log(exc)}"}
+    total = sum(by_asset.values())
+    return {
+        "run_bytes_read": MetadataValue.int(total),
+        "run_read": format_bytes(total),
+        "run_bytes_read_by_asset": MetadataValue.json(by_asset),
+        "topic_size_bytes": MetadataValue.int(topic),
+        "topic_size": format_bytes(topic),
+        "run_reads_of_topic": MetadataValue.float(round(total / topic, 3) if topic else 0.0),
+    }
+
+
 def _lost_groups(plan: dict[str, Any]) -> int:
     lost = {t.get("group_id") for t in plan.get("tombstones") or [] if t.get("kind") == "offset_commit"}
     lost |= {d.get("group_id") for d in plan.get("dead_groups") or []}
@@ -136,7 +158,11 @@ def offsets_topic_summary(context: AssetExecutionContext, state: StateResource) 
     """Merge the latest per-partition audit and plan reports into topic-wide metadata."""
     audit = _read(state.reports_path / AUDIT_REPORT)
     plan = _read(state.reports_path / PLAN_REPORT)
-    meta = {**audit_summary_metadata(audit), **plan_summary_metadata(plan)}
+    meta = {
+        **audit_summary_metadata(audit),
+        **plan_summary_metadata(plan),
+        **read_summary_metadata(state.reports_path, context.run.run_id),
+    }
     from offsetops.checks.operator_report import ReportInputError, write_operator_report
 
     try:

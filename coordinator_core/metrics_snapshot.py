@@ -9,11 +9,12 @@ turns one snapshot into the families, so every surface that shows these numbers 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cleaner.manager import LogToClean
 from offsetops.coordinator_core.cleaner.model import CRITICAL, DEGRADED, HEALTHY, CleanerAudit
 from offsetops.coordinator_core.describe import (
     OUT_OF_RANGE,
@@ -33,6 +34,121 @@ PREFIX = "offsetops"
 VERDICT_VALUE = {s: prometheus_value(s) for s in (HEALTHY, DEGRADED, CRITICAL)}
 
 
+@dataclass(frozen=True, slots=True)
+class AssignmentFigures:
+    """What a share or streams group holds beyond its offsets (KIP-932, KIP-1071), as the metrics show
+    it: the target assignment epoch and, for a streams group, the tasks its members own per task type."""
+
+    group_id: str
+    group_type: str
+    assignment_epoch: int
+    #: streams groups only: (task type, tasks owned by the members) for each of TASK_TYPES
+    tasks: tuple[tuple[str, int], ...] | None = None
+
+
+def assignment_figures(views: Iterable[GroupView]) -> list[AssignmentFigures]:
+    """The figures of every share and streams group among ``views``, from its replayed detail."""
+    out = []
+    for v in views:
+        detail = v.detail
+        if detail is None:
+            continue
+        tasks = None
+        if isinstance(detail, StreamsGroup):
+            tasks = tuple(
+                (t, sum(len(p) for m in detail.members for p in m.assigned_tasks.by_type()[t].values()))
+                for t in TASK_TYPES
+            )
+        out.append(AssignmentFigures(v.group_id, detail.group_type, detail.assignment_epoch, tasks))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerPartitionFigures:
+    """One partition's (or one broker's copy's) cleaner audit figures the metrics show
+    (``LogCleanerManager`` cleanable bytes and ratio, the audit's verdict, the oldest open transaction)."""
+
+    partition: int
+    dirty_ratio: float
+    cleanable_bytes: int
+    size_bytes: int
+    verdict: str
+    open_transaction_max_age_ms: int
+    broker_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerFigures:
+    """The cleaner audit as the metrics show it: the overall verdict and each partition's figures."""
+
+    verdict: str
+    partitions: tuple[CleanerPartitionFigures, ...]
+
+    @classmethod
+    def of_audit(cls, audit: CleanerAudit) -> CleanerFigures:
+        return cls(
+            audit.verdict,
+            tuple(
+                CleanerPartitionFigures(
+                    p.partition,
+                    p.dirty_ratio,
+                    p.cleanable_bytes,
+                    p.size_bytes,
+                    p.verdict,
+                    max((t.age_ms for t in p.open_transactions), default=0),
+                    p.broker_id,
+                )
+                for p in audit.partitions
+            ),
+        )
+
+    @classmethod
+    def of_report(cls, doc: Mapping[str, Any]) -> CleanerFigures:
+        """From an audit's JSON (``CleanerAudit.to_json``, or the merged ``cleaner_audit.json``); the
+        dirty ratio is recomputed from the clean and cleanable bytes, exactly as the audit computed it
+        (the JSON rounds it). Raises ``ValueError`` naming the field that is not what it should be."""
+        verdict = doc.get("verdict")
+        rows = doc.get("partitions")
+        if not isinstance(verdict, str) or not isinstance(rows, list):
+            raise ValueError("no verdict and partitions list")
+        return cls(verdict, tuple(_cleaner_partition_of_json(i, r) for i, r in enumerate(rows)))
+
+
+def _report_int(row: Mapping[str, Any], key: str, where: str) -> int:
+    value = row.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{where}: {key} is {value!r}, not a count")
+    return value
+
+
+def _cleaner_partition_of_json(i: int, row: Any) -> CleanerPartitionFigures:
+    if not isinstance(row, Mapping):
+        raise ValueError(f"partitions[{i}] is not an object")
+    where = f"partitions[{i}]"
+    ltc = LogToClean(
+        first_dirty_offset=0,
+        first_uncleanable_offset=0,
+        clean_bytes=_report_int(row, "clean_bytes", where),
+        cleanable_bytes=_report_int(row, "cleanable_bytes", where),
+    )
+    txns = row.get("open_transactions")
+    verdict = row.get("verdict")
+    broker = row.get("broker_id")
+    if not isinstance(txns, list) or not all(isinstance(t, Mapping) for t in txns):
+        raise ValueError(f"{where}: open_transactions is not a list of objects")
+    if not isinstance(verdict, str) or (broker is not None and not isinstance(broker, int)):
+        raise ValueError(f"{where}: verdict or broker_id is not what an audit writes")
+    return CleanerPartitionFigures(
+        partition=_report_int(row, "partition", where),
+        dirty_ratio=ltc.cleanable_ratio,
+        cleanable_bytes=ltc.cleanable_bytes,
+        size_bytes=_report_int(row, "size_bytes", where),
+        verdict=verdict,
+        open_transaction_max_age_ms=max((_report_int(t, "age_ms", where) for t in txns), default=0),
+        broker_id=broker,
+    )
+
+
 @dataclass(slots=True)
 class Snapshot:
     """Everything one refresh computed; any part may be missing when its source is unavailable."""
@@ -47,6 +163,10 @@ class Snapshot:
     notes: list[str] = field(default_factory=list)
     #: the settings the numbers were computed with, and their sources (``offsetops_settings_info``)
     settings: RunSettings | None = None
+    #: the cleaner figures: of ``audit``, or of an audit the run already made (its report)
+    cleaner: CleanerFigures | None = None
+    #: share and streams groups' figures: of the views' detail, or of the reload tables
+    assignments: list[AssignmentFigures] | None = None
 
 
 def compute_snapshot(
@@ -63,22 +183,33 @@ def compute_snapshot(
     settings: RunSettings | None = None,
     audit_state_dir: str | None = None,
     audit: CleanerAudit | None = None,
+    cleaner: CleanerFigures | None = None,
+    assignments: list[AssignmentFigures] | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
     cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note).
     ``taken_at`` (epoch seconds) is when the caller took it: the core reads no wall clock.
     ``audit_state_dir`` is the audit history to judge progress by (read, never appended to), so a
     stalled cleaner is CRITICAL here as in the audit that recorded it. ``audit``: an audit already made
-    (a following exporter keeps its last refresh's between refreshes), served instead of a new one."""
+    (a following exporter keeps its last refresh's between refreshes), served instead of a new one.
+
+    A caller that already has the run's cleaner audit passes its figures as ``cleaner`` (then the log
+    dir is not read again), and one whose caches came from the reload tables (which keep a share or
+    streams group's epochs and assignments, not its whole replayed detail) passes ``assignments``."""
     from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.expiration import plan_expiration
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
     snap = Snapshot(taken_at, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
-    if audit is not None:
+    snap.assignments = assignments if assignments is not None else assignment_figures(snap.views)
+    if cleaner is not None:
+        snap.cleaner = cleaner
+    elif audit is not None:
         snap.audit = audit
+        snap.cleaner = CleanerFigures.of_audit(audit)
     elif log_dir:
         snap.audit = audit_log_dir(log_dir, now_ms=now_ms, state_dir=audit_state_dir, record_history=False)
+        snap.cleaner = CleanerFigures.of_audit(snap.audit)
     else:
         snap.notes.append("cleaner audit needs the log dir; not exported with --bootstrap")
     snap.expiration = plan_expiration(
@@ -124,8 +255,11 @@ def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Itera
         yield settings_info(snap.settings)
     yield from _group_metrics(snap, granularity)
     yield from _reload_metrics(snap.caches)
-    if snap.audit is not None:
-        yield from _cleaner_metrics(snap.audit)
+    cleaner = snap.cleaner
+    if cleaner is None and snap.audit is not None:
+        cleaner = CleanerFigures.of_audit(snap.audit)
+    if cleaner is not None:
+        yield from _cleaner_metrics(cleaner)
     if snap.expiration is not None:
         yield from _expiration_metrics(snap.expiration)
     if snap.failover is not None:
@@ -209,7 +343,8 @@ def _group_metrics(snap: Snapshot, granularity: str) -> Iterator[Metric]:
             topic_lag.add_metric([v.group_id, topic], lag)
     yield from (info, members, generation, topic_lag, part_lag, committed, oor, oor_count, last_commit)
     yield from _water_mark_metrics(snap.log_offsets)
-    yield from _group_type_metrics(snap.views)
+    assignments = snap.assignments if snap.assignments is not None else assignment_figures(snap.views)
+    yield from _group_type_metrics(snap.views, assignments)
 
 
 def _water_mark_metrics(log_offsets: dict[tuple[str, int], Any]) -> Iterator[Metric]:
@@ -232,7 +367,7 @@ def _water_mark_metrics(log_offsets: dict[tuple[str, int], Any]) -> Iterator[Met
     yield from (high, low)
 
 
-def _group_type_metrics(views: list[GroupView]) -> Iterator[Metric]:
+def _group_type_metrics(views: list[GroupView], assignments: list[AssignmentFigures]) -> Iterator[Metric]:
     """Groups per type and state, and what share and streams groups hold beyond offsets."""
     count = _g("groups", "Groups in the cache per type (classic, consumer, share, streams) and state",
                ["group_type", "state"])  # fmt: skip
@@ -249,16 +384,10 @@ def _group_type_metrics(views: list[GroupView]) -> Iterator[Metric]:
     tally: dict[tuple[str, str], int] = {}
     for v in views:
         tally[(v.group_type, v.state)] = tally.get((v.group_type, v.state), 0) + 1
-        detail = v.detail
-        if detail is None:
-            continue
-        epoch.add_metric([v.group_id, detail.group_type], detail.assignment_epoch)
-        if isinstance(detail, StreamsGroup):
-            for task_type in TASK_TYPES:
-                owned = sum(
-                    len(p) for m in detail.members for p in m.assigned_tasks.by_type()[task_type].values()
-                )
-                tasks.add_metric([v.group_id, task_type], owned)
+    for a in assignments:
+        epoch.add_metric([a.group_id, a.group_type], a.assignment_epoch)
+        for task_type, owned in a.tasks or ():
+            tasks.add_metric([a.group_id, task_type], owned)
     for (group_type, state), n in sorted(tally.items()):
         count.add_metric([group_type, state], n)
     yield from (count, epoch, tasks)
@@ -299,7 +428,7 @@ def _reload_metrics(caches: list[CoordinatorCache]) -> Iterator[Metric]:
     yield from fams.values()
 
 
-def _cleaner_metrics(audit: CleanerAudit) -> Iterator[Metric]:
+def _cleaner_metrics(audit: CleanerFigures) -> Iterator[Metric]:
     labels = ["partition"]
     dirty = _g("cleaner_partition_dirty_ratio", "Cleanable bytes / (clean + cleanable bytes)", labels)
     cleanable = _g("cleaner_partition_cleanable_bytes", "Bytes the cleaner may compact now", labels)
@@ -318,7 +447,7 @@ def _cleaner_metrics(audit: CleanerAudit) -> Iterator[Metric]:
         size.add_metric(lab, p.size_bytes)
         status.add_metric(lab, VERDICT_VALUE.get(p.verdict, 2))
         verdict.add_metric([str(p.partition), p.verdict], 1)
-        txn_age.add_metric(lab, max((t.age_ms for t in p.open_transactions), default=0) / 1000)
+        txn_age.add_metric(lab, p.open_transaction_max_age_ms / 1000)
     overall = _g("cleaner_status", "Overall audit verdict: 0 HEALTHY, 1 DEGRADED, 2 CRITICAL")
     overall.add_metric([], VERDICT_VALUE.get(audit.verdict, 2))
     yield from (dirty, cleanable, size, status, verdict, txn_age, overall)

@@ -13,6 +13,7 @@ partition, the full ``offsetops audit --json`` partition document in ``audit_jso
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pickle
@@ -28,7 +29,6 @@ from offsetops.coordinator_core.cleaner.audit import audit_partition_isolated
 from offsetops.coordinator_core.cleaner.config import CleanerConfig
 from offsetops.coordinator_core.cleaner.model import RANK, PartitionAudit, PartitionFailure, Thresholds, worst
 from offsetops.coordinator_core.cleaner.rules import judge_partition, judge_topic
-from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.sources.logdir import (
     CLEANER_CHECKPOINT,
     LOG_START_CHECKPOINT,
@@ -227,11 +227,9 @@ def _scan_partition(
         return PartitionFailure(partition, original_dir, audit.error)
     if audit is not None:
         # Errors name the segment as the user knows it, not our scratch copy.
+        # (dataclasses.replace keeps a summary's count and the skipped bytes)
         audit.decode_errors = [
-            DecodeError(
-                e.kind, e.reason, originals.get(e.file or "", e.file), e.partition, e.position, e.offset
-            )
-            for e in audit.decode_errors
+            dataclasses.replace(e, file=originals.get(e.file or "", e.file)) for e in audit.decode_errors
         ]
     return audit
 

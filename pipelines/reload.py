@@ -40,7 +40,7 @@ from offsetops.coordinator_core.sources.logdir import segment_order_errors
 from offsetops.pipelines.cli_args import MODES, submit_main
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
 from offsetops.pipelines.source import NO_SEGMENT, LogDirListing, list_log_dir, local_file, segment_rows
-from offsetops.pipelines.tables import cache_rows, ipc_batches, rows_to_arrow, table_to_ipc
+from offsetops.pipelines.tables import cache_rows, error_from_row, ipc_batches, rows_to_arrow, table_to_ipc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -97,6 +97,8 @@ class ReloadResult:
     segments: int = 0
     partitions: int = 0
     elapsed_s: float = 0.0
+    #: bytes of segment files read, per offsets partition (each file is read once, whole)
+    bytes_read: dict[int, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         tables = ", ".join(f"{t}={n}" for t, n in self.counts.items())
@@ -503,6 +505,7 @@ def run_reload(
         segments=len(listing.segments),
         partitions=len(listing.partitions),
         elapsed_s=time.perf_counter() - started,
+        bytes_read=listing.bytes_per_partition(),
     )
 
 
@@ -555,10 +558,7 @@ def report_decode_errors(spark: SparkSession, output: str, *, strict: bool) -> i
 def read_decode_errors(spark: SparkSession, output: str) -> list[DecodeError]:
     """The ``decode_errors`` table of a finished reload, in partition and log order."""
     table = read_tables(spark, output, {"decode_errors": TABLE_SCHEMAS["decode_errors"]})["decode_errors"]
-    errors = [
-        DecodeError(r["kind"], r["reason"], r["file"], r["offsets_partition"], r["position"], r["offset"])
-        for r in table.collect()
-    ]
+    errors = [error_from_row(r.asDict()) for r in table.collect()]
     errors.sort(key=lambda e: e.partition if e.partition is not None else -1)  # stable: log order kept
     return errors
 

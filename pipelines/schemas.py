@@ -404,6 +404,14 @@ DECODE_ERRORS_SCHEMA = StructType(
             "DecodeError `kind`.",
         ),
         _field("reason", StringType(), False, "Human-readable explanation.", "DecodeError `reason`."),
+        _field(
+            "count",
+            LongType(),
+            True,
+            "How many problems the row stands for: 1, or more for the summary of the repeats of one kind "
+            "in one batch beyond its first examples (null in tables written before the column: 1).",
+            "DecodeError `count` (ErrorLog summaries).",
+        ),
     ]
 )
 """``decode_errors``: every problem found while decoding; empty on a healthy log."""

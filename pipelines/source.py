@@ -72,6 +72,13 @@ class LogDirListing:
     def anomalies_of(self, partition: int) -> list[DecodeError]:
         return [e for p, e in self.anomalies if p == partition]
 
+    def bytes_per_partition(self) -> dict[int, int]:
+        """The bytes of each partition's segment files: what a job that reads them whole reads."""
+        out = dict.fromkeys(self.partitions, 0)
+        for s in self.segments:
+            out[s.partition] += s.size
+        return out
+
 
 def local_file(path: str) -> str:
     """``file:/x/y.log`` -> ``/x/y.log``, so that error rows name the file as the local reload does.

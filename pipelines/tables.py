@@ -12,8 +12,9 @@ from typing import Any
 import pyarrow as pa
 from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata, LoadStats, MemberMetadata
 from offsetops.coordinator_core.errors import DecodeError, error_total
+from offsetops.coordinator_core.metrics_snapshot import AssignmentFigures
 from offsetops.coordinator_core.share_group import ShareGroup
-from offsetops.coordinator_core.streams_group import StreamsGroup
+from offsetops.coordinator_core.streams_group import TASK_TYPES, StreamsGroup
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
@@ -27,7 +28,15 @@ def arrow_schema(schema: StructType) -> pa.Schema:
 
 
 def _error_row(partition: int, e: DecodeError) -> Row:
-    return (partition, e.file, e.position, e.offset, e.kind, e.reason)
+    return (partition, e.file, e.position, e.offset, e.kind, e.reason, e.count)
+
+
+def error_from_row(r: Mapping[str, Any]) -> DecodeError:
+    """A ``decode_errors`` row as the :class:`DecodeError` it was written from (``count`` 1 when absent)."""
+    return DecodeError(
+        r["kind"], r["reason"], r["file"], r["offsets_partition"], r["position"], r["offset"],
+        count=r.get("count") or 1,
+    )  # fmt: skip
 
 
 def cache_rows(cache: CoordinatorCache, *, partition: int | None = None) -> dict[str, list[Row]]:
@@ -280,9 +289,7 @@ def caches_from_rows(
         ] = pending
         c.open_transactions.setdefault(r["producer_id"], set()).add(r["group_id"])
     for r in _records(rows, "decode_errors"):
-        cache(r["offsets_partition"]).stats.errors.append(
-            DecodeError(r["kind"], r["reason"], r["file"], r["offsets_partition"], r["position"], r["offset"])
-        )
+        cache(r["offsets_partition"]).stats.errors.append(error_from_row(r))
     for r in _records(rows, "load_stats"):
         s = cache(r["offsets_partition"]).stats
         for name in (
@@ -293,6 +300,29 @@ def caches_from_rows(
     for cc in caches.values():
         cc.misplaced_groups = sorted(g for g in cc.groups if partition_for(g, num_partitions) != cc.partition)
     return [caches[p] for p in sorted(caches)]
+
+
+def assignment_figures_from_rows(rows: Mapping[str, Iterable[Any]]) -> list[AssignmentFigures]:
+    """Share and streams groups' epochs and owned tasks from the ``groups`` and ``group_assignments``
+    tables: the figures ``metrics_snapshot.assignment_figures`` takes from a replayed detail (a group
+    has one when its row carries an assignment epoch), sorted by group id as the views are."""
+    owned: dict[tuple[int, str, str], int] = {}
+    for r in _records(rows, "group_assignments"):
+        if r["assignment"] == "current":
+            key = (r["offsets_partition"], r["group_id"], r["task_type"])
+            owned[key] = owned.get(key, 0) + 1
+    out = []
+    for r in _records(rows, "groups"):
+        if r["assignment_epoch"] is None:
+            continue
+        p, gid = r["offsets_partition"], r["group_id"]
+        tasks = (
+            tuple((t, owned.get((p, gid, t), 0)) for t in TASK_TYPES)
+            if r["group_type"] == "streams"
+            else None
+        )
+        out.append((p, AssignmentFigures(gid, r["group_type"], r["assignment_epoch"], tasks)))
+    return [a for _p, a in sorted(out, key=lambda pa: (pa[1].group_id, pa[0]))]
 
 
 def _group_from_row(r: Mapping[str, Any]) -> GroupMetadata:

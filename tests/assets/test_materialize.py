@@ -201,6 +201,32 @@ def test_topic_figures_live_in_the_summary_asset(materialized: Materialized) -> 
     assert topic["offset_tombstones"] == sum(m["offset_tombstones"] for m in plan.values())
 
 
+def test_every_run_reports_the_segment_bytes_it_read(materialized: Materialized) -> None:
+    """Each asset that reads segments says how many bytes, per partition; the summary adds the run's
+    reads up beside the topic's size; the metrics read none (they use the run's tables and reports)."""
+    inventory = by_partition(materialized.result, "raw_segments")
+    topic_bytes = sum(m["bytes"] for m in inventory.values())
+    assert topic_bytes > 0
+    for asset in ("coordinator_cache", "cleaner_audit"):
+        read = by_partition(materialized.result, asset)
+        assert {p: m["bytes_read"] for p, m in read.items()} == {p: m["bytes"] for p, m in inventory.items()}
+        assert {m["run_bytes_read"] for m in read.values()} == {topic_bytes}, asset
+    metrics = [
+        plain_metadata(e.event_specific_data.materialization.metadata)
+        for e in materialized.result.get_asset_materialization_events()
+        if e.event_specific_data.materialization.asset_key == AssetKey("offsets_metrics")
+    ]
+    assert [m["bytes_read"] for m in metrics] == [0]
+    topic = summary(materialized.result)
+    assert topic["topic_size_bytes"] == topic_bytes
+    assert topic["run_bytes_read_by_asset"] == {
+        "cleaner_audit": topic_bytes,
+        "coordinator_cache": topic_bytes,
+    }
+    assert topic["run_bytes_read"] == 2 * topic_bytes
+    assert topic["run_reads_of_topic"] == 2.0
+
+
 def test_reports_are_written_where_the_metadata_says(materialized: Materialized) -> None:
     out = materialized.output_dir
     validation = by_partition(materialized.result, "cache_validation")[0]

@@ -246,6 +246,7 @@ def corrupted_rows() -> Rows:
             "offset": 1_234,
             "kind": "crc_mismatch",
             "reason": "stored CRC 0x1a2b3c4d, computed 0x00c0ffee",
+            "count": 1,
         }
     )
     return rows

@@ -157,6 +157,7 @@ def test_notices_are_not_decode_errors(spark: Any, tmp_path: Path) -> None:
             "kind": "embedded_layout",
             "reason": "group 'g' member 'm': consumer-protocol subscription (22 bytes) is not the standard "
             "layout of its version: v1 header over the v0 layout",
+            "count": 1,
         }
     )
     report = validate_cache(spark, make_tables(spark, rows), output_dir=tmp_path, now_ms=NOW_MS)

@@ -51,6 +51,33 @@ def test_expiration_planned_from_tables_equals_planning_from_the_log(kip848_logd
     assert plan_expiration(rebuilt, **kwargs).to_json() == expected
 
 
+def test_share_and_streams_figures_from_the_tables_equal_the_replayed_detail(tmp_path):
+    """The metrics' epochs and owned tasks, from the rows, are what the replayed detail gives."""
+    from offsetops.coordinator_core.describe import describe_groups
+    from offsetops.coordinator_core.metrics_snapshot import assignment_figures
+    from offsetops.pipelines.tables import assignment_figures_from_rows
+
+    out = tmp_path / "logdir"
+    simulate(SimulationConfig(out_dir=out, groups=30, partitions=4, days=0.15, seed=11, kafka_version="4.2"))
+    caches = load_log_dir(out, num_partitions=4)
+    expected = assignment_figures(describe_groups(caches, {}))
+    assert {a.group_type for a in expected} == {"share", "streams"}
+    assert any(owned for a in expected for _t, owned in a.tasks or ())
+    assert assignment_figures_from_rows(all_cache_rows(caches)) == expected
+
+
+def test_error_summaries_keep_their_count_through_the_tables():
+    """An ErrorLog summary stands for many problems: the row carries the count, the cache gets it back."""
+    from offsetops.coordinator_core.errors import count_errors, error_total
+
+    from tests.support.error_storm import error_storm_cache
+
+    cache = error_storm_cache(3)
+    [rebuilt] = caches_from_rows(all_cache_rows([cache]), num_partitions=50)
+    assert (count_errors(rebuilt.stats.errors), error_total(rebuilt.stats.errors)) == (7, 8)
+    assert rebuilt.stats.errors == cache.stats.errors
+
+
 def test_partitions_without_rows_come_back_empty():
     [cache] = caches_from_rows({}, num_partitions=50, partitions=[7])
     assert cache.partition == 7 and cache.groups == {} and cache.stats.errors == []
