@@ -83,3 +83,26 @@ def run_bytes_read(reports: Path, run_id: str) -> dict[str, int]:
             raise ValueError(f"{path}: bytes_read is {total!r}, not a byte count")
         out[path.stem] = total
     return out
+
+
+def bytes_read_by(reports: Path, asset: str, run_id: str) -> dict[int, int]:
+    """Per offsets partition, the segment bytes ``asset`` read in run ``run_id``, as
+    :func:`record_bytes_read` recorded them (empty when its latest record is another run's, or is not
+    such a record: then nothing is claimed)."""
+    import json
+
+    from offsetops.coordinator_core.untrusted import read_regular_file
+
+    path = reports / BYTES_READ_DIR / f"{asset}.json"
+    try:
+        doc = json.loads(read_regular_file(path, kind="report"))
+    except (OSError, ValueError):
+        return {}
+    parts = doc.get("partitions") if isinstance(doc, dict) and doc.get("run_id") == run_id else None
+    if not isinstance(parts, dict):
+        return {}
+    out = {}
+    for key, n in parts.items():
+        if str(key).isdigit() and isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            out[int(key)] = n
+    return out

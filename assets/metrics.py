@@ -27,7 +27,7 @@ from dagster import (
     asset,
 )
 from offsetops.assets.cleaner_audit import AUDIT_REPORT, worst_copy
-from offsetops.assets.metadata import run_config_flags, settings_metadata
+from offsetops.assets.metadata import bytes_read_by, run_config_flags, settings_metadata
 from offsetops.assets.reload import published_caches
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.assets.summary import offsets_topic_summary
@@ -166,6 +166,10 @@ def offsets_metrics(
     )
     num_partitions = offsets_source.settings()["num_partitions"]
     caches, rows = published_caches(spark.get_session(), state, list(range(num_partitions)), num_partitions)
+    # offsetops_reload_bytes_read: what this run's reload read of each partition (this asset reads none)
+    reads = bytes_read_by(state.reports_path, "coordinator_cache", context.run.run_id)
+    for cache in caches:
+        cache.stats.bytes_read = reads.get(cache.partition, 0)
     wanted = wanted_partitions(caches, GroupFilter())
     if offsets_source.is_live:
         log_offsets = live_offsets(offsets_source.kafka_config(), wanted)
