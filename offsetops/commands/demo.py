@@ -401,6 +401,13 @@ def _asset_lines(by_asset: dict[str, list[dict[str, Any]]]) -> list[str]:
         }
         totals["records incl. control"] = totals.pop("records")
         lines.append("coordinator cache    " + ", ".join(f"{k}={v}" for k, v in totals.items()))
+    if isinstance(topic.get("run_bytes_read"), int) and topic.get("topic_size_bytes"):
+        by = topic.get("run_bytes_read_by_asset") or {}
+        read, size = topic["run_bytes_read"], topic["topic_size_bytes"]
+        lines.append(
+            f"segment bytes read   {read} ({read / size:.2f}x the topic's {size})"
+            + (": " + ", ".join(f"{a} {n}" for a, n in sorted(by.items())) if by else "")
+        )
     for meta in (by_asset.get("cache_validation") or [])[:1]:
         lines.append(
             f"cache validation     success_error_level={meta.get('success_error_level')}, "
