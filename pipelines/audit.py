@@ -462,11 +462,15 @@ def run(args: argparse.Namespace) -> int:
     except InputPathError as exc:
         print(f"offsetops pipeline audit: {exc}", file=sys.stderr)
         return 2
+    state_dir = getattr(args, "state_dir", None)
+    if state_dir and os.path.exists(state_dir) and not os.path.isdir(state_dir):
+        print(f"offsetops pipeline audit: --state-dir {state_dir}: not a directory", file=sys.stderr)
+        return 2
     checkpoints, notes = read_checkpoints(spark, listing)
-    if getattr(args, "state_dir", None):
+    if state_dir:
         try:
             verdicts, topic, notes = _judged_tables(spark, listing, args, notes)
-        except PartitionAuditError as exc:
+        except (PartitionAuditError, OSError) as exc:  # OSError: the history could not be read or written
             print(f"offsetops pipeline audit: {exc}", file=sys.stderr)
             return 1
     else:

@@ -62,3 +62,12 @@ def test_a_stalled_cleaner_is_critical_with_history_and_not_without(spark, sim_t
     assert len(AuditHistory.load(history).entries) == 1
     _job(sim_txn.out_dir, tmp_path / "recorded", now, "--state-dir", str(history))
     assert len(AuditHistory.load(history).entries) == 2
+
+
+def test_a_state_dir_that_is_a_file_is_named_before_the_scan(spark, sim_txn, tmp_path, capsys) -> None:
+    not_a_dir = tmp_path / "audits"
+    not_a_dir.write_text("", encoding="utf-8")
+    argv = ["pipeline", "audit", "--input", str(sim_txn.out_dir), "--output", str(tmp_path / "out")]
+    assert offsetops_main([*argv, "--state-dir", str(not_a_dir)]) == 2
+    assert f"--state-dir {not_a_dir}: not a directory" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
