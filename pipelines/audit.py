@@ -27,7 +27,13 @@ from pathlib import Path
 import pyarrow as pa
 from offsetops.coordinator_core.cleaner.audit import audit_partition_isolated
 from offsetops.coordinator_core.cleaner.config import CleanerConfig
-from offsetops.coordinator_core.cleaner.model import RANK, PartitionAudit, PartitionFailure, Thresholds, worst
+from offsetops.coordinator_core.cleaner.model import (
+    RANK,
+    PartitionAudit,
+    PartitionFailure,
+    Thresholds,
+    worst,
+)
 from offsetops.coordinator_core.cleaner.rules import judge_partition, judge_topic
 from offsetops.coordinator_core.sources.logdir import (
     CLEANER_CHECKPOINT,
@@ -39,6 +45,7 @@ from offsetops.coordinator_core.sources.logdir import (
     Segment,
     read_offset_checkpoint,
 )
+from offsetops.pipelines.audit_history import PartitionAuditError, judged_audit, topic_values
 from offsetops.pipelines.cli_args import submit_main
 from offsetops.pipelines.reload import merge_tasks, session_from_args
 from offsetops.pipelines.source import (
@@ -154,7 +161,7 @@ def read_checkpoints(
     return out, notes
 
 
-def _partition_row(doc: dict, partition: int) -> tuple:
+def partition_row(doc: dict, partition: int) -> tuple:
     """A PartitionAudit document as a ``cleaner_audit`` row, in schema order."""
     special = {
         "offsets_partition": partition,
@@ -304,7 +311,7 @@ def _audit_batch(
         raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} ({audit.path}) could not be audited: {audit.error}")
     audit.reasons = judge_partition(audit, config=config, thresholds=thresholds, now_ms=now_ms)
     audit.verdict = worst(audit.reasons)
-    return rows_to_arrow([_partition_row(audit.to_json(), partition)], CLEANER_AUDIT_SCHEMA).to_batches()[0]
+    return rows_to_arrow([partition_row(audit.to_json(), partition)], CLEANER_AUDIT_SCHEMA).to_batches()[0]
 
 
 def _scan(
@@ -390,20 +397,47 @@ def topic_row(
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def _judged_tables(
+    spark: SparkSession, listing: LogDirListing, args: argparse.Namespace, notes: list[str]
+) -> tuple[list[str], tuple, list[str]]:
+    """With ``--state-dir``: scans on the executors, verdicts on the driver with the history; the partition
+    verdicts, the topic row and the audit's notes, its ``cleaner_audit`` table written to ``--output``."""
     from offsetops.pipelines.reload import options_from_args
 
-    spark = session_from_args(args, "audit")
-    started = time.perf_counter()
-    # The run model's clock: --now-ms, else the input's declared clock (a simulated or copied snapshot).
-    now_ms = args.run.now_ms
-    try:
-        listing = list_log_dir(spark, args.input, partitions=args.partition)
-    except InputPathError as exc:
-        print(f"offsetops pipeline audit: {exc}", file=sys.stderr)
-        return 2
-    checkpoints, notes = read_checkpoints(spark, listing)
     options = options_from_args(args)
+    now_ms = args.run.now_ms
+    scans = partition_audits(
+        spark,
+        listing,
+        now_ms=now_ms,
+        partitions_per_task=options.partitions_per_task,
+        verify_crc=options.verify_crc,
+    )
+    audit = judged_audit(
+        listing,
+        scans,
+        now_ms=now_ms,
+        state_dir=args.state_dir,
+        record_history=not args.no_record,
+        checkpoint_notes=notes,
+    )
+    rows = [partition_row(pa.to_json(), pa.partition) for pa in audit.partitions]
+    out = args.output.rstrip("/")
+    spark.createDataFrame(rows, CLEANER_AUDIT_SCHEMA).write.mode("overwrite").parquet(out + "/cleaner_audit")
+    return [pa.verdict for pa in audit.partitions], topic_values(audit), list(audit.notes)
+
+
+def _unjudged_tables(
+    spark: SparkSession,
+    listing: LogDirListing,
+    args: argparse.Namespace,
+    checkpoints: dict[str, dict[int, int]],
+) -> tuple[list[str], tuple]:
+    """Without history: each partition judged on the executors; the partition verdicts and the topic row."""
+    from offsetops.pipelines.reload import options_from_args
+
+    options = options_from_args(args)
+    now_ms = args.run.now_ms
     df = audit_table(
         spark,
         listing,
@@ -415,16 +449,41 @@ def run(args: argparse.Namespace) -> int:
     out = args.output.rstrip("/")
     df.write.mode("overwrite").parquet(out + "/cleaner_audit")
     rows = spark.read.schema(CLEANER_AUDIT_SCHEMA).parquet(out + "/cleaner_audit").collect()
-    topic = spark.createDataFrame([topic_row(rows, now_ms=now_ms)], CLEANER_AUDIT_TOPIC_SCHEMA)
-    topic.coalesce(1).write.mode("overwrite").parquet(out + "/cleaner_audit_topic")
-    first = topic.first()
-    assert first is not None  # the topic table has exactly one row
-    verdict = first["verdict"]
+    return [r["verdict"] for r in rows], topic_row(rows, now_ms=now_ms)
+
+
+def run(args: argparse.Namespace) -> int:
+    spark = session_from_args(args, "audit")
+    started = time.perf_counter()
+    # The run model's clock: --now-ms, else the input's declared clock (a simulated or copied snapshot).
+    now_ms = args.run.now_ms
+    try:
+        listing = list_log_dir(spark, args.input, partitions=args.partition)
+    except InputPathError as exc:
+        print(f"offsetops pipeline audit: {exc}", file=sys.stderr)
+        return 2
+    state_dir = getattr(args, "state_dir", None)
+    if state_dir and os.path.exists(state_dir) and not os.path.isdir(state_dir):
+        print(f"offsetops pipeline audit: --state-dir {state_dir}: not a directory", file=sys.stderr)
+        return 2
+    checkpoints, notes = read_checkpoints(spark, listing)
+    if state_dir:
+        try:
+            verdicts, topic, notes = _judged_tables(spark, listing, args, notes)
+        except (PartitionAuditError, OSError) as exc:  # OSError: the history could not be read or written
+            print(f"offsetops pipeline audit: {exc}", file=sys.stderr)
+            return 1
+    else:
+        verdicts, topic = _unjudged_tables(spark, listing, args, checkpoints)
+    out = args.output.rstrip("/")
+    table = spark.createDataFrame([topic], CLEANER_AUDIT_TOPIC_SCHEMA)
+    table.coalesce(1).write.mode("overwrite").parquet(out + "/cleaner_audit_topic")
+    verdict = topic[1]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    by = {v: sum(r["verdict"] == v for r in rows) for v in RANK}
+    by = {v: verdicts.count(v) for v in RANK}
     print(
-        f"audit (now_ms={now_ms}): {verdict}; {len(rows)} partitions "
+        f"audit (now_ms={now_ms}): {verdict}; {len(verdicts)} partitions "
         f"({', '.join(f'{k}={n}' for k, n in by.items())}) -> {out} in {time.perf_counter() - started:.1f} s"
     )
     return 0

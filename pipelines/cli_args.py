@@ -251,6 +251,19 @@ def audit_arguments(p: argparse.ArgumentParser) -> None:
         type=epoch_ms,
         help="audit as of this time, epoch ms (default: the input's declared clock, else now)",
     )
+    p.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="the audit history (audits.jsonl; the --state-dir of `offsetops audit`, the Dagster "
+        "deployment's audit history): read to judge the cleaner's progress since the previous audit, and "
+        "this audit appended. Without it a stalled cleaner (no progress since the last audit, CRITICAL) "
+        "cannot be told from a slow one (DEGRADED)",
+    )
+    p.add_argument(
+        "--no-record",
+        action="store_true",
+        help="with --state-dir: read the history but do not append this audit",
+    )
 
 
 def validate_arguments(p: argparse.ArgumentParser) -> None:

@@ -21,6 +21,8 @@ Settings (environment of the scheduler and workers, read when the DAG file is pa
 ``OFFSETOPS_SPARK_SUBMIT`` (default ``spark-submit``), ``OFFSETOPS_SPARK_MASTER``,
 ``OFFSETOPS_SPARK_CONF`` (``key=value`` pairs separated by commas), ``OFFSETOPS_LOG_DIR``,
 ``OFFSETOPS_OUTPUT_DIR``, ``OFFSETOPS_STATE_DIR`` (default ``$OFFSETOPS_OUTPUT_DIR/state``),
+``OFFSETOPS_AUDIT_HISTORY_DIR`` (the audit job's ``--state-dir``; default
+``$OFFSETOPS_OUTPUT_DIR/airflow/audit-history``),
 the run model's ``OFFSETOPS_NUM_PARTITIONS``, ``OFFSETOPS_RETENTION_MINUTES``, ``OFFSETOPS_FORECAST_HOURS``,
 ``OFFSETOPS_CONFIG`` and ``OFFSETOPS_SERVER_PROPERTIES`` (the jobs and the alert tasks resolve them alike,
 see docs/architecture.md), ``OFFSETOPS_SLACK_CHANNEL``,
@@ -63,6 +65,9 @@ SPARK_CONF = [c.strip() for c in _env("OFFSETOPS_SPARK_CONF", "").split(",") if 
 LOG_DIR = _env("OFFSETOPS_LOG_DIR", "/kafka-data")
 OUTPUT_DIR = _env("OFFSETOPS_OUTPUT_DIR", "/data/offsetops")
 STATE_DIR = _env("OFFSETOPS_STATE_DIR", f"{OUTPUT_DIR}/state")
+# The cleaner audit's history (audits.jsonl): each run is judged against the previous ones, so a stalled
+# cleaner (no progress since the last audit) is CRITICAL, not merely slow.
+AUDIT_HISTORY_DIR = _env("OFFSETOPS_AUDIT_HISTORY_DIR", f"{OUTPUT_DIR}/airflow/audit-history")
 SLACK_CHANNEL = _env("OFFSETOPS_SLACK_CHANNEL", "#offsetops-alerts")
 SLACK_BASE_URL = _env("OFFSETOPS_SLACK_BASE_URL", "")
 
@@ -231,7 +236,17 @@ def _dag(dag_id: str, schedule: str, doc: str) -> DAG:
 with _dag(
     "offsetops_cleaner_audit", "15 * * * *", "Hourly at :15: the Log Cleaner audit of every partition."
 ) as cleaner_audit:
-    audit = spark_task("audit", "--input", LOG_DIR, "--output", job_dir("audit"), "--now-ms", NOW_MS)
+    audit = spark_task(
+        "audit",
+        "--input",
+        LOG_DIR,
+        "--output",
+        job_dir("audit"),
+        "--now-ms",
+        NOW_MS,
+        "--state-dir",
+        AUDIT_HISTORY_DIR,
+    )
     alert = external("alert_cleaner", "audit", table_dir=job_dir("audit"))
     audit >> alert
     [audit, alert] >> failure_pager()

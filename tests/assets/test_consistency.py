@@ -186,7 +186,11 @@ class AirflowRun:
 
 @pytest.fixture(scope="module")
 def airflow(
-    given: Given, simulated_log_dir: Path, now_ms: int, tmp_path_factory: pytest.TempPathFactory
+    given: Given,
+    simulated_log_dir: Path,
+    now_ms: int,
+    dagster: DagsterRun,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AirflowRun:
     """The tasks as the DAGs chain them: ``audit`` -> ``alert_cleaner``, ``expire`` -> ``alert_forecast``.
 
@@ -198,7 +202,9 @@ def airflow(
     log_dir = str(simulated_log_dir)
     for job in ("audit", "expire"):
         argv = ("pipeline", job, "--input", log_dir, "--output", str(out / job), "--now-ms", str(now_ms))
-        _cli(*argv, "--master", "local[2]")
+        # The DAG's audit task reads the deployment's audit history (here the one the Dagster run keeps).
+        history = ("--state-dir", str(dagster.history_dir), "--no-record") if job == "audit" else ()
+        _cli(*argv, *history, "--master", "local[2]")
     tables = {
         name: pq.read_table(out / job / name).to_pylist()
         for job, name in (
@@ -355,18 +361,7 @@ SURFACES: dict[str, Reader] = {
 }
 
 
-NO_HISTORY = pytest.mark.xfail(
-    strict=True,
-    reason="the Spark audit job (pipelines/audit.py) keeps no audit history, so the Airflow DAG cannot tell "
-    "a stalled cleaner (CRITICAL no_progress) from a slow one and says DEGRADED",
-)
-KNOWN_GAPS = {
-    "airflow audit job table": NO_HISTORY,
-    "slack cleaner alerts (airflow alert_cleaner)": NO_HISTORY,
-}
-
-
-@pytest.mark.parametrize("surface", [pytest.param(name, marks=KNOWN_GAPS.get(name, ())) for name in SURFACES])
+@pytest.mark.parametrize("surface", list(SURFACES))
 def test_every_surface_tells_the_runs_story(
     surface: str, truth: Story, request: pytest.FixtureRequest
 ) -> None:

@@ -104,10 +104,13 @@ def test_dags_parse_and_follow_the_dagster_schedules(airflow: dict[str, str]) ->
         f"b = DagBag(dag_folder={str(DAGS)!r}, include_examples=False); "
         "print(json.dumps({'errors': {k: str(v) for k, v in b.import_errors.items()}, "
         "'dags': {d: {'cron': str(g.schedule_interval), 'tasks': sorted(g.task_ids)} "
-        "for d, g in b.dags.items()}}))"
+        "for d, g in b.dags.items()}, "
+        "'audit': b.dags['offsetops_cleaner_audit'].get_task('audit').bash_command}))"
     )
+    # The audit task judges by the audit history the settings name (a stalled cleaner is CRITICAL).
+    env = {**airflow, "OFFSETOPS_AUDIT_HISTORY_DIR": "/srv/offsetops/audit-history"}
     done = subprocess.run(
-        [airflow["AIRFLOW_PYTHON"], "-c", probe], env=airflow, capture_output=True, text=True, timeout=300
+        [airflow["AIRFLOW_PYTHON"], "-c", probe], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
     bag = json.loads(done.stdout.strip().splitlines()[-1])
@@ -118,6 +121,7 @@ def test_dags_parse_and_follow_the_dagster_schedules(airflow: dict[str, str]) ->
         assert bag["dags"][dag_id]["cron"] == defs.get_schedule_def(schedule).cron_schedule, dag_id
         assert "page_failures" in bag["dags"][dag_id]["tasks"]
     assert bag["dags"]["offsetops_reload_and_validation"]["tasks"] == ["page_failures", "reload", "validate"]
+    assert "--state-dir /srv/offsetops/audit-history" in bag["audit"]
 
 
 @pytest.fixture(scope="module")
