@@ -169,7 +169,7 @@ def offsets_metrics(
     # offsetops_reload_bytes_read: what this run's reload read of each partition (this asset reads none)
     reads = bytes_read_by(state.reports_path, "coordinator_cache", context.run.run_id)
     for cache in caches:
-        cache.stats.bytes_read = reads.get(cache.partition, 0)
+        cache.stats.bytes_read = reads.get(cache.partition, 0) if cache.partition is not None else 0
     wanted = wanted_partitions(caches, GroupFilter())
     if offsets_source.is_live:
         log_offsets = live_offsets(offsets_source.kafka_config(), wanted)
