@@ -69,7 +69,7 @@ from offsetops.coordinator_core.expiration import (
     ExpirationPlan,
     ForecastEntry,
     Tombstone,
-    plan_expiration,
+    plan_for_run,
 )
 from offsetops.coordinator_core.run import RunSettings
 from offsetops.coordinator_core.timefmt import format_duration
@@ -203,13 +203,7 @@ def expiration_plan(
     caches, _rows = published_caches(
         spark.get_session(), state, partitions, offsets_source.settings()["num_partitions"]
     )
-    plan = plan_expiration(
-        caches,
-        now_ms=clock.as_of_ms,
-        retention_ms=run.retention_ms,
-        coordinator=run["coordinator"],
-        forecast_horizon_ms=run.forecast_horizon_ms,
-    )
+    plan = plan_for_run(caches, run, now_ms=clock.as_of_ms)
     report_path = _write_plan(state, plan, caches, partitions, run=run, clock=clock, run_id=context.run_id)
     errors = {c.partition: count_errors(c.stats.errors) for c in caches}  # notices are not errors
     by_partition = _by_partition(plan, partitions)

@@ -28,10 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata, OffsetAndMetadata
 from offsetops.coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey, encode_key
+
+if TYPE_CHECKING:
+    from offsetops.coordinator_core.run import RunSettings
 
 #: ``offsets.retention.minutes`` default since 2.0.0 (KIP-186): 7 days.
 DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000
@@ -444,3 +447,21 @@ def plan_expiration(
         key=lambda e: (e.expires_at, e.offsets_partition or 0, e.group_id, e.topic, e.partition)
     )
     return plan
+
+
+def plan_for_run(
+    caches: Iterable[CoordinatorCache],
+    settings: RunSettings,
+    *,
+    now_ms: int | None = None,
+    retention_ms: int | None = None,
+) -> ExpirationPlan:
+    """:func:`plan_expiration` with the run model's clock, retention, coordinator and forecast window
+    (``now_ms``/``retention_ms`` given: an instant or a what-if retention of the caller's instead)."""
+    return plan_expiration(
+        caches,
+        now_ms=settings.now_ms if now_ms is None else now_ms,
+        retention_ms=settings.retention_ms if retention_ms is None else retention_ms,
+        coordinator=settings["coordinator"],
+        forecast_horizon_ms=settings.forecast_horizon_ms,
+    )

@@ -21,7 +21,7 @@ from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.data_offsets import PartitionOffsets, live_offsets, offline_offsets
 from offsetops.coordinator_core.describe import GroupFilter, GroupView, describe_groups, wanted_partitions
 from offsetops.coordinator_core.errors import DecodeError, count_errors
-from offsetops.coordinator_core.expiration import plan_expiration
+from offsetops.coordinator_core.expiration import plan_for_run
 from offsetops.coordinator_core.expiry_risk import GroupRisk, group_risks
 from offsetops.coordinator_core.history import (
     NOT_ASSIGNED,
@@ -109,13 +109,7 @@ def _offline_roots(source: Source) -> list[str]:
 def expiry_risks(caches: Sequence[CoordinatorCache], settings: RunSettings) -> dict[str, GroupRisk]:
     """Each group's expiry risk at the run's clock, worst first, from the expiration plan ``offsetops
     expire`` would make with the run's retention, coordinator and forecast window."""
-    plan = plan_expiration(
-        caches,
-        now_ms=settings.now_ms,
-        retention_ms=settings.retention_ms,
-        coordinator=settings["coordinator"],
-        forecast_horizon_ms=settings.forecast_horizon_ms,
-    )
+    plan = plan_for_run(caches, settings)
     return {r.group_id: r for r in group_risks(plan)}
 
 

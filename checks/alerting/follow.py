@@ -24,7 +24,7 @@ from typing import Any
 from offsetops.checks.alerting.evidence import offsets_observations, partition_plan_doc
 from offsetops.coordinator_core.atomic import write_json_atomic
 from offsetops.coordinator_core.errors import count_errors
-from offsetops.coordinator_core.expiration import ExpirationPlan, plan_expiration
+from offsetops.coordinator_core.expiration import ExpirationPlan, plan_for_run
 from offsetops.coordinator_core.expiry_risk import group_risks
 from offsetops.coordinator_core.findings import CRITICAL
 from offsetops.coordinator_core.follow import Follower, FollowStep, source_marks
@@ -69,13 +69,7 @@ def follow_topic(source: Source, run: RunSettings, *, now_ms: int) -> FollowedTo
     finally:
         follower.close()
     caches = follower.caches
-    plan = plan_expiration(
-        caches,
-        now_ms=now_ms,
-        retention_ms=run.retention_ms,
-        coordinator=run["coordinator"],
-        forecast_horizon_ms=run.forecast_horizon_ms,
-    )
+    plan = plan_for_run(caches, run, now_ms=now_ms)
     settings = run.to_json()
     plans = {
         c.partition: {**partition_plan_doc(plan, c, run_id=None), "settings": settings}

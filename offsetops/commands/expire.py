@@ -32,7 +32,7 @@ from offsetops.coordinator_core.expiration import (
     COORDINATORS,
     DEFAULT_RETENTION_MS,
     ExpirationPlan,
-    plan_expiration,
+    plan_for_run,
 )
 from offsetops.coordinator_core.expiry_risk import group_risks
 from offsetops.coordinator_core.sources.logdir import LogDirError
@@ -259,13 +259,7 @@ def _plan(
     the coordinator and the forecast window from the flags, OFFSETOPS_*, the config file, the broker,
     Kafka's defaults), its JSON with the per-group summary, and the clock's findings."""
     run = args.run
-    plan = plan_expiration(
-        caches,
-        now_ms=run.now_ms,
-        retention_ms=run.retention_ms,
-        coordinator=run["coordinator"],
-        forecast_horizon_ms=run.forecast_horizon_ms,
-    )
+    plan = plan_for_run(caches, run)
     doc: dict[str, Any] = plan.to_json()
     doc["dry_run"] = not args.execute
     # the per-group summary the text leads with, in the same order (lost, then the soonest expiry)
@@ -275,13 +269,7 @@ def _plan(
     ]
     findings = _clock_guard(args, caches, doc)
     if args.what_if_retention_ms is not None:
-        what_if = plan_expiration(
-            caches,
-            now_ms=run.now_ms,
-            retention_ms=args.what_if_retention_ms,
-            coordinator=run["coordinator"],
-            forecast_horizon_ms=run.forecast_horizon_ms,
-        )
+        what_if = plan_for_run(caches, run, retention_ms=args.what_if_retention_ms)
         doc["what_if"] = {k: v for k, v in what_if.to_json().items() if k not in ("now_ms", "coordinator")}
     return plan, doc, findings
 
