@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
-from offsetops.commands._load import load_caches, source_from_args
+from offsetops.commands._load import load_with_progress, source_from_args
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.cleaner.model import CleanerAudit
 from offsetops.coordinator_core.clock import WALL, resolve_clock
@@ -21,6 +21,7 @@ from offsetops.coordinator_core.follow import Follower, FollowStep
 from offsetops.coordinator_core.group_views import source_log_offsets
 from offsetops.coordinator_core.metrics_snapshot import Snapshot, compute_snapshot
 from offsetops.coordinator_core.resume.memory import MemoryStateStore
+from offsetops.coordinator_core.sources.source import Source
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +70,17 @@ class ExporterSnapshots:
         appended), audit the cleaner (log dirs only), plan expiration and forecast failover."""
         started = time.time()
         if self._follower is None:
-            return self._compute(load_caches(self._args), started, audit=None)
-        self._report(self._follower.refresh())
+            # one Source per refresh: the reload and the log offsets read the same one
+            source = source_from_args(self._args)
+            return self._compute(source, load_with_progress(source, self._args.run), started, audit=None)
+        follower = self._follower
+        self._report(follower.refresh())
         if self._audit is None:
-            snap = self._compute(self._follower.caches, started, audit=None)
+            snap = self._compute(follower.source, follower.caches, started, audit=None)
             self._audit = snap.audit
             return snap
         self._start_audit()
-        return self._compute(self._follower.caches, started, audit=self._audit)
+        return self._compute(follower.source, follower.caches, started, audit=self._audit)
 
     def _start_audit(self) -> None:
         """The next cleaner audit, in its own thread (none while one still runs)."""
@@ -108,7 +112,8 @@ class ExporterSnapshots:
         started = time.time()
         step = self._follower.apply(moved)
         self._report(step)
-        return FollowUpdate(self._compute(self._follower.caches, started, audit=self._audit), seen, step)
+        snap = self._compute(self._follower.source, self._follower.caches, started, audit=self._audit)
+        return FollowUpdate(snap, seen, step)
 
     def close(self) -> None:
         if self._follower is not None:
@@ -125,11 +130,11 @@ class ExporterSnapshots:
             log.warning("%s", for_log(notice))
 
     def _compute(
-        self, caches: list[CoordinatorCache], started: float, *, audit: CleanerAudit | None
+        self, source: Source, caches: list[CoordinatorCache], started: float, *, audit: CleanerAudit | None
     ) -> Snapshot:
         args = self._args
         run = args.run
-        offsets, _where = source_log_offsets(source_from_args(args), wanted_partitions(caches, GroupFilter()))
+        offsets, _where = source_log_offsets(source, wanted_partitions(caches, GroupFilter()))
         return compute_snapshot(
             caches,
             offsets,
