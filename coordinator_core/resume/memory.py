@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from offsetops.coordinator_core.resume.codec import StateFormatError, StateTables, decode_state, encode_state
+from offsetops.coordinator_core.resume.codec import StateTables, encode_state
 from offsetops.coordinator_core.resume.point import Refusal
+from offsetops.coordinator_core.resume.store import decoded_or_refusal
 
 __all__ = ["MemoryStateStore"]
 
@@ -45,10 +46,7 @@ class MemoryStateStore:
         data = self._states.get((topic, partition))
         if data is None:
             return Refusal("no_state", f"no state for {topic}-{partition} in this process yet")
-        try:
-            return decode_state(data)
-        except StateFormatError as exc:
-            return Refusal(exc.code, f"{self.path(topic, partition)}: {exc}")
+        return decoded_or_refusal(data, self.path(topic, partition))
 
     def write(self, topic: str, partition: int, meta: dict[str, Any], tables: StateTables) -> Path:
         """Replace the partition's state (StateFormatError when it is over the size limit)."""

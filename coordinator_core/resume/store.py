@@ -58,10 +58,7 @@ class StateStore:
             return Refusal("no_state", f"no state file {path} yet")
         except OSError as exc:
             return Refusal("state_unreadable", f"{path}: {exc}")
-        try:
-            return decode_state(data)
-        except StateFormatError as exc:
-            return Refusal(exc.code, f"{path}: {exc}")
+        return decoded_or_refusal(data, path)
 
     def write(self, topic: str, partition: int, meta: dict[str, Any], tables: StateTables) -> Path:
         """Replace the partition's state (StateFormatError when it is over the size limit, OSError).
@@ -69,3 +66,12 @@ class StateStore:
         Atomic but not fsynced: the state is a cache, and a file a crash left behind is refused by its
         checksum (a fresh read), never trusted."""
         return write_bytes_atomic(self.path(topic, partition), encode_state(meta, tables), durable=False)
+
+
+def decoded_or_refusal(data: bytes, where: Path) -> tuple[dict[str, Any], StateTables] | Refusal:
+    """Saved state bytes decoded, or the :class:`Refusal` naming ``where`` they came from and why they
+    cannot be used (every store, on disk or in memory, judges its bytes the same way)."""
+    try:
+        return decode_state(data)
+    except StateFormatError as exc:
+        return Refusal(exc.code, f"{where}: {exc}")
