@@ -65,18 +65,25 @@ def record_bytes_read(
     return {"run_bytes_read": MetadataValue.int(total), "run_read": format_bytes(total)}
 
 
-def run_bytes_read(reports: Path, run_id: str) -> dict[str, int]:
-    """Segment bytes each asset read in run ``run_id`` (assets that read none, or ran in another run,
-    are left out); a record that is not what :func:`record_bytes_read` writes raises ``ValueError``."""
+def _run_record(path: Path, run_id: str) -> dict[str, Any] | None:
+    """The record :func:`record_bytes_read` wrote at ``path``, when it is run ``run_id``'s (None for
+    another run's; OSError and ValueError, of a file that cannot be read as JSON, propagate)."""
     import json
 
     from offsetops.coordinator_core.untrusted import read_regular_file
 
+    doc = json.loads(read_regular_file(path, kind="report"))
+    return doc if isinstance(doc, dict) and doc.get("run_id") == run_id else None
+
+
+def run_bytes_read(reports: Path, run_id: str) -> dict[str, int]:
+    """Segment bytes each asset read in run ``run_id`` (assets that read none, or ran in another run,
+    are left out); a record that is not what :func:`record_bytes_read` writes raises ``ValueError``."""
     out: dict[str, int] = {}
     folder = reports / BYTES_READ_DIR
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-        doc = json.loads(read_regular_file(path, kind="report"))
-        if not isinstance(doc, dict) or doc.get("run_id") != run_id:
+        doc = _run_record(path, run_id)
+        if doc is None:
             continue
         total = doc.get("bytes_read")
         if not isinstance(total, int) or isinstance(total, bool) or total < 0:
@@ -89,16 +96,11 @@ def bytes_read_by(reports: Path, asset: str, run_id: str) -> dict[int, int]:
     """Per offsets partition, the segment bytes ``asset`` read in run ``run_id``, as
     :func:`record_bytes_read` recorded them (empty when its latest record is another run's, or is not
     such a record: then nothing is claimed)."""
-    import json
-
-    from offsetops.coordinator_core.untrusted import read_regular_file
-
-    path = reports / BYTES_READ_DIR / f"{asset}.json"
     try:
-        doc = json.loads(read_regular_file(path, kind="report"))
+        doc = _run_record(reports / BYTES_READ_DIR / f"{asset}.json", run_id)
     except (OSError, ValueError):
         return {}
-    parts = doc.get("partitions") if isinstance(doc, dict) and doc.get("run_id") == run_id else None
+    parts = doc.get("partitions") if doc is not None else None
     if not isinstance(parts, dict):
         return {}
     out = {}
