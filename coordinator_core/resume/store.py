@@ -18,7 +18,7 @@ from typing import Any
 from offsetops.coordinator_core.atomic import file_lock, write_bytes_atomic
 from offsetops.coordinator_core.resume.codec import StateFormatError, StateTables, decode_state, encode_state
 from offsetops.coordinator_core.resume.point import Refusal
-from offsetops.coordinator_core.untrusted import read_regular_file
+from offsetops.coordinator_core.untrusted import UntrustedFileError, read_regular_file
 
 __all__ = ["StateStore"]
 
@@ -56,6 +56,8 @@ class StateStore:
             data = read_regular_file(path, kind="resume state")
         except FileNotFoundError:
             return Refusal("no_state", f"no state file {path} yet")
+        except UntrustedFileError as exc:  # its message names the file already
+            return Refusal("state_unreadable", str(exc))
         except OSError as exc:
             return Refusal("state_unreadable", f"{path}: {exc}")
         return decoded_or_refusal(data, path)

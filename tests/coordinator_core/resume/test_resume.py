@@ -263,3 +263,18 @@ def test_a_state_that_had_read_nothing_keeps_no_error_twice(tmp_path: Path) -> N
     again = load(tmp_path / "logdir", tmp_path / "state")
     assert first.stats.errors and again.stats.resumed
     assert view(again) == view(first) == view(load(tmp_path / "logdir", None))
+
+
+def test_a_state_path_that_is_not_a_regular_file_is_named_once_and_read_fresh(tmp_path: Path) -> None:
+    root, state = tmp_path / "logdir", tmp_path / "state"
+    write_partition(root, segments_of(History().play([("commit", 0, 1, 5)] * 3).batches, SEGMENT))
+    load(root, state)
+    path = StateStore.at(state).path(TOPIC, 0)
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere.state")
+    (tmp_path / "elsewhere.state").write_bytes(b"x")
+    resumed = load(root, state)
+    assert not resumed.stats.resumed
+    assert resumed.stats.resume_reason == "state_unreadable"
+    assert (resumed.stats.resume_detail or "").count(str(path)) == 1
+    assert view(resumed) == view(load(root, None))
