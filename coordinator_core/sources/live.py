@@ -38,6 +38,7 @@ from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.batch import RecordBatch
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.records.reader import ErrorSink
+from offsetops.coordinator_core.sources.backoff import ExponentialBackoff, RetryDeadline
 from offsetops.coordinator_core.sources.fetcher import (
     MAX_PARTITION_FETCH_BYTES,
     MAX_RETRIES,
@@ -261,11 +262,21 @@ class LiveSource:
             partitions = self.partitions()
         todo = set(partitions)
         result: dict[int, int] = {}
+        retry: dict[int, str] = {}
+        # Retriable errors (a leader moving) are asked again after a back-off, as the Java admin
+        # client's ListOffsets does: retry.backoff.ms doubling to retry.backoff.max.ms, at most
+        # MAX_RETRIES times and within request.timeout.ms.
+        deadline = RetryDeadline(
+            ExponentialBackoff(self.config.retry_backoff_ms, self.config.retry_backoff_max_ms),
+            self.config.request_timeout_ms,
+        )
         for attempt in range(MAX_RETRIES + 1):
+            if attempt and not deadline.wait():
+                break
             by_leader: dict[int, list[int]] = {}
             for p in sorted(todo):
                 by_leader.setdefault(self._leader(p, refresh=attempt > 0), []).append(p)
-            retry: dict[int, str] = {}
+            retry = {}
             for leader, parts in by_leader.items():
                 topic_req = ListOffsetsRequest.ListOffsetsTopic(
                     name=self.topic,
@@ -295,7 +306,8 @@ class LiveSource:
             if not todo:
                 return result
         raise LiveSourceError(
-            f"ListOffsets on {self._where()} kept failing: "
+            f"ListOffsets on {self._where()} kept failing for {deadline.waited_s:.1f} s "
+            f"({deadline.attempts + 1} attempts): "
             + ", ".join(f"{self.topic}-{p}: {e}" for p, e in sorted(retry.items()))
         )
 

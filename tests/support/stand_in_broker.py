@@ -2,9 +2,11 @@
 broker gives only now and then (empty below the high watermark, throttled, a batch cut at
 ``max_bytes`` as before KIP-74), which Tansu never gives on demand.
 
-It speaks the real protocol over a real socket (ApiVersions, Metadata, Fetch; kafka-python's own
-message classes encode the responses), so the client under test runs unchanged. It is a stand-in: one
-node, one topic, nothing stored; every Fetch goes to ``answer`` and is recorded in ``fetches``.
+It speaks the real protocol over a real socket (ApiVersions, Metadata, Fetch, ListOffsets;
+kafka-python's own message classes encode the responses), so the client under test runs unchanged. It
+is a stand-in: one node, one topic, nothing stored; every Fetch goes to ``answer`` and is recorded in
+``fetches``; every ListOffsets partition goes to ``offsets_answer`` (when given) and is recorded in
+``offset_lookups``.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
 NODE_ID = 1
-_SERVED = {18: (0, 3), 3: (0, 12), 1: (0, 12)}  # api key -> (min, max) version
+_SERVED = {18: (0, 3), 3: (0, 12), 1: (0, 12), 2: (1, 7)}  # api key -> (min, max) version
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,15 @@ class FetchAnswer:
     error_code: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetLookup:
+    """One partition of a ListOffsets request, and when it came (``time.monotonic``)."""
+
+    partition: int
+    timestamp: int
+    at: float
+
+
 @dataclass
 class StandInBroker:
     """One node serving ``topic`` with ``partitions`` partitions; ``answer`` scripts every Fetch."""
@@ -53,6 +65,9 @@ class StandInBroker:
     partitions: int = 1
     fetches: list[FetchCall] = field(default_factory=list)
     port: int = 0
+    #: ListOffsets: a lookup -> (error code, offset); None serves no ListOffsets
+    offsets_answer: Callable[[OffsetLookup], tuple[int, int]] | None = None
+    offset_lookups: list[OffsetLookup] = field(default_factory=list)
 
     @property
     def bootstrap(self) -> str:
@@ -75,6 +90,9 @@ class StandInBroker:
         elif api_key == 1:
             request = FetchRequest.decode(body, version=version, header=True)
             response = self._fetch(request)
+        elif api_key == 2 and self.offsets_answer is not None:
+            request = ListOffsetsRequest.decode(body, version=version, header=True)
+            response = self._list_offsets(request)
         else:
             raise ConnectionError(f"the stand-in does not serve api key {api_key}")
         response.API_VERSION = version  # before the header: kafka-python sets it on a request header
@@ -134,6 +152,28 @@ class StandInBroker:
             topics.append(fr(topic=t.topic, partitions=parts))
         return FetchResponse(throttle_time_ms=throttle, error_code=0, session_id=0, responses=topics)
 
+    def _list_offsets(self, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        assert self.offsets_answer is not None
+        tr = ListOffsetsResponse.ListOffsetsTopicResponse
+        topics = []
+        for t in request.topics:
+            parts = []
+            for p in t.partitions:
+                lookup = OffsetLookup(p.partition_index, p.timestamp, time.monotonic())
+                self.offset_lookups.append(lookup)
+                error, offset = self.offsets_answer(lookup)
+                parts.append(
+                    tr.ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index,
+                        error_code=error,
+                        timestamp=-1,
+                        offset=offset,
+                        leader_epoch=0,
+                    )
+                )
+            topics.append(tr(name=t.name, partitions=parts))
+        return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
     def serve(self, conn: socket.socket) -> None:
         with conn:
             while True:
@@ -160,11 +200,17 @@ def _recv(conn: socket.socket, n: int) -> bytes | None:
 
 @contextmanager
 def stand_in_broker(
-    topic: str, answer: Callable[[FetchCall], FetchAnswer], partitions: int = 1
+    topic: str,
+    answer: Callable[[FetchCall], FetchAnswer],
+    partitions: int = 1,
+    *,
+    offsets_answer: Callable[[OffsetLookup], tuple[int, int]] | None = None,
 ) -> Iterator[StandInBroker]:
     """A :class:`StandInBroker` listening on a free loopback port for the ``with`` block."""
     listener = socket.create_server(("127.0.0.1", 0))
-    broker = StandInBroker(topic, answer, partitions, port=listener.getsockname()[1])
+    broker = StandInBroker(
+        topic, answer, partitions, port=listener.getsockname()[1], offsets_answer=offsets_answer
+    )
 
     def accept() -> None:
         while True:

@@ -5,6 +5,7 @@ watermark (a leader moving, or a broker out of time), throttled (KIP-219), a bat
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -13,7 +14,7 @@ from offsetops.coordinator_core.records import ZSTD, build_record_batch
 from offsetops.coordinator_core.sources.backoff import ExponentialBackoff, RetryDeadline
 from offsetops.coordinator_core.sources.live import FetchRange, LiveSource, LiveSourceError
 
-from tests.support.stand_in_broker import FetchAnswer, FetchCall, stand_in_broker
+from tests.support.stand_in_broker import FetchAnswer, FetchCall, OffsetLookup, stand_in_broker
 
 TOPIC = "stand-in-offsets"
 
@@ -37,6 +38,11 @@ def _from(offset: int, log: list[bytes] = LOG) -> bytes:
 def _config(bootstrap: str, **kw) -> KafkaClientConfig:
     settings = {"connect_timeout_ms": 3000, "request_timeout_ms": 3000, "retry_backoff_ms": 20}
     return KafkaClientConfig(bootstrap, **{**settings, **kw})
+
+
+def _gaps(calls: list) -> list[float]:
+    """Seconds between successive requests."""
+    return [b.at - a.at for a, b in itertools.pairwise(calls)]
 
 
 def _read(bootstrap: str, start: int = 0, end: int = END, **kw) -> list[tuple[int, int]]:
@@ -66,7 +72,7 @@ def test_an_empty_answer_below_the_high_watermark_is_fetched_again_after_a_back_
     offsets = [f.offset for f in broker.fetches]
     assert offsets == [0, 0, 0]
     # Back-off doubles (100 then 200 ms, +/- 20 % jitter) before each retry.
-    gaps = [b.at - a.at for a, b in zip(broker.fetches, broker.fetches[1:], strict=False)]
+    gaps = _gaps(broker.fetches)
     assert gaps[0] >= 0.08 and gaps[1] >= 0.16
 
 
@@ -156,3 +162,40 @@ def test_exponential_backoff_and_the_retry_deadline() -> None:
     assert slept == [0.1, 0.2, 0.4] and retry.attempts == 3
     retry.progress()
     assert retry.wait(at_least_ms=500) and slept[-1] == 0.5  # a throttle longer than the back-off wins
+
+
+def test_list_offsets_is_asked_again_after_a_back_off_while_the_leader_moves() -> None:
+    not_leader = 2
+
+    def offsets(lookup: OffsetLookup) -> tuple[int, int]:
+        nonlocal not_leader
+        if not_leader:
+            not_leader -= 1
+            return 6, -1  # NOT_LEADER_OR_FOLLOWER
+        return 0, END
+
+    with stand_in_broker(TOPIC, lambda call: FetchAnswer(), offsets_answer=offsets) as broker:
+        cfg = _config(broker.bootstrap, retry_backoff_ms=100, retry_backoff_max_ms=400)
+        with LiveSource(cfg, topic=TOPIC) as source:
+            assert source.end_offsets([0]) == {0: END}
+    lookups = broker.offset_lookups
+    assert len(lookups) == 3
+    # Back-off doubles (100 then 200 ms, +/- 20 % jitter) before each retry.
+    gaps = _gaps(lookups)
+    assert gaps[0] >= 0.08 and gaps[1] >= 0.16
+
+
+def test_list_offsets_that_keeps_failing_ends_within_the_request_timeout_naming_the_partition() -> None:
+    with stand_in_broker(TOPIC, lambda call: FetchAnswer(), offsets_answer=lambda lookup: (6, -1)) as broker:
+        cfg = _config(
+            broker.bootstrap, request_timeout_ms=1000, retry_backoff_ms=100, retry_backoff_max_ms=400
+        )
+        with LiveSource(cfg, topic=TOPIC) as source:
+            started = time.monotonic()
+            with pytest.raises(LiveSourceError) as caught:
+                source.end_offsets([0])
+            took = time.monotonic() - started
+    message = str(caught.value)
+    assert f"{TOPIC}-0: NOT_LEADER_OR_FOLLOWER" in message and "kept failing" in message
+    assert 2 <= len(broker.offset_lookups) <= 6  # at most MAX_RETRIES retries
+    assert took < 1.0 + 0.5
