@@ -90,9 +90,10 @@ def load_live_partition_resumable(
         )  # fmt: skip
         fold, start, saved, read = _fetch(live, partition, now, resumed, semantics, verify_crc)
         point = _point(fold, live.topic, partition, now, settings, start)
-        state_error = save_point(
-            store, fold, point, list(fold.stats.errors), unchanged=point == saved and not read
-        )
+        # The batches at or after the saved position are fetched again by the next run, which reports
+        # their errors again: the state keeps only the errors before it.
+        kept = [e for e in fold.stats.errors if e.offset is None or e.offset < point.next_offset]
+        state_error = save_point(store, fold, point, kept, unchanged=point == saved and not read)
     cache = fold.finish(num_partitions=num_partitions)
     cache.stats.bytes_read = read
     cache.stats.state_error = state_error
