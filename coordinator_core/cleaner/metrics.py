@@ -19,8 +19,6 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
-
 #: canonical name -> MBean type it belongs to
 CLEANER_METRICS: dict[str, str] = {
     "uncleanable_partitions_count": "logcleanermanager",
@@ -120,6 +118,8 @@ def parse_exposition(text: str, *, source: str | None = None) -> CleanerMetrics:
 
     Raises :class:`MetricsError` when the text is not a valid exposition.
     """
+    from prometheus_client.parser import text_string_to_metric_families  # only when a scrape is read
+
     values: dict[str, dict[str, float]] = {}
     try:
         for family in text_string_to_metric_families(text):
