@@ -33,6 +33,7 @@ from offsetops.coordinator_core.history import (
 )
 from offsetops.coordinator_core.kafka_client import KafkaClientError
 from offsetops.coordinator_core.partitioner import partition_for
+from offsetops.coordinator_core.read_summary import ReadSummary
 from offsetops.coordinator_core.records.batch import RecordBatch
 from offsetops.coordinator_core.records.reader import iter_segment_batches
 from offsetops.coordinator_core.run import RunSettings
@@ -134,6 +135,7 @@ class GroupsResult:
     settings: RunSettings
     missing: tuple[str, ...]  # groups asked for by name and not found in the loaded partitions
     decode_errors: int  # errors (not notices) met while loading
+    read: ReadSummary  # what the load read: bytes, partitions, resumed ones
 
     def risk(self, group_id: str) -> GroupRisk | None:
         return self.risks.get(group_id)
@@ -162,6 +164,7 @@ class GroupsResult:
             "now": time_json(self.now_ms, self.now_ms),
             "log_offsets_from": self.log_offsets_from,
             "groups": [self.group_json(v) for v in self.views],
+            "read": self.read.to_json(),
         }
 
 
@@ -196,6 +199,7 @@ def _view(request: GroupsRequest, load: CacheLoader) -> dict[str, Any]:
         "settings": request.settings,
         "missing": tuple(sorted(flt.groups - found)),
         "decode_errors": sum(count_errors(c.stats.errors) for c in caches),  # notices are not errors
+        "read": ReadSummary.of(caches),
     }
 
 

@@ -183,6 +183,10 @@ class RunSettings:
 EXPIRATION_SETTINGS = ("now", "retention_minutes", "coordinator", "forecast_hours")
 
 
+#: how a setting without a value reads where "unknown" would mislead: no resume state is a choice
+_UNSET = {"resume_state_dir": "none"}
+
+
 def settings_line(doc: Mapping[str, Any] | None, names: tuple[str, ...] | None = None) -> str | None:
     """``settings: retention_minutes 120 (env OFFSETOPS_RETENTION_MINUTES); ...`` from the JSON of
     :meth:`RunSettings.to_json` (as reports carry it), for ``names`` (default all); None without one."""
@@ -194,7 +198,8 @@ def settings_line(doc: Mapping[str, Any] | None, names: tuple[str, ...] | None =
         if not isinstance(entry, Mapping):
             continue
         value = entry.get("iso") or entry.get("value")
-        parts.append(f"{name} {'unknown' if value is None else value} ({entry.get('source')})")
+        shown = _UNSET.get(name, "unknown") if value is None else value
+        parts.append(f"{name} {shown} ({entry.get('source')})")
     return "settings: " + "; ".join(parts) if parts else None
 
 
@@ -422,10 +427,12 @@ def flags_of(options: object) -> dict[str, tuple[Any, str]]:
         for attr, flag, convert in attributes:
             value = getattr(options, attr, None)
             if value is not None:
+                # the spelling the user typed, where an option has several (``--resume-state``)
+                spelled = getattr(options, f"{attr}_flag", None) or flag
                 try:
-                    flags[name] = (convert(value), f"flag {flag}")
+                    flags[name] = (convert(value), f"flag {spelled}")
                 except ValueError as exc:  # an untyped option (a path) checked here
-                    raise SettingsError(f"{name} from flag {flag}: {exc}") from None
+                    raise SettingsError(f"{name} from flag {spelled}: {exc}") from None
                 break
     return flags
 

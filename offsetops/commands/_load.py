@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import Any
 
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
@@ -74,10 +75,21 @@ def add_source_args(
     )
 
 
+class _StateDirAction(argparse.Action):
+    """Stores the directory and the spelling used (``resume_state_dir_flag``), so the settings name the
+    option the user typed: ``--state`` means the group state filter on ``groups``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_flag", option_string)
+
+
 def add_state_arg(p: argparse.ArgumentParser, flags: tuple[str, ...] = STATE_FLAGS) -> None:
     """``--state DIR`` (or ``--resume-state DIR``): keep each partition's fold there and resume from it."""
     p.add_argument(
         *flags,
+        action=_StateDirAction,
         dest="resume_state_dir",
         metavar="DIR",
         help="keep each partition's fold in DIR and, on the next run, read only what was appended "

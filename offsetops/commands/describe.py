@@ -207,7 +207,7 @@ def _print_text(result: DescribeResult) -> None:
     sys.stdout.write(f"log start/end from {cell(result.log_offsets_from)}")
     if unknown:
         sys.stdout.write(f"; {unknown} partition(s) not found there (LOG-UNKNOWN: no lag)")
-    sys.stdout.write("\n")
+    sys.stdout.write("\n" + result.read.sentence() + "\n")
     sys.stdout.write(
         cell(result.settings.summary()) + "\n"
     )  # the settings the expiry lines were computed with

@@ -35,6 +35,7 @@ from offsetops.coordinator_core.expiration import (
     plan_for_run,
 )
 from offsetops.coordinator_core.expiry_risk import group_risks
+from offsetops.coordinator_core.read_summary import ReadSummary
 from offsetops.coordinator_core.sources.logdir import LogDirError
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.pipelines.cli_args import (
@@ -219,6 +220,8 @@ def run(args: argparse.Namespace) -> int:
         return die(str(exc))
     errors = [e for c in caches for e in c.stats.errors]
     plan, doc, findings = _plan(args, caches)
+    read = ReadSummary.of(caches)
+    doc["read"] = read.to_json()
     report = None
     if args.execute:
         if count_errors(errors):  # notices (a zero tail, a client's own layout) do not stop it
@@ -244,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(with_settings(doc, args))
     else:
-        _print_text(plan, doc, args)
+        _print_text(plan, doc, args, read)
     if errors:
         report_errors(errors)
     if report is not None and (not report.complete or report.not_gone):
@@ -364,7 +367,9 @@ def _offset_tombstones(plan: ExpirationPlan) -> int:
     return sum(1 for t in plan.tombstones if t.kind == "offset_commit")
 
 
-def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namespace) -> None:
+def _print_text(
+    plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namespace, read: ReadSummary
+) -> None:
     out = sys.stdout
     mode = "DRY RUN" if doc["dry_run"] else "EXECUTE"
     out.write(
@@ -393,6 +398,7 @@ def _print_text(plan: ExpirationPlan, doc: dict[str, Any], args: argparse.Namesp
         )
     if "execution" in doc:
         _print_execution(doc["execution"])
+    out.write(read.sentence() + "\n")
     out.write(escape(args.run.summary()) + "\n")
 
 

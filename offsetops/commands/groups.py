@@ -141,6 +141,7 @@ def _print_text(result: GroupsResult) -> None:
     if shares:
         sys.stdout.write(f"{shares} share group(s): {SHARE_OFFSETS_NOTE} (no lag here)\n")
     sys.stdout.write(f"log start/end from {cell(result.log_offsets_from)}\n")
+    sys.stdout.write(result.read.sentence() + "\n")
     # the settings the expiry column was computed with
     sys.stdout.write(cell(result.settings.summary()) + "\n")
 

@@ -130,3 +130,26 @@ def test_the_exporter_keeps_its_state_between_refreshes(tmp_path):
     _log(root, 8)
     build_snapshot(args)  # resumed after an append: the next state saved
     assert (state / f"{TOPIC}-0.state").read_bytes() != saved
+
+
+def test_groups_describe_and_expire_say_what_they_read_and_name_the_option_typed(tmp_path, capsys):
+    root, state = tmp_path / "logdir", tmp_path / "state"
+    _log(root, 3)
+    size = sum(f.stat().st_size for f in root.rglob("*.log"))
+    code, out, _ = run(capsys, "groups", str(root), "--json")
+    doc = json.loads(out)
+    assert doc["read"] == {"bytes_read": size, "partitions": 1, "resumed": 0, "read_fresh": None}
+    assert doc["settings"]["resume_state_dir"]["value"] is None
+    code, out, _ = run(capsys, "groups", str(root))
+    assert f"\nread {size} bytes of 1 partition\n" in out and "resume_state_dir none (" in out
+    code, out, _ = run(capsys, "describe", str(root), "--resume-state", str(state), "--json")
+    doc = json.loads(out)
+    assert doc["read"] == {"bytes_read": size, "partitions": 1, "resumed": 0, "read_fresh": {"no_state": 1}}
+    # on groups and describe, --state filters group states: the settings name the option typed
+    assert doc["settings"]["resume_state_dir"]["source"] == "flag --resume-state"
+    _log(root, 6)
+    grown = sum(f.stat().st_size for f in root.rglob("*.log"))
+    code, out, _ = run(capsys, "expire", str(root), "--state", str(state))
+    assert code == 0 and f"\nread {grown - size} bytes of 1 partition (1 resumed)\n" in out
+    code, out, _ = run(capsys, "expire", str(root), "--state", str(state), "--json")
+    assert json.loads(out)["read"] == {"bytes_read": 0, "partitions": 1, "resumed": 1, "read_fresh": {}}
