@@ -19,7 +19,6 @@ from offsetops.coordinator_core.cache import (
 from offsetops.coordinator_core.embedded import read_member
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.group_replay import SHARE_RECORDS, STREAMS_RECORDS, GroupRecord
-from offsetops.coordinator_core.kip848 import consumer_group, modern_group
 from offsetops.coordinator_core.partitioner import partition_for
 from offsetops.coordinator_core.schema import (
     GroupKey,
@@ -296,6 +295,10 @@ class Materializer:
 
     def _build_kip848(self, topic_ids: dict[str, str]) -> None:
         """KIP-848 consumer groups (types 3-8, 16), share groups (9-15) and streams groups (17-24)."""
+        if not self.kip848 and not self.replayed:
+            return  # a log of classic groups only: the modern groups' models are not even imported
+        from offsetops.coordinator_core.kip848 import consumer_group, modern_group
+
         for gid, by_type in self.kip848.items():
             if any(t in by_type for t in range(3, 9)) or 16 in by_type:
                 self.groups[gid] = consumer_group(gid, by_type, topic_ids)
