@@ -8,6 +8,9 @@ offset commit created on replay stay, Empty, until a GroupMetadata tombstone rem
 
 from __future__ import annotations
 
+import functools
+import gc
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from offsetops.coordinator_core.cache import (
@@ -71,6 +74,28 @@ def offset_and_metadata(
     )
 
 
+def cycles_not_collected(
+    build: Callable[[Materializer], CoordinatorCache],
+) -> Callable[[Materializer], CoordinatorCache]:
+    """Run ``build`` with the cyclic garbage collector paused (and resumed after, if it ran before).
+
+    Building a cache allocates one object per survivor and member, none of them in a reference cycle;
+    collecting while they are made finds nothing and re-walks every object allocated so far (a third of
+    the materialization of 95,000 offsets). A cycle made meanwhile is collected once it resumes."""
+
+    @functools.wraps(build)
+    def run(self: Materializer) -> CoordinatorCache:
+        if not gc.isenabled():
+            return build(self)
+        gc.disable()
+        try:
+            return build(self)
+        finally:
+            gc.enable()
+
+    return run
+
+
 class Materializer:
     """Decode the surviving records of a fold and build the cache, as the loader does after its scan."""
 
@@ -122,6 +147,7 @@ class Materializer:
         self.offsets.setdefault(group, {})[(topic, partition)] = om
         return True
 
+    @cycles_not_collected
     def build(self) -> CoordinatorCache:
         fold = self.fold
         self._count_types()
