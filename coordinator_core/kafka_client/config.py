@@ -505,11 +505,13 @@ def _known_keys(client: Any) -> set[str] | None:
 
 
 def error_reason(exc: BaseException) -> str:
-    tls = sys.modules.get("ssl")  # a TLS error exists only once the TLS stack was imported
-    if tls is not None and isinstance(exc, tls.SSLCertVerificationError):
-        return f"certificate verify failed: {exc.verify_message}"
-    if tls is not None and isinstance(exc, tls.SSLError):
-        return exc.reason or exc.strerror or type(exc).__name__
+    if "ssl" in sys.modules:  # a TLS error exists only once the TLS stack was imported
+        import ssl
+
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return f"certificate verify failed: {exc.verify_message}"
+        if isinstance(exc, ssl.SSLError):
+            return exc.reason or exc.strerror or type(exc).__name__
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
