@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.reload import DATA, ROOT, ensure_data, parse_size
+from benchmarks.reload import DATA, ROOT, compile_bytecode, ensure_data, parse_size
 
 OFFSETOPS = str(Path(sys.executable).with_name("offsetops"))
 
@@ -102,6 +102,7 @@ def main() -> None:
     size, extra = parse_size(args.size), parse_size(args.append)
     data = argparse.Namespace(data_dir=args.data_dir, kafka_version="3.9", groups=200, partitions=50, seed=1)
     base, _ = ensure_data(size, "none", data)
+    compile_bytecode()
     work = Path(args.work_dir)
     shutil.rmtree(work, ignore_errors=True)
     copy, state, saved, empty = work / "logdir", work / "state", work / "state-saved", work / "empty"

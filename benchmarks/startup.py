@@ -43,6 +43,7 @@ from benchmarks.reload import (
     ROOT,
     aiokafka_fold,
     baseline_decode_value,
+    compile_bytecode,
     parse_size,
     print_machine,
 )
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     dirs = [ensure_data(parse_size(s), "none", data_args)[0] for s in args.sizes.split(",")]
     if args.large_live_set:
         dirs.append(_large_live_set(parse_size(args.large_live_set), args.data_dir))
+    compile_bytecode()
     print("start-up (whole process, stdout to /dev/null)")
     _print(
         _measure(

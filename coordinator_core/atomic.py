@@ -23,7 +23,6 @@ import json
 import math
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -59,6 +58,8 @@ def write_bytes_atomic(
     skips the fsyncs, for a cache that can always be rebuilt (still atomic: old file or new one)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: most runs write nothing, and tempfile imports random (a seeded generator)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

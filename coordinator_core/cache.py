@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offsetops.coordinator_core.errors import DecodeError, ErrorLog, error_total
-from offsetops.coordinator_core.share_group import EARLY_ACCESS_STATE, ShareGroup
-from offsetops.coordinator_core.streams_group import StreamsGroup
+
+if TYPE_CHECKING:  # a cache holds them only when its log has share or streams groups
+    from offsetops.coordinator_core.share_group import ShareGroup
+    from offsetops.coordinator_core.streams_group import StreamsGroup
+
+EARLY_ACCESS_STATE = "EarlyAccess"
+"""Not a Kafka state: the group was written by an early-access coordinator that Kafka 4.1+ cannot upgrade."""
 
 # Kafka's group states (GroupState / ClassicGroupState / ConsumerGroupState), as printed by the tools.
 GROUP_STATES = frozenset(

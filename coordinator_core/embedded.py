@@ -29,6 +29,7 @@ from offsetops.coordinator_core.schema.consumer_protocol import (
     load_read_fits,
     read_embedded,
 )
+from offsetops.coordinator_core.schema.standard_protocol import standard_partitions, standard_topics
 
 CORRUPT = "corrupt_embedded"
 LAYOUT = "embedded_layout"
@@ -94,6 +95,23 @@ def _layout_notice(who: str, r: EmbeddedReading) -> EmbeddedFinding:
 def read_member(group_id: str | None, protocol: str | None, member: MemberMetadata) -> MemberProtocol:
     """A ``consumer`` group member's subscription and assignment (``protocol``: the group's protocol name;
     without one the coordinator reads no subscription)."""
+    return _standard_member(member) or read_member_fully(group_id, protocol, member)
+
+
+def _standard_member(member: MemberMetadata) -> MemberProtocol | None:
+    """The common case, read directly: both byte strings exactly their declared version's fields, which
+    every reading takes alike and which leave no finding; None for anything else."""
+    topics = standard_topics(member.subscription)
+    if topics is None:
+        return None
+    partitions = standard_partitions(member.assignment)
+    if partitions is None:
+        return None
+    return MemberProtocol(sorted(topics), partitions, ())
+
+
+def read_member_fully(group_id: str | None, protocol: str | None, member: MemberMetadata) -> MemberProtocol:
+    """:func:`read_member` through every layout Kafka may read (the reference the common case matches)."""
     who = _who(group_id, member.member_id)
     sub = read_embedded("subscription", member.subscription)
     asg = read_embedded("assignment", member.assignment)

@@ -32,16 +32,16 @@ from typing import TYPE_CHECKING, Any
 
 from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata, OffsetAndMetadata
 from offsetops.coordinator_core.schema.keys import GroupKey, GroupMetadataKey, OffsetCommitKey, encode_key
+from offsetops.coordinator_core.settings import COORDINATORS as COORDINATORS
+from offsetops.coordinator_core.settings import DEFAULT_RETENTION_MS as DEFAULT_RETENTION_MS
+from offsetops.coordinator_core.settings import KIP848 as KIP848
+from offsetops.coordinator_core.settings import LEGACY as LEGACY
+from offsetops.coordinator_core.settings import (
+    coordinator_for_broker_version as coordinator_for_broker_version,
+)
 
 if TYPE_CHECKING:
     from offsetops.coordinator_core.run import RunSettings
-
-#: ``offsets.retention.minutes`` default since 2.0.0 (KIP-186): 7 days.
-DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000
-
-LEGACY = "legacy"  # the Scala GroupCoordinator, Kafka up to 3.x
-KIP848 = "kip848"  # the Java group coordinator, the only one in Kafka 4.x
-COORDINATORS = (LEGACY, KIP848)
 
 KIND_OFFSET = "offset_commit"
 KIND_GROUP = "group_metadata"
@@ -67,17 +67,6 @@ _KIP848_RECORD_NAMES = {
     _PARTITION_METADATA: "partition_metadata",
     _GROUP_EPOCH: "consumer_group_metadata",
 }
-
-
-def coordinator_for_broker_version(version: str | None) -> str:
-    """The coordinator a broker of ``version`` runs by default: Scala up to 3.x, Java from 4.0."""
-    if not version:
-        return KIP848
-    try:
-        major = int(version.strip().lstrip("v").split(".")[0])
-    except ValueError as exc:
-        raise ValueError(f"broker version {version!r} is not like 3.9 or 4.0.0") from exc
-    return KIP848 if major >= 4 else LEGACY
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from offsetops.coordinator_core.records.batch import Record, RecordBatch
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.records.fold import FoldState, fold_buffer, native_commit
 from offsetops.coordinator_core.records.reader import Scan, page_release
-from offsetops.coordinator_core.schema import SchemaError, decode_control_key
+from offsetops.coordinator_core.schema import SchemaError
 from offsetops.coordinator_core.untrusted import open_regular_file
 from offsetops.coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
 
@@ -450,6 +450,9 @@ class PartitionFold:
 
     def fold_control(self, pid: int, records: list[Record], pos: int, file: str | None) -> None:
         """The records of a control batch: COMMIT or ABORT markers resolve the producer's transaction."""
+        # Imported here: the native fold reads the markers itself, and most runs never come this way.
+        from offsetops.coordinator_core.schema import decode_control_key
+
         for off, _ts, key, _value in records:
             self.stats.records += 1
             self.stats.control_records += 1

@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from offsetops.coordinator_core.clock import CONFIGURED, Clock, read_declared_clock, resolve_clock
-from offsetops.coordinator_core.expiration import KIP848, LEGACY, coordinator_for_broker_version
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.settings import (
+    KIP848,
+    LEGACY,
+    coordinator_for_broker_version,
     parse_epoch_ms,
     parse_forecast_hours,
     parse_max_batch_bytes,

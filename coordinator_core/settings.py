@@ -33,6 +33,25 @@ MAX_REGEX_LENGTH = 1000
 MAX_REGEX_REPEAT = 1000
 
 
+#: ``offsets.retention.minutes`` default since 2.0.0 (KIP-186): 7 days.
+DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000
+
+LEGACY = "legacy"  # the Scala GroupCoordinator, Kafka up to 3.x
+KIP848 = "kip848"  # the Java group coordinator, the only one in Kafka 4.x
+COORDINATORS = (LEGACY, KIP848)
+
+
+def coordinator_for_broker_version(version: str | None) -> str:
+    """The coordinator a broker of ``version`` runs by default: Scala up to 3.x, Java from 4.0."""
+    if not version:
+        return KIP848
+    try:
+        major = int(version.strip().lstrip("v").split(".")[0])
+    except ValueError as exc:
+        raise ValueError(f"broker version {version!r} is not like 3.9 or 4.0.0") from exc
+    return KIP848 if major >= 4 else LEGACY
+
+
 def parse_pairs(items: Iterable[str] | None, *, option: str) -> dict[str, str]:
     """``["k=v", ...]`` to a dict (the last of a repeated key wins); ``option`` names the source in
     the ValueError a pair without ``=`` or without a key raises."""

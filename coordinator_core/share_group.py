@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from offsetops.coordinator_core.cache import EARLY_ACCESS_STATE
 from offsetops.coordinator_core.group_replay import ReplayedGroup
 
 SHARE_STATE_TOPIC = "__share_group_state"
@@ -18,8 +19,6 @@ SHARE_OFFSETS_NOTE = (
     "a share group's offsets (share-partition start offsets, in-flight records) live in "
     f"{SHARE_STATE_TOPIC}, not in __consumer_offsets"
 )
-EARLY_ACCESS_STATE = "EarlyAccess"
-"""Not a Kafka state: the group was written by an early-access coordinator that Kafka 4.1+ cannot upgrade."""
 
 # org.apache.kafka.coordinator.group.modern.consumer... MemberState (share members use the consumer one).
 MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"}

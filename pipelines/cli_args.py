@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import NoReturn, TypeVar
 
 from offsetops.coordinator_core import settings
-from offsetops.coordinator_core.expiration import COORDINATORS, DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.run import RunSettings, parse_known_broker_version, resolve_options
+from offsetops.coordinator_core.settings import COORDINATORS, DEFAULT_RETENTION_MS
 from offsetops.coordinator_core.sources.logdir import OFFSETS_TOPIC
 from offsetops.coordinator_core.sources.ranges import DEFAULT_RANGE_OFFSETS
 

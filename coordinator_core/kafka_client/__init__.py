@@ -23,26 +23,31 @@ Modules: :mod:`.config` (the configuration, the ``.properties`` reader, the erro
 (the connection check) and :mod:`.failures` (kafka-python's errors and logging).
 """
 
-from offsetops.coordinator_core.kafka_client.config import (
-    DEFAULT_CONNECT_TIMEOUT_MS,
-    DEFAULT_REQUEST_TIMEOUT_MS,
-    ENVIRONMENT,
-    PROPERTIES,
-    SASL_MECHANISMS,
-    SECURITY_PROTOCOLS,
-    ClientConfigError,
-    ClusterUnreachable,
-    KafkaClientConfig,
-    KafkaClientError,
-    parse_properties,
-    read_properties,
-)
-from offsetops.coordinator_core.kafka_client.failures import (
-    is_connection_error,
-    quiet_kafka_logging,
-    unreachable,
-)
-from offsetops.coordinator_core.kafka_client.probe import ConnectionCheck, check_connection
+from typing import TYPE_CHECKING
+
+from offsetops.coordinator_core.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use at run time (see __getattr__)
+    from offsetops.coordinator_core.kafka_client.config import (
+        DEFAULT_CONNECT_TIMEOUT_MS,
+        DEFAULT_REQUEST_TIMEOUT_MS,
+        ENVIRONMENT,
+        PROPERTIES,
+        SASL_MECHANISMS,
+        SECURITY_PROTOCOLS,
+        ClientConfigError,
+        ClusterUnreachable,
+        KafkaClientConfig,
+        KafkaClientError,
+        parse_properties,
+        read_properties,
+    )
+    from offsetops.coordinator_core.kafka_client.failures import (
+        is_connection_error,
+        quiet_kafka_logging,
+        unreachable,
+    )
+    from offsetops.coordinator_core.kafka_client.probe import ConnectionCheck, check_connection
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_MS",
@@ -63,3 +68,26 @@ __all__ = [
     "read_properties",
     "unreachable",
 ]
+
+#: A log dir's reload reads the client's errors and logging set-up, never its connection check (socket, TLS).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "config": (
+            "DEFAULT_CONNECT_TIMEOUT_MS",
+            "DEFAULT_REQUEST_TIMEOUT_MS",
+            "ENVIRONMENT",
+            "PROPERTIES",
+            "SASL_MECHANISMS",
+            "SECURITY_PROTOCOLS",
+            "ClientConfigError",
+            "ClusterUnreachable",
+            "KafkaClientConfig",
+            "KafkaClientError",
+            "parse_properties",
+            "read_properties",
+        ),
+        "failures": ("is_connection_error", "quiet_kafka_logging", "unreachable"),
+        "probe": ("ConnectionCheck", "check_connection"),
+    },
+)

@@ -7,13 +7,16 @@ import dataclasses
 import logging
 import os
 import re
-import ssl
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offsetops.coordinator_core.untrusted import UntrustedFileError, read_regular_file
+
+if TYPE_CHECKING:  # the TLS stack is imported when a context is built (a log dir's reload never does)
+    import ssl
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
@@ -285,6 +288,8 @@ class KafkaClientConfig:
         """
         if not self.uses_ssl:
             return None
+        import ssl
+
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ctx.check_hostname = self.ssl_check_hostname
@@ -500,10 +505,13 @@ def _known_keys(client: Any) -> set[str] | None:
 
 
 def error_reason(exc: BaseException) -> str:
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return f"certificate verify failed: {exc.verify_message}"
-    if isinstance(exc, ssl.SSLError):
-        return exc.reason or exc.strerror or type(exc).__name__
+    if "ssl" in sys.modules:  # a TLS error exists only once the TLS stack was imported
+        import ssl
+
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return f"certificate verify failed: {exc.verify_message}"
+        if isinstance(exc, ssl.SSLError):
+            return exc.reason or exc.strerror or type(exc).__name__
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__

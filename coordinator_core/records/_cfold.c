@@ -844,6 +844,94 @@ done:
     return out;
 }
 
+/* ---- the survivors' hot case: offset-commit keys and values (schema/keys.py, schema/values.py) ---- */
+
+static inline int16_t be16s(const uint8_t *p) { return (int16_t)((uint16_t)p[0] << 8 | p[1]); }
+
+static PyObject *utf8_or_escaped(const uint8_t *p, Py_ssize_t n) {
+    /* bytes.decode("utf-8", "surrogateescape"), as the Python readers decode every string */
+    return PyUnicode_DecodeUTF8((const char *)p, n, "surrogateescape");
+}
+
+/* The result of `read` over the bytes of `arg` (any buffer): a value, None where the Python reader
+ * decides, or NULL with an exception set. */
+static PyObject *read_buffer(PyObject *arg, PyObject *(*read)(const uint8_t *, Py_ssize_t)) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *out = read((const uint8_t *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* offset_commit_key(data): (group, topic, partition) of an OffsetCommitKey (record type 0 or 1) that
+ * decode_key's hot path reads, or None for anything else (other types, a short or negative length): the
+ * Python reader then decides, and says why a key is corrupt. Bytes after the partition are ignored, as
+ * there. */
+static PyObject *read_offset_commit_key(const uint8_t *b, Py_ssize_t n) {
+    if (n < 4 || b[0] != 0 || b[1] > 1) Py_RETURN_NONE;
+    const Py_ssize_t glen = be16s(b + 2), p = 4 + glen;
+    if (glen < 0 || p + 2 > n) Py_RETURN_NONE;
+    const Py_ssize_t tlen = be16s(b + p), q = p + 2 + tlen;
+    if (tlen < 0 || q + 4 > n) Py_RETURN_NONE;
+    PyObject *out = NULL;
+    PyObject *group = utf8_or_escaped(b + 4, glen);
+    PyObject *topic = group ? utf8_or_escaped(b + p + 2, tlen) : NULL;
+    PyObject *partition = topic ? PyLong_FromLong((long)(int32_t)be32(b + q)) : NULL;
+    if (partition != NULL) out = PyTuple_Pack(3, group, topic, partition);
+    Py_XDECREF(group);
+    Py_XDECREF(topic);
+    Py_XDECREF(partition);
+    return out;
+}
+
+static PyObject *offset_commit_key(PyObject *self, PyObject *arg) {
+    return read_buffer(arg, read_offset_commit_key);
+}
+
+/* offset_commit_value(data): (version, offset, leader_epoch, metadata, commit_timestamp, expire_timestamp,
+ * end) of an OffsetCommitValue v0-v3, or v4 without tagged fields, with the defaults values.py gives a
+ * version that lacks a field (-1); None for anything else (v4 with tagged fields, another version, a
+ * null or truncated field): the Python reader then decodes it and says why. */
+static PyObject *read_offset_commit_value(const uint8_t *b, Py_ssize_t n) {
+    if (n < 2 || b[0] != 0 || b[1] > 4) Py_RETURN_NONE;
+    const int version = b[1];
+    int64_t epoch = -1, expire = -1;
+    Py_ssize_t mpos, mlen, end;
+    if (version == 4) { /* flexible: compact string (uvarint length + 1), then the tagged fields */
+        if (n < 15) Py_RETURN_NONE;
+        epoch = (int32_t)be32(b + 10);
+        uint64_t v = 0; /* ByteUtils.readUnsignedVarint: at most 5 bytes */
+        Py_ssize_t i = 14;
+        for (int shift = 0;; shift += 7) {
+            if (shift > 28 || i >= n) Py_RETURN_NONE;
+            uint8_t c = b[i++];
+            v |= (uint64_t)(c & 0x7F) << shift;
+            if (c < 0x80) break;
+        }
+        if (v < 1 || v - 1 > 0x7FFF) Py_RETURN_NONE;
+        mpos = i, mlen = (Py_ssize_t)v - 1;
+        end = mpos + mlen + 8;
+        if (end >= n || b[end] != 0) Py_RETURN_NONE; /* tagged fields (or none at all): Python's */
+        end += 1;
+    } else {
+        const Py_ssize_t at = version == 3 ? 14 : 10; /* the metadata's int16 length */
+        if (n < at + 2) Py_RETURN_NONE;
+        if (version == 3) epoch = (int32_t)be32(b + 10);
+        mlen = be16s(b + at), mpos = at + 2;
+        end = mpos + mlen + (version == 1 ? 16 : 8);
+        if (mlen < 0 || end > n) Py_RETURN_NONE;
+        if (version == 1) expire = (int64_t)be64(b + mpos + mlen + 8);
+    }
+    PyObject *metadata = utf8_or_escaped(b + mpos, mlen);
+    if (metadata == NULL) return NULL;
+    return Py_BuildValue("(iLLNLLn)", version, (long long)(int64_t)be64(b + 2), (long long)epoch, metadata,
+                         (long long)(int64_t)be64(b + mpos + mlen), (long long)expire, end);
+}
+
+static PyObject *offset_commit_value(PyObject *self, PyObject *arg) {
+    return read_buffer(arg, read_offset_commit_value);
+}
+
 static PyObject *crc32c_py(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
@@ -862,6 +950,11 @@ static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, pos, end, count, base_offset, base_timestamp) -> [(offset, timestamp, key, value)] "
      "or None (then the Python parser decides)"},
+    {"offset_commit_key", offset_commit_key, METH_O,
+     "offset_commit_key(data) -> (group, topic, partition) or None (then the Python reader decides)"},
+    {"offset_commit_value", offset_commit_value, METH_O,
+     "offset_commit_value(data) -> (version, offset, leader_epoch, metadata, commit_timestamp, "
+     "expire_timestamp, end) or None (then the Python reader decides)"},
     {"crc32c", crc32c_py, METH_O, "CRC-32C of a bytes-like object (the checksum the fold verifies)."},
     {NULL, NULL, 0, NULL},
 };
@@ -880,7 +973,7 @@ PyMODINIT_FUNC PyInit__cfold(void) {
 #endif
     PyObject *m = PyModule_Create(&module);
     /* The calling convention of fold_run; records/fold.py refuses a build with another one. */
-    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 7) < 0) {
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 8) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -40,5 +40,14 @@ def decode_records(
 ) -> list[tuple[int, int, bytes | None, bytes | None]] | None:
     """The records of a magic-2 records section, or None where the Python parser decides."""
 
+def offset_commit_key(data: bytes | bytearray | memoryview, /) -> tuple[str, str, int] | None:
+    """(group, topic, partition) of an OffsetCommitKey (type 0 or 1), or None where Python decides."""
+
+def offset_commit_value(
+    data: bytes | bytearray | memoryview, /
+) -> tuple[int, int, int, str, int, int, int] | None:
+    """(version, offset, leader_epoch, metadata, commit_timestamp, expire_timestamp, end) of an
+    OffsetCommitValue v0-v3 or v4 without tagged fields, or None where the Python reader decides."""
+
 def crc32c(data: bytes | memoryview, /) -> int:
     """CRC-32C of a bytes-like object."""

@@ -19,15 +19,15 @@ inflates to gigabytes (a "zip bomb") costs at most about ``N`` bytes of memory, 
 
 from __future__ import annotations
 
-import gzip
 import struct
 import threading
 import zlib
+from typing import TYPE_CHECKING
 
-import cramjam
-import lz4.block
-import lz4.frame
-import zstandard
+# The codecs' libraries are imported where a payload of theirs is first met: most logs hold one codec
+# or none, and every process would otherwise pay for all four at start-up.
+if TYPE_CHECKING:
+    import zstandard
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 
@@ -145,6 +145,8 @@ def _snappy_block(block: memoryview, budget: int) -> bytes:
         raise DecompressionLimitError(
             f"snappy: block declares {_snappy_raw_length(block)} bytes, beyond the {budget}-byte budget"
         )
+    import cramjam
+
     return bytes(cramjam.snappy.decompress_raw(block))
 
 
@@ -170,6 +172,8 @@ def _snappy_decompress(data: bytes | memoryview, limit: int) -> bytes:
 
 
 def _lz4_decompress_lenient(data: bytes | memoryview, limit: int) -> bytes:
+    import lz4.block
+
     """Walk an LZ4 frame by hand, ignoring the header checksum byte (KAFKA-3160)."""
     mv = memoryview(data)
     end = len(mv)
@@ -213,6 +217,8 @@ def _lz4_decompress_lenient(data: bytes | memoryview, limit: int) -> bytes:
 
 
 def _lz4_decompress(data: bytes | memoryview, limit: int) -> bytes:
+    import lz4.frame
+
     dobj = lz4.frame.LZ4FrameDecompressor()
     try:
         out = dobj.decompress(data, max_length=limit + 1)
@@ -239,6 +245,8 @@ def _zstd_decompressor() -> zstandard.ZstdDecompressor:
     instance must not be shared between threads."""
     dctx = getattr(_ZSTD, "dctx", None)
     if dctx is None:
+        import zstandard
+
         dctx = _ZSTD.dctx = zstandard.ZstdDecompressor()
     return dctx
 
@@ -325,6 +333,8 @@ def decompress(codec: int, data: bytes | memoryview, *, limit: int = DEFAULT_MAX
 
 
 def _snappy_xerial(data: bytes) -> bytes:
+    import cramjam
+
     mv = memoryview(data)
     parts = [_XERIAL_HEADER]
     for i in range(0, len(mv), _XERIAL_BLOCK):
@@ -335,6 +345,8 @@ def _snappy_xerial(data: bytes) -> bytes:
 
 
 def _lz4_frame(data: bytes, magic: int) -> bytes:
+    import lz4.frame
+
     frame = lz4.frame.compress(
         data,
         block_size=lz4.frame.BLOCKSIZE_MAX64KB,
@@ -356,6 +368,8 @@ def compress(codec: int, data: bytes, *, magic: int = 2) -> bytes:
     if codec == NONE:
         return bytes(data)
     if codec == GZIP:
+        import gzip
+
         return gzip.compress(data, compresslevel=6, mtime=0)
     if codec == SNAPPY:
         return _snappy_xerial(data)
@@ -367,5 +381,7 @@ def compress(codec: int, data: bytes, *, magic: int = 2) -> bytes:
         if magic < 2:
             # KIP-110: zstd needs message format v2; brokers reject it in older formats.
             raise CompressionError("zstd requires magic 2")
+        import zstandard
+
         return zstandard.ZstdCompressor(level=3).compress(data)
     raise CompressionError(f"unknown compression codec {codec}")

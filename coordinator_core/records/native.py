@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 __all__ = ["INTERFACE", "NATIVE", "cfold", "native_available"]
 
-INTERFACE = 7  # the calling convention of _cfold that this package speaks (7: fold_run takes a FoldState
-# with txn_keys, the index of open transactions by key)
+INTERFACE = 8  # the calling convention of _cfold that this package speaks (8: fold_run takes a FoldState
+# with txn_keys, the index of open transactions by key; offset_commit_key and offset_commit_value)
 
 
 def _installed_cfold() -> ModuleType | None:

@@ -32,23 +32,25 @@ The file format is ``codec``'s (checked binary, never pickle); the fold's save a
 
 from typing import TYPE_CHECKING
 
-from offsetops.coordinator_core.resume.codec import FORMAT_VERSION, StateFormatError, StateTables
-from offsetops.coordinator_core.resume.logdir import (
-    LogState,
-    Plan,
-    load_partition_dir_resumable,
-    log_state,
-    plan_resume,
-)
-from offsetops.coordinator_core.resume.point import REASONS, FoldSettings, Refusal, ResumePoint
-from offsetops.coordinator_core.resume.store import StateStore
+from offsetops.coordinator_core.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use at run time (see __getattr__)
+    from offsetops.coordinator_core.resume.codec import FORMAT_VERSION, StateFormatError, StateTables
     from offsetops.coordinator_core.resume.live import (
         LiveLog,
         load_live_partition_resumable,
         plan_live_resume,
     )
+    from offsetops.coordinator_core.resume.logdir import (
+        LogState,
+        Plan,
+        load_partition_dir_resumable,
+        log_state,
+        plan_resume,
+    )
+    from offsetops.coordinator_core.resume.point import FoldSettings, Refusal, ResumePoint
+    from offsetops.coordinator_core.resume.reasons import REASONS
+    from offsetops.coordinator_core.resume.store import StateStore
 
 __all__ = [
     "FORMAT_VERSION",
@@ -69,14 +71,16 @@ __all__ = [
     "plan_resume",
 ]
 
-_LIVE = ("LiveLog", "load_live_partition_resumable", "plan_live_resume")
-
-
-def __getattr__(name: str) -> object:
-    """The live names, imported on first use: they pull in the Kafka client, which a log dir read
-    should not pay for at start-up."""
-    if name in _LIVE:
-        from offsetops.coordinator_core.resume import live
-
-        return getattr(live, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Each name's module is imported when the name is first read: a run without ``--state`` imports none
+#: of them, and a log dir's never imports the live ones (they pull in the Kafka client).
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "codec": ("FORMAT_VERSION", "StateFormatError", "StateTables"),
+        "live": ("LiveLog", "load_live_partition_resumable", "plan_live_resume"),
+        "logdir": ("LogState", "Plan", "load_partition_dir_resumable", "log_state", "plan_resume"),
+        "point": ("FoldSettings", "Refusal", "ResumePoint"),
+        "reasons": ("REASONS",),
+        "store": ("StateStore",),
+    },
+)

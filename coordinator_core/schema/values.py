@@ -18,6 +18,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from offsetops.coordinator_core.records import native as _twin
+
 from . import codec
 from .codec import UNKNOWN_TAGS, UnsupportedVersion
 from .messages import GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE, VALUE_SCHEMAS, MessageSchema
@@ -156,6 +158,13 @@ def _corrupt_reason(schema_fields: Any, data: Buf, version: int) -> str:
 
 
 def _decode_offset_commit(data: Buf, known_tags: bool = True) -> tuple[OffsetCommitValue, int]:
+    if _twin.NATIVE and _twin.cfold is not None:
+        # The twin reads v0-v3 and v4 without tagged fields, and hands anything else (tags, other versions,
+        # every malformed value) to the reader below, which says why.
+        fields = _twin.cfold.offset_commit_value(data)
+        if fields is not None:
+            version, offset, epoch, metadata, ts, expire, end = fields
+            return _offset_commit(version, offset, epoch, metadata, ts, expire), end
     try:
         version = _H.unpack_from(data, 0)[0]
     except struct.error:

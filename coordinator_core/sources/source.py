@@ -94,11 +94,11 @@ class Source:
     def partition_dirs(self, replicas: list[ReplicaChoice] | None = None) -> list[PartitionDir]:
         """The partition dirs a reload reads: of the log dir, or each partition's chosen copy
         (``replicas`` receives the choices, divergent copies included, for the caller to report)."""
-        from offsetops.coordinator_core.sources.replicas import open_log_dirs, split_broker_prefix
-
         wanted = list(self.partitions) if self.partitions is not None else None
         if not self.broker_log_dirs:
             return list(open_log_dir(self.log_dir or "", partitions=wanted).partitions)
+        from offsetops.coordinator_core.sources.replicas import open_log_dirs, split_broker_prefix
+
         try:
             specs = [split_broker_prefix(spec) for spec in self.broker_log_dirs]
         except ValueError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offsetops.commands._common import (
     CLIENT_CONFIG_HELP,
@@ -18,11 +18,13 @@ from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
 from offsetops.coordinator_core.run import RunSettings
 from offsetops.coordinator_core.settings import INT64_MAX, MAX_EPOCH_MS
-from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.sources.source import ReadLimits, Source
 from offsetops.coordinator_core.timefmt import parse_time
 from offsetops.pipelines.cli_args import add_partition_filter, offsets_partitions
 from offsetops.progress import Progress
+
+if TYPE_CHECKING:  # several brokers' log dirs only (the replica choice hashes segments)
+    from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 
 #: the spellings of the resume state's option; ``--resume-state`` where ``--state`` means something else
 STATE_FLAGS = ("--state", "--resume-state")

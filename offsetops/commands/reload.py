@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offsetops.commands._common import (
     die,
@@ -26,11 +26,12 @@ from offsetops.coordinator_core.asof import Cut
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.cache_json import caches_chunks, object_chunks
 from offsetops.coordinator_core.errors import DecodeError, count_errors, error_total
-from offsetops.coordinator_core.share_group import SHARE_STATE_TOPIC
 from offsetops.coordinator_core.sources.logdir import LogDirError
-from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 from offsetops.coordinator_core.timefmt import describe_time, now_ms
 from offsetops.pipelines.cli_args import add_max_batch_bytes
+
+if TYPE_CHECKING:  # several brokers' log dirs only
+    from offsetops.coordinator_core.sources.replicas import ReplicaChoice
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -124,6 +125,8 @@ def _print_summary(caches: list[CoordinatorCache]) -> None:
             pending = sum(len(v) for v in g.pending_offsets.values())
             extra = f", {pending} pending txn offsets" if pending else ""
             if g.group_type == "share":
+                from offsetops.coordinator_core.share_group import SHARE_STATE_TOPIC
+
                 extra += f" (its offsets live in {SHARE_STATE_TOPIC})"
             ptype = quote(g.protocol_type) if g.protocol_type else "-"
             out.write(
