@@ -229,3 +229,31 @@ def test_real_log_dirs_scanned_by_segment_equal_the_partition_scan() -> None:
             assert state(per_segment(part, inputs)) == state(whole), (root, part.partition)
             checked += 1
     assert checked >= 10
+
+
+applies = st.lists(
+    st.tuples(st.integers(0, 4), st.integers(0, 60), st.sampled_from([0.5, 1.0, 7.25]), st.integers(0, 2)),
+    min_size=1,
+    max_size=25,
+    unique_by=lambda a: a[1],  # one record per offset, as in a log
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    records=applies, order=st.randoms(use_true_random=False), dirty=st.integers(0, 60), cut=st.integers(0, 25)
+)
+def test_the_key_table_rules_do_not_depend_on_the_order_records_arrive(records, order, dirty, cut) -> None:
+    def table(recs: list[tuple[int, int, float, int]], into: PartitionScan | None = None) -> PartitionScan:
+        scan = into or PartitionScan(active_base=40)
+        for k, offset, share, expired in recs:
+            scan.apply(key_id(bytes([k])), offset, share, expired, dirty)
+        return scan
+
+    in_log_order = table(sorted(records, key=lambda r: r[1]))
+    shuffled = list(records)
+    order.shuffle(shuffled)
+    assert state(table(shuffled)) == state(in_log_order)
+    # applied as two tables merged, whatever the split
+    merged_halves = table(shuffled[:cut]).merge(table(shuffled[cut:]), dirty)
+    assert state(merged_halves) == state(in_log_order)
