@@ -1,6 +1,7 @@
 """The cleaner audit's record scan of one partition: whole, and per segment merged in log order (as the
-reload's pass runs it); and what the key identity (a 64-bit BLAKE2b digest) costs against Python's
-salted ``hash``, which cannot be used across processes.
+reload's pass runs it); the reload's fold of the same segments alone and with the scan from the same
+map of each file; and what the key identity (a 64-bit BLAKE2b digest) costs against Python's salted
+``hash``, which cannot be used across processes.
 
     .venv/bin/python benchmarks/cleaner_scan.py --log-dir benchmarks/data/main-job-200mb --repeat 3
 
@@ -40,6 +41,26 @@ def _per_segment(part: PartitionDir, inputs: ScanInputs) -> object:
     return running
 
 
+def _fold(part: PartitionDir, inputs: ScanInputs, *, scan: bool = False) -> object:
+    """The reload's stage 1 over the partition's segments, with or without the scan beside the fold."""
+    from offsetops.pipelines.reload import fold_segment
+    from offsetops.pipelines.reload_scan import SegmentScanner
+
+    out = []
+    for s in part.segments:
+        meta = {"file": str(s.path), "base_offset": s.base_offset, "size": s.size, "mtime_ms": s.mtime_ms}
+        scanner = SegmentScanner(inputs, **meta) if scan else None
+        fold = fold_segment(
+            None, file=str(s.path), partition=part.partition, also=scanner.local if scanner else None
+        )
+        out.append(scanner.result(None, fold) if scanner else fold)
+    return out
+
+
+def _fold_and_scan(part: PartitionDir, inputs: ScanInputs) -> object:
+    return _fold(part, inputs, scan=True)
+
+
 def _salted_hash(key: bytes) -> int:
     return hash(key)
 
@@ -66,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         "whole, BLAKE2b-64 key id": (_whole, digest),
         "whole, salted hash() (one process only)": (_whole, _salted_hash),
         "per segment + merge, BLAKE2b-64 key id": (_per_segment, digest),
+        "reload stage 1: fold alone": (_fold, digest),
+        "reload stage 1: fold and scan from one map": (_fold_and_scan, digest),
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.repeat):
