@@ -36,7 +36,14 @@ from offsetops.assets.partitions import (
     run_partitions,
     scope_metadata,
 )
-from offsetops.assets.reload import raw_segments
+from offsetops.assets.reload import coordinator_cache, raw_segments
+from offsetops.assets.reload_scan import (
+    FROM_RELOAD,
+    OWN_PASS,
+    run_cleaner_config,
+    scan_metadata,
+    scans_from_reload,
+)
 from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
 from offsetops.checks.dagster_checks import (
     AUDIT_ASSET,
@@ -314,15 +321,10 @@ def worst_copy(rows: Iterable[_C]) -> dict[int, _C]:
 def _cleaner_inputs(offsets_source: OffsetsSourceResource, config: CleanerAuditConfig) -> tuple[Any, Any]:
     """The cleaner config (the broker's and the config file's under this run's values) and the verdict
     thresholds."""
-    from offsetops.coordinator_core.cleaner.config import CleanerConfig
     from offsetops.coordinator_core.cleaner.model import Thresholds
 
     try:
-        run = offsets_source.settings()
-        cleaner = CleanerConfig().layered(
-            (run.broker_config, run.broker_config_source), (run.config_file_values, run.config_file_source)
-        )
-        cleaner = cleaner.with_values(config.cleaner_config, source="user")
+        cleaner = run_cleaner_config(offsets_source).with_values(config.cleaner_config, source="user")
         return cleaner, Thresholds().with_overrides(config.thresholds)
     except ValueError as exc:
         raise Failure(f"CleanerAuditConfig: {exc}") from exc
@@ -335,9 +337,10 @@ def _audit(
     config: CleanerAuditConfig,
     partitions: list[int],
     clock: Clock,
-) -> Any:
+    run_id: str,
+) -> tuple[Any, dict[str, Any]]:
     """The audit of this run's partitions: from the broker scans when a scans dir is configured, else of
-    the one log dir mounted here."""
+    the one log dir mounted here; and where its record scans came from (:func:`scan_metadata`)."""
     from offsetops.coordinator_core.cleaner.collect import audit_broker_scans, read_broker_scans
     from offsetops.coordinator_core.sources.logdir import LogDirError
     from offsetops.pipelines.source import InputPathError
@@ -351,7 +354,7 @@ def _audit(
     cleaner, thresholds = _cleaner_inputs(offsets_source, config)
     try:
         if scans_dir:
-            return audit_broker_scans(
+            audit = audit_broker_scans(
                 read_broker_scans(scans_dir),
                 config=cleaner,
                 thresholds=thresholds,
@@ -360,7 +363,9 @@ def _audit(
                 record_history=config.record_history,
                 partitions=partitions,
             )
-        return _audit_log_dir(offsets_source, spark, state, config, partitions, cleaner, thresholds, clock)
+            return audit, scan_metadata("broker scans", f"the collectors' scans in {scans_dir}")
+        judging = (cleaner, thresholds, clock, run_id)
+        return _audit_log_dir(offsets_source, spark, state, config, partitions, judging)
     except (LogDirError, InputPathError) as exc:
         raise Failure(str(exc)) from exc
 
@@ -371,11 +376,10 @@ def _audit_log_dir(
     state: StateResource,
     config: CleanerAuditConfig,
     partitions: list[int],
-    cleaner: Any,
-    thresholds: Any,
-    clock: Clock,
-) -> Any:
-    """The audit of the one log dir mounted here; the record scans run as a Spark job."""
+    judging: tuple[Any, Any, Clock, str],
+) -> tuple[Any, dict[str, Any]]:
+    """The audit of the one log dir mounted here: the record scans this run's reload made of the same
+    files (``assets/reload_scan.py``), else its own, as a Spark job; and which it was, and why."""
     from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.pipelines.audit import partition_audits
     from offsetops.pipelines.source import list_log_dir
@@ -386,12 +390,20 @@ def _audit_log_dir(
         logdir, partitions=tuple(pd for pd in logdir.partitions if pd.partition in wanted)
     )
     present = [pd.partition for pd in logdir.partitions if pd.segments]
-    scans = {}
+    cleaner, thresholds, clock, run_id = judging
+    scans: Any = {}
+    how = scan_metadata("none", "no partition of this run has segment files")
     if present:
         session = spark.get_session()
         listing = list_log_dir(session, str(offsets_source.log_dir), partitions=present)
-        scans = partition_audits(session, listing, now_ms=clock.as_of_ms, config=cleaner)
-    return audit_log_dir(
+        scans, why = scans_from_reload(
+            session, listing, state, run_id=run_id, config=cleaner, now_ms=clock.as_of_ms
+        )
+        how = scan_metadata(FROM_RELOAD, why)
+        if scans is None:
+            scans = partition_audits(session, listing, now_ms=clock.as_of_ms, config=cleaner)
+            how = scan_metadata(OWN_PASS, why)
+    audit = audit_log_dir(
         logdir,
         config=cleaner,
         thresholds=thresholds,
@@ -400,13 +412,15 @@ def _audit_log_dir(
         record_history=config.record_history,
         partition_audits=scans,
     )
+    return audit, how
 
 
 @asset(
     group_name=GROUP,
     partitions_def=OFFSETS_PARTITIONS,
     backfill_policy=BackfillPolicy.single_run(),
-    deps=[raw_segments],
+    # after the reload: in a run of both, its pass scans the segments for this audit too
+    deps=[raw_segments, coordinator_cache],
     kinds={"kafka", "spark"},
     check_specs=audit_check_specs(OFFSETS_PARTITIONS),
     description="Per partition (the topic's verdict is on offsets_topic_summary; the latest "
@@ -431,7 +445,7 @@ def cleaner_audit(
     partitions = run_partitions(context)
     state.ensure()
     clock = offsets_source.clock()
-    audit = _audit(offsets_source, spark, state, config, partitions, clock)
+    audit, how = _audit(offsets_source, spark, state, config, partitions, clock, context.run.run_id)
     run = offsets_source.settings()
     doc = {
         **audit.to_json(),
@@ -449,9 +463,10 @@ def cleaner_audit(
         raise Failure(f"CleanerAuditConfig.broker_logs: {exc}") from exc
     report = rebuild_audit_report(state, config.failover_threshold_ms, observed)
     by_partition = worst_copy(audit.partitions)
-    # The record scans read every segment file of the log dir whole; broker scans were read elsewhere.
+    # The record scans read every segment file of the log dir whole; broker scans were read elsewhere,
+    # and the reload's pass read them for this audit.
     bytes_read = {p: 0 for p in partitions}
-    if not offsets_source.broker_scans_dir:
+    if how["scan"] == OWN_PASS:
         for pa in audit.partitions:
             bytes_read[pa.partition] = bytes_read.get(pa.partition, 0) + pa.size_bytes
     read_meta = record_bytes_read(state.reports_path, "cleaner_audit", context.run.run_id, bytes_read)
@@ -461,6 +476,7 @@ def cleaner_audit(
         "run_report": MetadataValue.path(str(run_report)),
         "report": MetadataValue.path(str(state.reports_path / AUDIT_REPORT)),
         **read_meta,
+        **how,
     }
     choices = {c.partition: c for c in audit.replicas or []}
     metas = {}

@@ -23,6 +23,7 @@ from dagster import (
 )
 from offsetops.assets.metadata import record_bytes_read, settings_metadata, write_json
 from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions, scope_metadata
+from offsetops.assets.reload_scan import cleaner_scan_request
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.errors import NOTICE_KINDS
@@ -33,6 +34,7 @@ from offsetops.coordinator_core.untrusted import read_regular_file
 if TYPE_CHECKING:
     from offsetops.coordinator_core.cache import CoordinatorCache
     from offsetops.pipelines.reload import ReloadOptions
+    from offsetops.pipelines.reload_scan import CleanerScanRequest
     from pyspark.sql import DataFrame, SparkSession
 
 GROUP = "reload"
@@ -232,10 +234,15 @@ def _present_partitions(
 
 
 def _reload_to_staging(
-    spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int], staging: str
+    spark: "SparkSession",
+    source: OffsetsSourceResource,
+    partitions: list[int],
+    staging: str,
+    scan: "CleanerScanRequest | None" = None,
 ) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
     """The reload tables of ``partitions`` in ``staging``: the Spark job from files, or live fetches
-    (in this process, or on the executors: ``OffsetsSourceResource.live_reload``); and how it was read."""
+    (in this process, or on the executors: ``OffsetsSourceResource.live_reload``); and how it was read.
+    ``scan``: the cleaner audit's record scan runs in the same pass (``assets/reload_scan.py``)."""
     from offsetops.pipelines.reload import ReloadOptions, read_tables, run_reload
     from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
@@ -250,7 +257,7 @@ def _reload_to_staging(
     present = _present_partitions(spark, source, partitions)
     if not present:
         return {t: _empty(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark", "bytes_read": {}}
-    result = run_reload(spark, str(source.log_dir), staging, options, partitions=present)
+    result = run_reload(spark, str(source.log_dir), staging, options, partitions=present, scan=scan)
     return read_tables(spark, staging), {"read_by": "spark", "bytes_read": result.bytes_read}
 
 
@@ -434,7 +441,8 @@ def coordinator_cache(
     staging = f"{state.tables_location}/_staging/reload-{context.run.run_id[:8]}-{uuid.uuid4().hex[:6]}"
     started = time.perf_counter()
     try:
-        tables, read = _reload_to_staging(session, offsets_source, partitions, staging)
+        scan = cleaner_scan_request(context, offsets_source, state)
+        tables, read = _reload_to_staging(session, offsets_source, partitions, staging, scan)
         summary = _summarise(tables)
         by_partition = _per_partition(tables)
         publish_tables(session, tables, state, partitions)

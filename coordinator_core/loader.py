@@ -28,7 +28,7 @@ import gc
 import mmap
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
@@ -371,9 +371,13 @@ class PartitionFold:
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         start: int = 0,
         prev_last: int = -1,
+        also: Callable[[mmap.mmap, Scan], object] | None = None,
     ) -> int | None:
         """Fold one ``.log`` file, memory-mapped, from byte ``start``; folded pages are released as the
-        walk goes on. Returns the file's size as walked (None when it could not be opened or mapped)."""
+        walk goes on. Returns the file's size as walked (None when it could not be opened or mapped).
+
+        ``also(mapping, scan)`` is handed the same mapping after the fold, so a second reader of the
+        segment (the reload's cleaner scan) walks it without opening the file again."""
         file = str(path)
         try:
             fh = open_regular_file(path, kind="segment", follow_symlinks=True)
@@ -396,6 +400,8 @@ class PartitionFold:
                     mm, file=file, verify_crc=verify_crc, scan=scan, max_batch_bytes=max_batch_bytes,
                     start=start, prev_last=prev_last,
                 )  # fmt: skip
+                if also is not None:
+                    also(mm, Scan(fh.fileno(), page_release(mm)))
             finally:
                 _close_map(mm)
         return size

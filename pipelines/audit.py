@@ -40,10 +40,8 @@ from offsetops.coordinator_core.sources.logdir import (
     LOG_START_CHECKPOINT,
     OFFSETS_TOPIC,
     REPLICATION_CHECKPOINT,
-    LogDirError,
     PartitionDir,
     Segment,
-    read_offset_checkpoint,
 )
 from offsetops.pipelines.audit_history import PartitionAuditError, judged_audit, topic_values
 from offsetops.pipelines.cli_args import submit_main
@@ -53,7 +51,7 @@ from offsetops.pipelines.source import (
     LogDirListing,
     list_log_dir,
     local_file,
-    read_checkpoint_text,
+    read_checkpoints,
 )
 from offsetops.pipelines.tables import rows_to_arrow
 from pyspark.sql import DataFrame, SparkSession
@@ -130,35 +128,6 @@ AUDIT_SCHEMAS: dict[str, StructType] = {
     "cleaner_audit": CLEANER_AUDIT_SCHEMA,
     "cleaner_audit_topic": CLEANER_AUDIT_TOPIC_SCHEMA,
 }
-
-
-def parse_checkpoint(text: str | None, name: str) -> dict[tuple[str, int], int]:
-    """Parse checkpoint text with the core reader (same rules, errors name the file)."""
-    if text is None:
-        return {}
-    with tempfile.TemporaryDirectory(prefix="offsetops-ckpt-") as tmp:
-        path = Path(tmp) / name
-        path.write_text(text, encoding="utf-8")
-        try:
-            return read_offset_checkpoint(path)
-        except LogDirError as exc:
-            raise LogDirError(str(exc).replace(str(path), name)) from None
-
-
-def read_checkpoints(
-    spark: SparkSession, listing: LogDirListing
-) -> tuple[dict[str, dict[int, int]], list[str]]:
-    """``{checkpoint name: {partition: offset}}`` for our topic, plus notes for unusable files."""
-    out: dict[str, dict[int, int]] = {}
-    notes: list[str] = []
-    for name in (CLEANER_CHECKPOINT, LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT):
-        try:
-            entries = parse_checkpoint(read_checkpoint_text(spark, listing.root, name), name)
-        except LogDirError as exc:
-            notes.append(f"{listing.root}/{exc}")
-            entries = {}
-        out[name] = {p: off for (t, p), off in entries.items() if t == OFFSETS_TOPIC}
-    return out, notes
 
 
 def partition_row(doc: dict, partition: int) -> tuple:

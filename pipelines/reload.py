@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 from offsetops.coordinator_core.cache import CoordinatorCache
@@ -36,8 +37,11 @@ from offsetops.coordinator_core.errors import DecodeError, count_errors, printab
 from offsetops.coordinator_core.loader import PartitionFold
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
+from offsetops.coordinator_core.records.reader import Scan
 from offsetops.coordinator_core.sources.logdir import segment_order_errors
+from offsetops.pipelines import reload_scan
 from offsetops.pipelines.cli_args import MODES, submit_main
+from offsetops.pipelines.reload_scan import CleanerScanRequest, ScanPlan
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
 from offsetops.pipelines.source import NO_SEGMENT, LogDirListing, list_log_dir, local_file, segment_rows
 from offsetops.pipelines.tables import cache_rows, error_from_row, ipc_batches, rows_to_arrow, table_to_ipc
@@ -119,18 +123,20 @@ def fold_segment(
     semantics: str = "java",
     verify_crc: bool = True,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    also: Callable[[Any, Scan], object] | None = None,
 ) -> PartitionFold:
     """Fold one segment (the per-segment unit of the parallel reload).
 
     ``content`` is the segment's bytes, or None to map the local ``file`` here (bounded memory, as the
     single-process reload reads it). An empty ``file`` stands for a partition without segments.
+    ``also`` gets the local file's mapping after the fold (``PartitionFold.add_segment``).
     """
     start = time.perf_counter()
     fold = PartitionFold(partition=partition, semantics=semantics)
     if content is not None:
         fold.add_buffer(content, file=file, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes)
     elif file:
-        fold.add_segment(file, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes)
+        fold.add_segment(file, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes, also=also)
     # Each segment file counts once, with or without batches, as load_partition_dir counts them.
     fold.stats.segments = 1 if file else 0
     fold.stats.elapsed_ms = (time.perf_counter() - start) * 1000
@@ -138,7 +144,7 @@ def fold_segment(
 
 
 def _fold_arrow(
-    semantics: str, verify_crc: bool, max_batch_bytes: int
+    semantics: str, verify_crc: bool, max_batch_bytes: int, plan: ScanPlan | None = None
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         target = pa.schema(
@@ -146,6 +152,7 @@ def _fold_arrow(
                 pa.field("offsets_partition", pa.int32(), False),
                 pa.field("base_offset", pa.int64(), False),
                 pa.field("fold", pa.binary(), False),
+                *([pa.field("scan", pa.binary(), True)] if plan is not None else []),
             ]
         )
         for rb in batches:
@@ -153,29 +160,41 @@ def _fold_arrow(
             bases = rb.column("base_offset").to_pylist()
             files = rb.column("file").to_pylist()
             contents = rb.column("content")
-            out = []
+            out, scans = [], []
             for i in range(rb.num_rows):
+                content, file = contents[i].as_py(), local_file(files[i])
+                scanner = plan.scanner(rb, i, file) if plan is not None else None
                 fold = fold_segment(
-                    contents[i].as_py(),
-                    file=local_file(files[i]),
+                    content,
+                    file=file,
                     partition=parts[i],
                     semantics=semantics,
                     verify_crc=verify_crc,
                     max_batch_bytes=max_batch_bytes,
+                    also=scanner.local if scanner is not None else None,
                 )
                 out.append(pickle.dumps(fold, protocol=pickle.HIGHEST_PROTOCOL))
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(parts, pa.int32()), pa.array(bases, pa.int64()), pa.array(out, pa.binary())],
-                schema=target,
-            )
+                scans.append(scanner.result(content, fold) if scanner is not None else None)
+            columns = [pa.array(parts, pa.int32()), pa.array(bases, pa.int64()), pa.array(out, pa.binary())]
+            if plan is not None:
+                columns.append(pa.array(scans, pa.binary()))
+            yield pa.RecordBatch.from_arrays(columns, schema=target)
 
     return run
 
 
-def fold_segments(segments: DataFrame, options: ReloadOptions = DEFAULT_OPTIONS) -> DataFrame:
-    """Stage 1: ``read_segments`` rows -> one pickled PartitionFold per segment (``FOLD_SCHEMA``)."""
-    return segments.select("offsets_partition", "base_offset", "file", "content").mapInArrow(
-        _fold_arrow(options.semantics, options.verify_crc, options.max_batch_bytes), FOLD_SCHEMA
+def fold_segments(
+    segments: DataFrame, options: ReloadOptions = DEFAULT_OPTIONS, plan: ScanPlan | None = None
+) -> DataFrame:
+    """Stage 1: ``read_segments`` rows -> one pickled PartitionFold per segment (``FOLD_SCHEMA``); with a
+    cleaner scan ``plan``, each segment's pickled scan beside it (the same bytes, read once)."""
+    columns = ["offsets_partition", "base_offset", "file", "content"]
+    schema = FOLD_SCHEMA
+    if plan is not None:
+        columns += ["length", "mtime_ms"]
+        schema = reload_scan.fold_schema(FOLD_SCHEMA)
+    return segments.select(*columns).mapInArrow(
+        _fold_arrow(options.semantics, options.verify_crc, options.max_batch_bytes, plan), schema
     )
 
 
@@ -236,8 +255,10 @@ def _merge_arrow(
     num_partitions: int,
     anomalies: dict[int, list[DecodeError]] | None = None,
     segment_checks: bool = True,
+    plan: ScanPlan | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        scans = reload_scan.ScanMerger(plan) if plan is not None else None
         target = pa.schema(
             [
                 pa.field("offsets_partition", pa.int32(), False),
@@ -252,11 +273,15 @@ def _merge_arrow(
             rows = emit(finish_fold(fold, num_partitions))
             names = [t for t in schemas if t in rows]
             blobs = [table_to_ipc(rows_to_arrow(rows[t], schemas[t])) for t in names]
+            counts = [len(rows[t]) for t in names]
+            audit = scans.finish(partition) if scans is not None else None
+            if audit is not None:  # the partition's cleaner audit, not a table: see reload_scan
+                names, blobs, counts = [*names, reload_scan.SCAN_BLOB_TABLE], [*blobs, audit], [*counts, 1]
             return pa.RecordBatch.from_arrays(
                 [
                     pa.array([partition] * len(names), pa.int32()),
                     pa.array(names),
-                    pa.array([len(rows[t]) for t in names], pa.int64()),
+                    pa.array(counts, pa.int64()),
                     pa.array(blobs, pa.binary()),
                 ],
                 schema=target,
@@ -268,6 +293,7 @@ def _merge_arrow(
             parts = rb.column("offsets_partition").to_pylist()
             bases = rb.column("base_offset").to_pylist()
             blobs = rb.column("fold")
+            scan_blobs = rb.column("scan") if scans is not None else None
             for i in range(rb.num_rows):
                 start = time.perf_counter()
                 fold: PartitionFold = pickle.loads(blobs[i].as_py())
@@ -278,6 +304,8 @@ def _merge_arrow(
                     current, running = parts[i], merge_segment(None, fold, base)
                 else:
                     running = merge_segment(running, fold, base)
+                if scans is not None and scan_blobs is not None:
+                    scans.add(parts[i], scan_blobs[i].as_py())
                 running.stats.elapsed_ms += (time.perf_counter() - start) * 1000
         if running is not None and current is not None:
             yield flush(current, running)
@@ -294,8 +322,10 @@ def partition_outputs(
     tasks: int | None = None,
     anomalies: dict[int, list[DecodeError]] | None = None,
     segment_checks: bool = True,
+    plan: ScanPlan | None = None,
 ) -> DataFrame:
-    """Stage 2: folds -> one Arrow IPC blob per (partition, table) (``BLOB_SCHEMA``).
+    """Stage 2: folds -> one Arrow IPC blob per (partition, table) (``BLOB_SCHEMA``), plus with a scan
+    ``plan`` each partition's cleaner audit (``SCAN_BLOB_TABLE``, JSON).
 
     ``tasks`` Spark tasks merge the partitions (default: Spark's shuffle partition count); every
     segment of a partition goes to the same task, in base-offset order. ``segment_checks`` checks each
@@ -306,7 +336,7 @@ def partition_outputs(
         folds.repartition(tasks, "offsets_partition") if tasks else folds.repartition("offsets_partition")
     )
     return grouped.sortWithinPartitions("offsets_partition", "base_offset").mapInArrow(
-        _merge_arrow(emit, schemas, num_partitions, anomalies, segment_checks), BLOB_SCHEMA
+        _merge_arrow(emit, schemas, num_partitions, anomalies, segment_checks, plan), BLOB_SCHEMA
     )
 
 
@@ -347,13 +377,15 @@ def reload_tables(
     *,
     emit: Emitter = reload_emitter,
     schemas: dict[str, StructType] = TABLE_SCHEMAS,
+    plan: ScanPlan | None = None,
 ) -> tuple[dict[str, DataFrame], DataFrame]:
-    """The segment-parallel reload as DataFrames: ``({table: DataFrame}, blobs)``.
+    """The segment-parallel reload as DataFrames: ``({table: DataFrame}, blobs)``; with a cleaner scan
+    ``plan``, the blobs carry each partition's audit too (:mod:`offsetops.pipelines.reload_scan`).
 
     ``blobs`` is the stage-2 DataFrame every table reads; persist it when more than one table is
     computed (``write_tables`` does), or each table recomputes the decode.
     """
-    folds = fold_segments(segment_rows(spark, listing), options)
+    folds = fold_segments(segment_rows(spark, listing), options, plan)
     blobs = partition_outputs(
         folds,
         emit=emit,
@@ -363,6 +395,7 @@ def reload_tables(
             len(listing.partitions), options.partitions_per_task, spark.sparkContext.defaultParallelism
         ),
         anomalies={p: listing.anomalies_of(p) for p in {p for p, _e in listing.anomalies}},
+        plan=plan,
     )
     return {t: expand_table(blobs, t, s) for t, s in schemas.items()}, blobs
 
@@ -423,12 +456,20 @@ def blob_counts(blobs: DataFrame, tables: Sequence[str]) -> dict[str, int]:
     return {t: got.get(t, 0) for t in tables}
 
 
-def write_blob_tables(tables: dict[str, DataFrame], blobs: DataFrame, output: str) -> dict[str, int]:
-    """Write the tables that expand ``blobs`` (persisted meanwhile, so the folds run once); the counts."""
+def write_blob_tables(
+    tables: dict[str, DataFrame],
+    blobs: DataFrame,
+    output: str,
+    also: Callable[[DataFrame], object] | None = None,
+) -> dict[str, int]:
+    """Write the tables that expand ``blobs`` (persisted meanwhile, so the folds run once); the counts.
+    ``also(blobs)`` runs while they are still persisted."""
     blobs.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         counts = blob_counts(blobs, list(tables))
         write_tables(tables, output, counts)
+        if also is not None:
+            also(blobs)
     finally:
         blobs.unpersist()
     return counts
@@ -483,15 +524,20 @@ def run_reload(
     *,
     partitions: list[int] | None = None,
     mode: str = "arrow",
+    scan: CleanerScanRequest | None = None,
 ) -> ReloadResult:
-    """List, decode, merge and write the reload tables; the whole job."""
+    """List, decode, merge and write the reload tables; the whole job. With ``scan``, the cleaner
+    audit's record scan runs in the same pass and its audits are written to ``scan.output``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if scan is not None and mode != "arrow":
+        raise ValueError("the cleaner scan runs in the reload's arrow mode only")
     started = time.perf_counter()
     listing = list_log_dir(spark, input_path, partitions=partitions)
     if mode == "arrow":
-        tables, blobs = reload_tables(spark, listing, options)
-        counts = write_blob_tables(tables, blobs, output)
+        plan, keep = reload_scan.scan_in_reload(spark, listing, scan) if scan is not None else (None, None)
+        tables, blobs = reload_tables(spark, listing, options, plan=plan)
+        counts = write_blob_tables(tables, blobs, output, keep)
     else:
         tables, rdd = reload_tables_rows(spark, listing, options)
         try:

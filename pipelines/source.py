@@ -19,18 +19,24 @@ instead of as whole ``binaryFile`` rows. Remote paths are listed with the same n
 from __future__ import annotations
 
 import re
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.sources.logdir import (
+    CLEANER_CHECKPOINT,
+    LOG_START_CHECKPOINT,
     OFFSETS_TOPIC,
+    REPLICATION_CHECKPOINT,
     LogDirError,
     classify_segment_name,
     dedupe_segments,
     only_partitions,
     open_log_dir,
+    read_offset_checkpoint,
 )
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -280,3 +286,32 @@ def read_checkpoint_text(spark: SparkSession, root: str, name: str) -> str | Non
         return None
     lines = spark.read.text(path, wholetext=True).collect()
     return lines[0][0] if lines else ""
+
+
+def parse_checkpoint(text: str | None, name: str) -> dict[tuple[str, int], int]:
+    """Parse checkpoint text with the core reader (same rules, errors name the file)."""
+    if text is None:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="offsetops-ckpt-") as tmp:
+        path = Path(tmp) / name
+        path.write_text(text, encoding="utf-8")
+        try:
+            return read_offset_checkpoint(path)
+        except LogDirError as exc:
+            raise LogDirError(str(exc).replace(str(path), name)) from None
+
+
+def read_checkpoints(
+    spark: SparkSession, listing: LogDirListing
+) -> tuple[dict[str, dict[int, int]], list[str]]:
+    """``{checkpoint name: {partition: offset}}`` for our topic, plus notes for unusable files."""
+    out: dict[str, dict[int, int]] = {}
+    notes: list[str] = []
+    for name in (CLEANER_CHECKPOINT, LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT):
+        try:
+            entries = parse_checkpoint(read_checkpoint_text(spark, listing.root, name), name)
+        except LogDirError as exc:
+            notes.append(f"{listing.root}/{exc}")
+            entries = {}
+        out[name] = {p: off for (t, p), off in entries.items() if t == OFFSETS_TOPIC}
+    return out, notes

@@ -32,7 +32,7 @@ from offsetops.coordinator_core.cleaner.model import (
     worst,
 )
 from offsetops.coordinator_core.cleaner.rules import failure_reason, judge_partition, judge_topic
-from offsetops.coordinator_core.cleaner.scan import PartitionScan, scan_partition
+from offsetops.coordinator_core.cleaner.scan import PartitionScan, dirty_from, scan_partition
 from offsetops.coordinator_core.sources.logdir import (
     OFFSETS_TOPIC,
     REPLICATION_CHECKPOINT,
@@ -52,6 +52,7 @@ from offsetops.coordinator_core.sources.replicas import (
 )
 
 __all__ = [
+    "audit_from_scan",
     "audit_log_dir",
     "audit_log_dirs",
     "audit_partition",
@@ -74,17 +75,39 @@ def audit_partition(
     """Scan one partition and compute the cleaner's view of it. None for a partition with no segments."""
     if not pdir.segments:
         return None
-    # UnifiedLog: logStartOffset = max(checkpointed log start, first segment's base offset)
-    log_start = max(log_start_checkpoint or 0, pdir.segments[0].base_offset)
-    dirty_from = checkpoint if checkpoint is not None and checkpoint >= log_start else log_start
     scan = scan_partition(
         pdir,
-        dirty_from=dirty_from,
+        dirty_from=dirty_from(checkpoint, log_start_checkpoint, pdir.segments[0].base_offset),
         delete_retention_ms=config.delete_retention_ms,
         now_ms=now_ms,
         verify_crc=verify_crc,
     )
+    return audit_from_scan(
+        pdir.partition,
+        scan,
+        config=config,
+        now_ms=now_ms,
+        checkpoint=checkpoint,
+        log_start_checkpoint=log_start_checkpoint,
+        high_watermark=high_watermark,
+    )
+
+
+def audit_from_scan(
+    partition: int,
+    scan: PartitionScan,
+    *,
+    config: CleanerConfig,
+    now_ms: int,
+    checkpoint: int | None,
+    log_start_checkpoint: int | None = None,
+    high_watermark: int | None = None,
+) -> PartitionAudit:
+    """The cleaner's view of a partition from its record scan (of at least one segment), whether one
+    pass over its files (:func:`audit_partition`) or per-segment scans merged (the reload's pass)."""
     segs = scan.segments
+    # UnifiedLog: logStartOffset = max(checkpointed log start, first segment's base offset)
+    log_start = max(log_start_checkpoint or 0, segs[0].base_offset)
     log_end = max((s.next_offset for s in segs if s.next_offset is not None), default=segs[-1].base_offset)
     txns = sorted(
         (OpenTransaction(pid, t[2], t[0], t[1], max(now_ms - t[1], 0)) for pid, t in scan.open_txns.items()),
@@ -100,7 +123,7 @@ def audit_partition(
         high_watermark=high_watermark,
         first_unstable_offset=txns[0].first_offset if txns else None,
     )
-    return _partition_audit(pdir, scan, view, txns, config=config, now_ms=now_ms, checkpoint=checkpoint)
+    return _partition_audit(partition, scan, view, txns, config=config, now_ms=now_ms, checkpoint=checkpoint)
 
 
 def _segment_ages(
@@ -123,7 +146,7 @@ def _segment_ages(
 
 
 def _partition_audit(
-    pdir: PartitionDir,
+    partition: int,
     scan: PartitionScan,
     view: CleanerView,
     txns: list[OpenTransaction],
@@ -141,7 +164,7 @@ def _partition_audit(
     active_start = active.first_batch_timestamp if active.first_batch_timestamp >= 0 else active.mtime_ms
     delay = view.max_compaction_delay_ms
     return PartitionAudit(
-        partition=pdir.partition,
+        partition=partition,
         size_bytes=sum(s.size for s in segs),
         segments=len(segs),
         log_start_offset=view.log_start_offset,

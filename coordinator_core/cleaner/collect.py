@@ -67,6 +67,8 @@ __all__ = [
     "BrokerScan",
     "BrokerScans",
     "audit_broker_scans",
+    "partition_entry_from_json",
+    "partition_entry_json",
     "read_broker_scans",
     "scan_broker",
     "write_broker_scan",
@@ -126,12 +128,7 @@ class BrokerScan:
     source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        parts: dict[str, Any] = {}
-        for number, pa in sorted(self.partitions.items()):
-            if isinstance(pa, PartitionFailure):
-                parts[str(number)] = {"failure": pa.to_json()}
-            else:
-                parts[str(number)] = {"audit": partition_audit_state(pa)}
+        parts = {str(number): partition_entry_json(pa) for number, pa in sorted(self.partitions.items())}
         return {
             "format": SCAN_FORMAT,
             "broker_id": self.broker_id,
@@ -176,26 +173,37 @@ class BrokerScan:
         return scan
 
     def _add_partition(self, key: Any, entry: Any) -> None:
-        where = (
-            f"partitions.{key}" if isinstance(key, str) and len(key) <= 20 else f"partitions[{_label(key)}]"
-        )
-        number = check_partition_number(key, "partitions")
-        try:
-            entry = check_mapping(entry, where)
-            if "failure" in entry:
-                fail = check_mapping(entry["failure"], f"{where}.failure")
-                path = check_label(fail.get("path"), f"{where}.failure.path")
-                error = check_label(fail.get("error"), f"{where}.failure.error")
-                self.partitions[number] = PartitionFailure(number, path, error)
-            else:
-                audit = check_partition_audit(entry.get("audit"), f"{where}.audit", central=_CENTRAL_FIELDS)
-                if audit.partition != number:
-                    raise ScanSchemaError(f"{where}.audit.partition is {audit.partition}")
-                self.partitions[number] = audit
-        except ScanSchemaError as exc:
-            self.partitions[number] = PartitionFailure(
-                number, f"{self.source}#{where}", f"malformed in the broker scan: {exc}"
-            )
+        number, pa = partition_entry_from_json(key, entry, self.source)
+        self.partitions[number] = pa
+
+
+def partition_entry_json(pa: PartitionAudit | PartitionFailure) -> dict[str, Any]:
+    """A scanned, unjudged partition as a scan file carries it: ``{"audit": ...}`` or ``{"failure": ...}``."""
+    if isinstance(pa, PartitionFailure):
+        return {"failure": pa.to_json()}
+    return {"audit": partition_audit_state(pa)}
+
+
+def partition_entry_from_json(
+    key: Any, entry: Any, source: str | None
+) -> tuple[int, PartitionAudit | PartitionFailure]:
+    """The partition number and audit of a scan file's ``partitions`` entry, checked against the schema;
+    a malformed entry is that partition's :class:`PartitionFailure` (a malformed key raises)."""
+    where = f"partitions.{key}" if isinstance(key, str) and len(key) <= 20 else f"partitions[{_label(key)}]"
+    number = check_partition_number(key, "partitions")
+    try:
+        entry = check_mapping(entry, where)
+        if "failure" in entry:
+            fail = check_mapping(entry["failure"], f"{where}.failure")
+            path = check_label(fail.get("path"), f"{where}.failure.path")
+            error = check_label(fail.get("error"), f"{where}.failure.error")
+            return number, PartitionFailure(number, path, error)
+        audit = check_partition_audit(entry.get("audit"), f"{where}.audit", central=_CENTRAL_FIELDS)
+        if audit.partition != number:
+            raise ScanSchemaError(f"{where}.audit.partition is {audit.partition}")
+        return number, audit
+    except ScanSchemaError as exc:
+        return number, PartitionFailure(number, f"{source}#{where}", f"malformed in the scan: {exc}")
 
 
 def _label(value: Any) -> str:

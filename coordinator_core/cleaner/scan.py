@@ -4,21 +4,38 @@ One pass over every batch gives each segment's timestamps (``LogSegment.largestT
 ``getFirstBatchTimestamp``), the open transactions that hold the last stable offset, and a key table
 (last writer wins by offset, as ``OffsetMap`` + ``LogCleaner.shouldRetainRecord`` decide) from which
 the reclaimable bytes, dirty keys and expired tombstones follow.
+
+The scan also splits by segment, as the reload's fold does: :func:`scan_segment` scans one segment's
+bytes alone and :meth:`PartitionScan.merge` joins the scans of consecutive segments in log order, giving
+what :func:`scan_partition` gives for the whole partition. Keys are identified by a 64-bit digest
+(``SkimpyOffsetMap`` keys by a digest of the key too), the same in every process, so scans made by
+different Spark workers merge.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from offsetops.coordinator_core.cleaner.manager import SegmentInfo
 from offsetops.coordinator_core.errors import DecodeError, OffsetsDecodeException
-from offsetops.coordinator_core.records.reader import iter_segment_batches
+from offsetops.coordinator_core.records.batch import RecordBatch
+from offsetops.coordinator_core.records.reader import Scan, iter_segment_batches, walk
 from offsetops.coordinator_core.schema.control import decode_control_key
 from offsetops.coordinator_core.schema.types import SchemaError
 from offsetops.coordinator_core.sources.logdir import PartitionDir
 
-__all__ = ["KeyStats", "PartitionScan", "scan_partition"]
+__all__ = [
+    "KeyStats",
+    "PartitionScan",
+    "ScanInputs",
+    "dirty_from",
+    "key_id",
+    "scan_partition",
+    "scan_segment",
+]
 
 # key-table entry slots (a list per key keeps the scan to one dict lookup per record)
 _LAST, _SHARE, _EXPIRED, _FIRST_DIRTY, _FIRST = range(5)
@@ -26,6 +43,35 @@ _LAST, _SHARE, _EXPIRED, _FIRST_DIRTY, _FIRST = range(5)
 # the next pass removes, and a v2 tombstone whose batch has no delete horizon yet (KIP-534: the next
 # pass keeps it and stamps the horizon, a pass after that horizon removes it).
 _KEEP, _REMOVABLE, _NO_HORIZON = 0, 1, 2
+_NO_ACTIVE = 2**63 - 1
+
+
+def key_id(key: bytes) -> bytes:
+    """The key table's identity of a record key: a 64-bit BLAKE2b digest (``SkimpyOffsetMap`` keys by a
+    digest), the same in every process, unlike ``hash(bytes)``, which is salted per process."""
+    return hashlib.blake2b(key, digest_size=8).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class ScanInputs:
+    """What a partition's scan depends on beside its bytes, worked out once per partition (small
+    checkpoint files) and shipped with each segment's task."""
+
+    partition: int
+    #: the cleaner's first dirty offset as the checkpoint gives it (:func:`dirty_from`)
+    dirty_from: int
+    #: base offset of the active segment (its reclaimable bytes are never cleaned)
+    active_base: int
+    delete_retention_ms: int
+    now_ms: int
+    verify_crc: bool = True
+
+
+def dirty_from(checkpoint: int | None, log_start_checkpoint: int | None, first_base_offset: int) -> int:
+    """Where the dirty section starts: the cleaner checkpoint when it is at or past the log start, else
+    the log start (``UnifiedLog``: logStartOffset = max(checkpointed log start, first segment's base))."""
+    log_start = max(log_start_checkpoint or 0, first_base_offset)
+    return checkpoint if checkpoint is not None and checkpoint >= log_start else log_start
 
 
 @dataclass
@@ -51,11 +97,16 @@ class PartitionScan:
     superseded_records: int = 0
     reclaimable_bytes: float = 0.0
     #: base offset of the active segment, and the reclaimable bytes that sit in it (never cleaned)
-    active_base: int = 2**63 - 1
+    active_base: int = _NO_ACTIVE
     active_reclaimable_bytes: float = 0.0
+    #: producer id -> [first offset, first timestamp, epoch, [(key id, offset, share, expired), ...]]
     open_txns: dict[int, list[Any]] = field(default_factory=dict)
-    keys: dict[int, list[Any]] = field(default_factory=dict)
+    keys: dict[bytes, list[Any]] = field(default_factory=dict)
     errors: list[DecodeError] = field(default_factory=list)
+    #: the first COMMIT/ABORT marker of each producer in the scanned range, in log order: (producer id,
+    #: aborted); it ends whatever that producer had open before the range (resolved at :meth:`merge`)
+    first_markers: list[tuple[int, bool]] = field(default_factory=list)
+    marked: set[int] = field(default_factory=set)
 
     def reclaim(self, offset: int, share: float) -> None:
         """A record a full clean drops (superseded, aborted or keyless)."""
@@ -63,21 +114,73 @@ class PartitionScan:
         if offset >= self.active_base:
             self.active_reclaimable_bytes += share
 
-    def apply(self, h: int, offset: int, share: float, expired: int, dirty_from: int) -> None:
+    def apply(self, h: bytes, offset: int, share: float, expired: int, dirty_from: int) -> None:
         """Last writer wins by offset: whichever of the old and new record is older is superseded."""
+        first_dirty = offset if offset >= dirty_from else -1
         entry = self.keys.get(h)
         if entry is None:
-            self.keys[h] = [offset, share, expired, offset if offset >= dirty_from else -1, offset]
-            return
-        self.superseded_records += 1
-        if offset > entry[_LAST]:
-            self.reclaim(entry[_LAST], entry[_SHARE])
-            entry[_LAST], entry[_SHARE], entry[_EXPIRED] = offset, share, expired
+            self.keys[h] = [offset, share, expired, first_dirty, offset]
         else:
-            self.reclaim(offset, share)
-        if offset >= dirty_from and (entry[_FIRST_DIRTY] < 0 or offset < entry[_FIRST_DIRTY]):
-            entry[_FIRST_DIRTY] = offset
-        entry[_FIRST] = min(entry[_FIRST], offset)
+            self._supersede(entry, [offset, share, expired, first_dirty, offset])
+
+    def _supersede(self, entry: list[Any], other: list[Any]) -> None:
+        """Two entries of one key: the older last record is superseded, the first offsets are the least."""
+        self.superseded_records += 1
+        if other[_LAST] > entry[_LAST]:
+            self.reclaim(entry[_LAST], entry[_SHARE])
+            entry[_LAST], entry[_SHARE], entry[_EXPIRED] = other[_LAST], other[_SHARE], other[_EXPIRED]
+        else:
+            self.reclaim(other[_LAST], other[_SHARE])
+        dirty = other[_FIRST_DIRTY]
+        if dirty >= 0 and (entry[_FIRST_DIRTY] < 0 or dirty < entry[_FIRST_DIRTY]):
+            entry[_FIRST_DIRTY] = dirty
+        entry[_FIRST] = min(entry[_FIRST], other[_FIRST])
+
+    def end_transaction(self, producer_id: int, aborted: bool, dirty_from: int) -> None:
+        """A COMMIT or ABORT marker: the producer's open transaction is applied or dropped."""
+        if producer_id not in self.marked:
+            self.marked.add(producer_id)
+            self.first_markers.append((producer_id, aborted))
+        txn = self.open_txns.pop(producer_id, None)
+        if txn is not None:
+            self._resolve(txn[3], aborted, dirty_from)
+
+    def _resolve(self, pending: list[tuple[bytes, int, float, int]], aborted: bool, dirty_from: int) -> None:
+        if aborted:
+            # aborted transactional data is removed by the cleaner whatever its key
+            for _h, off, share, _exp in pending:
+                self.aborted_records += 1
+                self.reclaim(off, share)
+        else:
+            for h, off, share, expired in pending:
+                self.apply(h, off, share, expired, dirty_from)
+
+    def merge(self, later: PartitionScan, dirty_from: int) -> PartitionScan:
+        """Add the scan of the segments that follow this one's (``PartitionFold.merge`` for the scan).
+
+        ``later``'s first marker of each producer ends the transaction this scan left open; a
+        transaction ``later`` left open with no marker before it continues one open here. Both scans
+        must have been made with the same :class:`ScanInputs`.
+        """
+        for pid, aborted in later.first_markers:
+            self.end_transaction(pid, aborted, dirty_from)
+        for pid, txn in later.open_txns.items():
+            ours = self.open_txns.get(pid)
+            if ours is not None and pid not in later.marked:
+                ours[3].extend(txn[3])
+            else:
+                self.open_txns[pid] = txn
+        for h, entry in later.keys.items():
+            mine = self.keys.get(h)
+            if mine is None:
+                self.keys[h] = entry
+            else:
+                self._supersede(mine, entry)
+        for name in _COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(later, name))
+        self.segments.extend(later.segments)
+        self.errors.extend(later.errors)
+        return self
 
     def key_stats(
         self, first_dirty_offset: int, first_uncleanable_segment: int, *, whole_log: bool
@@ -104,93 +207,154 @@ class PartitionScan:
         return stats
 
 
+#: the counters two scans add up when merged
+_COUNTERS = (
+    "batches",
+    "records",
+    "control_batches",
+    "tombstones",
+    "keyless_records",
+    "aborted_records",
+    "superseded_records",
+    "reclaimable_bytes",
+    "active_reclaimable_bytes",
+)
+
+
 def scan_partition(
     pdir: PartitionDir, *, dirty_from: int, delete_retention_ms: int, now_ms: int, verify_crc: bool
 ) -> PartitionScan:
     """One pass over every batch: segment timestamps, transactions, and the key table."""
-    scan = PartitionScan()
-    if pdir.segments:
-        scan.active_base = pdir.segments[-1].base_offset
-    errors = scan.errors
+    active = pdir.segments[-1].base_offset if pdir.segments else _NO_ACTIVE
+    inputs = ScanInputs(pdir.partition, dirty_from, active, delete_retention_ms, now_ms, verify_crc)
+    scan = PartitionScan(active_base=active)
     for seg in pdir.segments:
-        first_ts, largest, next_offset, n = -1, -1, None, 0
-        for batch in iter_segment_batches(
-            seg.path, partition=pdir.partition, errors=errors, verify_crc=verify_crc
-        ):
-            if n == 0:
-                first_ts = batch.max_timestamp
-            n += 1
-            largest = max(largest, batch.max_timestamp)
-            next_offset = batch.next_offset
-            scan.batches += 1
-            try:
-                records = batch.records()
-            except OffsetsDecodeException as exc:
-                errors.append(exc.error)
-                continue
-            pid = batch.producer_id
-            if batch.is_control:
-                scan.control_batches += 1
-                _end_transaction(
-                    scan, batch.producer_id, records, dirty_from, errors, pdir, batch.base_offset
-                )
-                continue
-            share = batch.size / max(len(records), 1)
-            horizon = batch.delete_horizon_ms
-            pending: list[tuple[int, int, float, int]] | None = None
-            if batch.is_transactional and pid >= 0:
-                txn = scan.open_txns.get(pid)
-                if txn is None:
-                    ts = batch.max_timestamp if batch.max_timestamp >= 0 else batch.base_timestamp
-                    txn = [batch.base_offset, ts if ts >= 0 else seg.mtime_ms, batch.producer_epoch, []]
-                    scan.open_txns[pid] = txn
-                pending = txn[3]
-            for offset, ts, key, value in records:
-                scan.records += 1
-                if key is None:
-                    # the cleaner drops records without a key (counted as invalid messages)
-                    scan.keyless_records += 1
-                    scan.reclaim(offset, share)
-                    continue
-                expired = _KEEP
-                if value is None:
-                    scan.tombstones += 1
-                    if horizon is not None:
-                        # LogCleaner.shouldRetainRecord: kept while currentTime < deleteHorizonMs
-                        expired = _REMOVABLE if now_ms >= horizon else _KEEP
-                    elif batch.magic >= 2 and offset >= dirty_from:
-                        expired = _NO_HORIZON
-                    else:
-                        # Magic 0/1, or a v2 tombstone in the clean section that a pass left without a
-                        # horizon (so the broker that cleaned it predates KIP-534, 3.1): the pre-KIP-534
-                        # rule keys on the last clean segment's mtime; the record timestamp stands in.
-                        stamp = ts if ts >= 0 else seg.mtime_ms
-                        expired = _REMOVABLE if now_ms - stamp > delete_retention_ms else _KEEP
-                if pending is not None:
-                    pending.append((hash(key), offset, share, expired))
-                else:
-                    scan.apply(hash(key), offset, share, expired, dirty_from)
-        scan.segments.append(
-            SegmentInfo(
-                base_offset=seg.base_offset,
-                size=seg.size,
-                largest_timestamp=largest if largest >= 0 else seg.mtime_ms,
-                first_batch_timestamp=first_ts,
-                mtime_ms=seg.mtime_ms,
-                next_offset=next_offset,
-            )
+        batches = iter_segment_batches(
+            seg.path, partition=pdir.partition, errors=scan.errors, verify_crc=verify_crc
+        )
+        _scan_batches(
+            scan, batches, inputs, base_offset=seg.base_offset, size=seg.size, mtime_ms=seg.mtime_ms
         )
     return scan
 
 
+def scan_segment(
+    data: Any,
+    inputs: ScanInputs,
+    *,
+    file: str,
+    base_offset: int,
+    size: int,
+    mtime_ms: int,
+    scan: Scan | None = None,
+) -> PartitionScan:
+    """The scan of one segment's bytes (``data``: bytes or the mapped file), to be merged in log order
+    with the scans of the partition's other segments (:meth:`PartitionScan.merge`)."""
+    out = PartitionScan(active_base=inputs.active_base)
+    batches = walk(
+        data,
+        file=file,
+        partition=inputs.partition,
+        report=out.errors.append,
+        verify_crc=inputs.verify_crc,
+        scan=scan if scan is not None else Scan(),
+    )
+    _scan_batches(out, batches, inputs, base_offset=base_offset, size=size, mtime_ms=mtime_ms)
+    return out
+
+
+def _scan_batches(
+    scan: PartitionScan,
+    batches: Iterable[RecordBatch],
+    inputs: ScanInputs,
+    *,
+    base_offset: int,
+    size: int,
+    mtime_ms: int,
+) -> None:
+    """Scan the batches of one segment into ``scan``; the segment's :class:`SegmentInfo` is appended."""
+    first_ts, largest, next_offset, n = -1, -1, None, 0
+    for batch in batches:
+        if n == 0:
+            first_ts = batch.max_timestamp
+        n += 1
+        largest = max(largest, batch.max_timestamp)
+        next_offset = batch.next_offset
+        scan.batches += 1
+        try:
+            records = batch.records()
+        except OffsetsDecodeException as exc:
+            scan.errors.append(exc.error)
+            continue
+        if batch.is_control:
+            scan.control_batches += 1
+            _end_transaction(scan, batch, records, inputs)
+            continue
+        _scan_records(scan, batch, records, inputs, mtime_ms)
+    scan.segments.append(
+        SegmentInfo(
+            base_offset=base_offset,
+            size=size,
+            largest_timestamp=largest if largest >= 0 else mtime_ms,
+            first_batch_timestamp=first_ts,
+            mtime_ms=mtime_ms,
+            next_offset=next_offset,
+        )
+    )
+
+
+def _scan_records(
+    scan: PartitionScan,
+    batch: RecordBatch,
+    records: list[tuple[int, int, bytes | None, bytes | None]],
+    inputs: ScanInputs,
+    mtime_ms: int,
+) -> None:
+    """The data records of one batch into the key table, or into their producer's open transaction."""
+    dirty_from, now_ms = inputs.dirty_from, inputs.now_ms
+    share = batch.size / max(len(records), 1)
+    horizon = batch.delete_horizon_ms
+    pid = batch.producer_id
+    pending: list[tuple[bytes, int, float, int]] | None = None
+    if batch.is_transactional and pid >= 0:
+        txn = scan.open_txns.get(pid)
+        if txn is None:
+            ts = batch.max_timestamp if batch.max_timestamp >= 0 else batch.base_timestamp
+            txn = [batch.base_offset, ts if ts >= 0 else mtime_ms, batch.producer_epoch, []]
+            scan.open_txns[pid] = txn
+        pending = txn[3]
+    for offset, ts, key, value in records:
+        scan.records += 1
+        if key is None:
+            # the cleaner drops records without a key (counted as invalid messages)
+            scan.keyless_records += 1
+            scan.reclaim(offset, share)
+            continue
+        expired = _KEEP
+        if value is None:
+            scan.tombstones += 1
+            if horizon is not None:
+                # LogCleaner.shouldRetainRecord: kept while currentTime < deleteHorizonMs
+                expired = _REMOVABLE if now_ms >= horizon else _KEEP
+            elif batch.magic >= 2 and offset >= dirty_from:
+                expired = _NO_HORIZON
+            else:
+                # Magic 0/1, or a v2 tombstone in the clean section that a pass left without a
+                # horizon (so the broker that cleaned it predates KIP-534, 3.1): the pre-KIP-534
+                # rule keys on the last clean segment's mtime; the record timestamp stands in.
+                stamp = ts if ts >= 0 else mtime_ms
+                expired = _REMOVABLE if now_ms - stamp > inputs.delete_retention_ms else _KEEP
+        if pending is not None:
+            pending.append((key_id(key), offset, share, expired))
+        else:
+            scan.apply(key_id(key), offset, share, expired, dirty_from)
+
+
 def _end_transaction(
     scan: PartitionScan,
-    producer_id: int,
+    batch: RecordBatch,
     records: list[tuple[int, int, bytes | None, bytes | None]],
-    dirty_from: int,
-    errors: list[DecodeError],
-    pdir: PartitionDir,
-    base_offset: int,
+    inputs: ScanInputs,
 ) -> None:
     for _offset, _ts, key, _value in records:
         if key is None:
@@ -198,18 +362,9 @@ def _end_transaction(
         try:
             ctl = decode_control_key(key)
         except SchemaError as exc:
-            errors.append(DecodeError("corrupt_key", str(exc), None, pdir.partition, None, base_offset))
+            scan.errors.append(
+                DecodeError("corrupt_key", str(exc), None, inputs.partition, None, batch.base_offset)
+            )
             continue
-        if not (ctl.is_commit or ctl.is_abort):
-            continue
-        txn = scan.open_txns.pop(producer_id, None)
-        if txn is None:
-            continue
-        if ctl.is_abort:
-            # aborted transactional data is removed by the cleaner whatever its key
-            for _h, off, share, _exp in txn[3]:
-                scan.aborted_records += 1
-                scan.reclaim(off, share)
-        else:
-            for h, off, share, expired in txn[3]:
-                scan.apply(h, off, share, expired, dirty_from)
+        if ctl.is_commit or ctl.is_abort:
+            scan.end_transaction(batch.producer_id, ctl.is_abort, inputs.dirty_from)

@@ -28,7 +28,7 @@ LINEAGE = {
     "coordinator_cache": {"raw_segments"},
     "expiration_plan": {"coordinator_cache"},
     "tombstone_execution": {"expiration_plan"},
-    "cleaner_audit": {"raw_segments"},
+    "cleaner_audit": {"raw_segments", "coordinator_cache"},
     "cache_validation": {"coordinator_cache"},
 }
 SUMMARY = "offsets_topic_summary"  # unpartitioned: the topic-wide figures

@@ -207,10 +207,13 @@ def test_every_run_reports_the_segment_bytes_it_read(materialized: Materialized)
     inventory = by_partition(materialized.result, "raw_segments")
     topic_bytes = sum(m["bytes"] for m in inventory.values())
     assert topic_bytes > 0
-    for asset in ("coordinator_cache", "cleaner_audit"):
-        read = by_partition(materialized.result, asset)
-        assert {p: m["bytes_read"] for p, m in read.items()} == {p: m["bytes"] for p, m in inventory.items()}
-        assert {m["run_bytes_read"] for m in read.values()} == {topic_bytes}, asset
+    read = by_partition(materialized.result, "coordinator_cache")
+    assert {p: m["bytes_read"] for p, m in read.items()} == {p: m["bytes"] for p, m in inventory.items()}
+    assert {m["run_bytes_read"] for m in read.values()} == {topic_bytes}
+    # the cleaner audit judges the scans the reload made in its pass: it reads no segment itself
+    audit = by_partition(materialized.result, "cleaner_audit")
+    assert {m["bytes_read"] for m in audit.values()} == {0}
+    assert {m["scan"] for m in audit.values()} == {"from the reload"}
     metrics = [
         plain_metadata(e.event_specific_data.materialization.metadata)
         for e in materialized.result.get_asset_materialization_events()
@@ -219,12 +222,9 @@ def test_every_run_reports_the_segment_bytes_it_read(materialized: Materialized)
     assert [m["bytes_read"] for m in metrics] == [0]
     topic = summary(materialized.result)
     assert topic["topic_size_bytes"] == topic_bytes
-    assert topic["run_bytes_read_by_asset"] == {
-        "cleaner_audit": topic_bytes,
-        "coordinator_cache": topic_bytes,
-    }
-    assert topic["run_bytes_read"] == 2 * topic_bytes
-    assert topic["run_reads_of_topic"] == 2.0
+    assert topic["run_bytes_read_by_asset"] == {"cleaner_audit": 0, "coordinator_cache": topic_bytes}
+    assert topic["run_bytes_read"] == topic_bytes
+    assert topic["run_reads_of_topic"] == 1.0
 
 
 def test_reports_are_written_where_the_metadata_says(materialized: Materialized) -> None:
@@ -261,6 +261,43 @@ def test_the_operator_report_is_written_after_this_runs_audit_plan_and_checks(
     assert f"{materialized.stalled_partition} (CRITICAL)" in page  # named in the verdict line
 
 
+def _scan_file(materialized: Materialized) -> Path:
+    from offsetops.assets.reload_scan import reload_scan_file
+
+    return reload_scan_file(materialized.resources["state"])
+
+
+def test_the_one_pass_audit_equals_the_audit_of_the_log_dir(materialized: Materialized) -> None:
+    """The audit judged from the reload's scans is the audit of the same files read on their own."""
+    from offsetops.coordinator_core.cleaner.audit import audit_log_dir
+
+    audit = json.loads((materialized.output_dir / "reports" / "cleaner_audit.json").read_text())
+    own = audit_log_dir(materialized.log_dir, now_ms=audit["audited_at_ms"], record_history=False)
+    assert len(own.partitions) > 1
+    assert {p["partition"]: _unjudged(p) for p in audit["partitions"] if p["segments"]} == {
+        pa.partition: _unjudged(pa.to_json()) for pa in own.partitions
+    }
+    assert _scan_file(materialized).is_file()
+
+
+#: what the run sets on a partition's audit beside its scan: its verdict, findings and history
+_JUDGED = (
+    "verdict",
+    "reasons",
+    "marked_uncleanable",
+    "cleaning_in_progress",
+    "live_size_bytes",
+    "growth_bytes_per_hour",
+    "checkpoint_advanced",
+    "stalled_for_ms",
+    "previous_audit_ms",
+)
+
+
+def _unjudged(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k not in _JUDGED}
+
+
 def test_a_second_run_on_the_same_data_gives_the_same_verdicts(materialized: Materialized) -> None:
     """Same data, same declared clock, same state dir: nothing changes, not even the stalled partition."""
     from offsetops.assets.cleaner_audit import cleaner_audit
@@ -275,6 +312,12 @@ def test_a_second_run_on_the_same_data_gives_the_same_verdicts(materialized: Mat
         run_config=RUN_CONFIG,
     )
     assert again.success
+    # the reload scan on disk is the first run's: this run of the audit alone scans on its own
+    mine = by_partition(again, "cleaner_audit")
+    assert {m["scan"] for m in mine.values()} == {"own pass"}
+    assert {m["scan_reason"] for m in mine.values()} == {f"the reload scan in {_scan_file(materialized)} was "
+                                                         "made with another run_id"}  # fmt: skip
+    assert sum(m["bytes_read"] for m in mine.values()) > 0
     for asset, key in (("cleaner_audit", "verdict"), ("expiration_plan", "forecast_groups")):
         first = {p: m[key] for p, m in by_partition(materialized.result, asset).items()}
         second = {p: m[key] for p, m in by_partition(again, asset).items()}

@@ -462,3 +462,21 @@ def test_kip848_group_state_members_and_assignment_named_by_offset_topic_ids():
 def test_kip848_topic_ids_without_a_name_stay_ids():
     [m] = _kip848_log(with_topic_id=False).load().groups["g848"].members
     assert list(m.assignment) == ["5b4a3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d"]
+
+
+def test_add_segment_hands_its_one_mapping_to_a_second_reader(tmp_path) -> None:
+    """``also`` gets the very bytes the fold walked (the reload's cleaner scan reads no file itself);
+    an empty or unopenable file gives it nothing, and the fold's error says why."""
+    data = build_record_batch([(b"\x00\x01k", b"v", 5)], base_offset=0)
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(data)
+    seen: list[bytes] = []
+    fold = PartitionFold(partition=0)
+    assert fold.add_segment(seg, also=lambda mm, scan: seen.append(bytes(mm[:]))) == len(data)
+    assert seen == [data]
+    empty = tmp_path / "00000000000000000001.log"
+    empty.write_bytes(b"")
+    assert PartitionFold(partition=0).add_segment(empty, also=lambda mm, scan: seen.append(b"x")) == 0
+    missing = PartitionFold(partition=0)
+    assert missing.add_segment(tmp_path / "absent.log", also=lambda mm, scan: seen.append(b"x")) is None
+    assert seen == [data] and [e.kind for e in missing.stats.errors] == ["io"]
