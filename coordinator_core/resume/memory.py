@@ -13,6 +13,7 @@ from typing import Any
 from offsetops.coordinator_core.resume.codec import StateTables, encode_state
 from offsetops.coordinator_core.resume.point import Refusal
 from offsetops.coordinator_core.resume.store import decoded_or_refusal
+from offsetops.coordinator_core.survivor_memo import SurvivorMemo
 
 __all__ = ["MemoryStateStore"]
 
@@ -23,6 +24,7 @@ class MemoryStateStore:
     def __init__(self) -> None:
         self._states: dict[tuple[str, int], bytes] = {}
         self._locks: dict[tuple[str, int], threading.Lock] = {}
+        self._survivors: dict[tuple[str, int], SurvivorMemo] = {}
         self._guard = threading.Lock()
 
     def path(self, topic: str, partition: int) -> Path:
@@ -52,6 +54,12 @@ class MemoryStateStore:
         """Replace the partition's state (StateFormatError when it is over the size limit)."""
         self._states[(topic, partition)] = encode_state(meta, tables)
         return self.path(topic, partition)
+
+    def survivors(self, topic: str, partition: int) -> SurvivorMemo:
+        """The partition's survivors as its last load decoded them, for the next load to reuse (one per
+        partition, holding the current survivors only; use it under the partition's lock)."""
+        with self._guard:
+            return self._survivors.setdefault((topic, partition), SurvivorMemo())
 
     def __len__(self) -> int:
         return len(self._states)

@@ -49,6 +49,11 @@ class StateStore:
         with file_lock(self.directory / f".{name}.lock", wait=False) as held:
             yield held
 
+    def survivors(self, topic: str, partition: int) -> None:
+        """No decoded survivors are kept beside files: each run is a process of its own (the in-memory
+        store of a following exporter keeps them, :class:`~.memory.MemoryStateStore`)."""
+        return None
+
     def read(self, topic: str, partition: int) -> tuple[dict[str, Any], StateTables] | Refusal:
         """The saved ``(meta, tables)``, or why there is none to use (a :class:`Refusal` naming the file)."""
         path = self.path(topic, partition)
