@@ -14,17 +14,19 @@ whole each time; it is a few lines per partition.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cache import CoordinatorCache, GroupMetadata
 from offsetops.coordinator_core.describe import (
     GroupFilter,
     GroupView,
     TopicPartition,
+    describe_group,
     describe_groups,
     wanted_partitions,
 )
@@ -63,15 +65,25 @@ def render_families(families: Iterable[Metric]) -> bytes:
     return generate_latest(registry)
 
 
+#: a label value (visible already, ``_Gauge``) escaped for the text format; values repeat (group ids
+#: on every row, topics, partition numbers), so each is escaped once while it stays among the last ones
+_label = functools.lru_cache(maxsize=1 << 16)(for_prometheus_label)
+
+
+def _value(v: float) -> str:
+    """``floatToGoString``; an integer below 10**6 (which Go writes without an exponent) directly."""
+    if type(v) is int and -(10**15) < v < 10**6:
+        return f"{v}.0"
+    return floatToGoString(v)
+
+
 def _line(s: Any) -> str:
     """One gauge sample as ``generate_latest`` writes it (a name and label names of the legacy
     charset, as every offsetops family has; labels sorted by name; no timestamp)."""
-    value = floatToGoString(s.value)
     if not s.labels:
-        return f"{s.name} {value}\n"
-    # the values are visible already (``_Gauge``): escaped for the text format as a client would
-    labels = ",".join([f'{k}="{for_prometheus_label(v)}"' for k, v in sorted(s.labels.items())])
-    return f"{s.name}{{{labels}}} {value}\n"
+        return f"{s.name} {_value(s.value)}\n"
+    labels = ",".join([f'{k}="{_label(v)}"' for k, v in sorted(s.labels.items())])
+    return f"{s.name}{{{labels}}} {_value(s.value)}\n"
 
 
 def _lines(family: Metric) -> str:
@@ -104,13 +116,15 @@ def _split(families: list[Metric], views: list[GroupView]) -> list[tuple[str, tu
 @dataclass(slots=True)
 class _Part:
     """One offsets partition's share of the snapshot: the cache it was computed from, the data
-    partitions its views looked up, its views (in group id order) and, once rendered, each view's lines
-    per group family and the partition's reload lines."""
+    partitions its views looked up, its views in group id order, what each view was made from (the
+    group and the data partitions of its rows), the lines of each view rendered so far (by group id)
+    and, once rendered, the partition's reload lines."""
 
     cache: CoordinatorCache
     tps: frozenset[TopicPartition]
     views: list[GroupView]
-    chunks: list[tuple[str, tuple[str, ...]]] | None = None
+    made_from: dict[str, tuple[GroupMetadata, frozenset[TopicPartition], GroupView]]
+    lines: dict[str, tuple[str, ...]] = field(default_factory=dict)
     reload: tuple[str, ...] | None = None
 
 
@@ -129,6 +143,8 @@ class SnapshotPieces:
         self._headers: dict[str, str] = {}
         #: the partitions whose views the last :meth:`views` computed again
         self.recomputed: tuple[int | None, ...] = ()
+        #: views of those partitions kept since (their group and data partitions unchanged), in all
+        self.reused = 0
 
     def views(
         self, caches: Sequence[CoordinatorCache], log_offsets: dict[TopicPartition, Any]
@@ -144,13 +160,39 @@ class SnapshotPieces:
         for cache in caches:
             part = self._parts.get(cache.partition)
             if part is None or part.cache is not cache or not part.tps.isdisjoint(moved):
-                views = describe_groups([cache], log_offsets)
-                part = _Part(cache, frozenset((r.topic, r.partition) for v in views for r in v.rows), views)
+                part = self._redo(cache, part, moved, log_offsets)
                 redone.append(cache.partition)
             parts[cache.partition] = part
         self._parts, self._offsets, self.recomputed = parts, dict(log_offsets), tuple(redone)
         self._views = list(heapq.merge(*(p.views for p in parts.values()), key=attrgetter("group_id")))
         return self._views
+
+    def _redo(
+        self,
+        cache: CoordinatorCache,
+        was: _Part | None,
+        moved: set[TopicPartition],
+        log_offsets: dict[TopicPartition, Any],
+    ) -> _Part:
+        """A partition that moved: a group equal to the one its last view was made from, none of whose
+        data partitions moved, keeps its view and lines; the others are described again."""
+        before = was.made_from if was is not None else {}
+        made_from, lines, views = {}, {}, []
+        for group in cache.groups.values():
+            gid = group.group_id
+            prev = before.get(gid)
+            if prev is not None and prev[1].isdisjoint(moved) and prev[0] == group:
+                view, tps = prev[2], prev[1]
+                if was is not None and gid in was.lines:
+                    lines[gid] = was.lines[gid]
+                self.reused += 1
+            else:
+                view = describe_group(group, cache.partition, log_offsets)
+                tps = frozenset([(r.topic, r.partition) for r in view.rows])
+            made_from[gid] = (group, tps, view)
+            views.append(view)
+        views.sort(key=attrgetter("group_id"))
+        return _Part(cache, frozenset().union(*(m[1] for m in made_from.values())), views, made_from, lines)
 
     def wanted(self, caches: Sequence[CoordinatorCache]) -> set[TopicPartition]:
         """The data partitions whose log offsets the views of ``caches`` need (``wanted_partitions``),
@@ -173,10 +215,12 @@ class SnapshotPieces:
 
     def _groups_text(self, snap: Snapshot) -> bytes:
         for part in self._parts.values():
-            if part.chunks is None:
-                part.chunks = self._chunks(part.views)
+            missing = [v for v in part.views if v.group_id not in part.lines]
+            if missing:
+                part.lines.update(self._chunks(missing))
+        chunks = [[(v.group_id, p.lines[v.group_id]) for v in p.views] for p in self._parts.values()]
         per_family: list[list[str]] = [[] for _ in _PER_GROUP]
-        for _gid, texts in heapq.merge(*(p.chunks or () for p in self._parts.values()), key=_BY_GROUP):
+        for _gid, texts in heapq.merge(*chunks, key=_BY_GROUP):
             for j, text in enumerate(texts):
                 per_family[j].append(text)
         families = list(_group_metrics(_alone([]), self.granularity))

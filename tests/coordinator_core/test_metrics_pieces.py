@@ -4,6 +4,8 @@ log offsets, the views equal ``describe_groups`` of every cache and the expositi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from offsetops.coordinator_core.cache import (
@@ -29,6 +31,8 @@ NAMES = st.one_of(
     st.text(alphabet=st.sampled_from('ab"\\\n\x00\u202e\u00e9{}=,'), min_size=1, max_size=4),
     st.sampled_from(["\x00", "\\x00", "\n", "\\n", "g\u202e", "g\\u202e"]),
 )
+#: where Go's float format switches to an exponent, and integers near float precision
+OFFSET = st.one_of(st.integers(0, 10**18), st.sampled_from([999_999, 10**6, 10**15 - 1, 10**15, 2**53 + 1]))
 TOPICS = st.sampled_from(["orders", 'we"ird', "t\\1", "x\ny"])
 
 
@@ -38,7 +42,7 @@ def groups(draw) -> dict[str, GroupMetadata]:
     for gid in draw(st.lists(NAMES, max_size=5, unique=True)):
         offsets = {
             (draw(TOPICS), draw(st.integers(0, 2))): OffsetAndMetadata(
-                draw(st.integers(0, 10**18)), None, "", NOW_MS - draw(st.integers(0, 10**9)), None, 0
+                draw(OFFSET), None, "", NOW_MS - draw(st.integers(0, 10**9)), None, 0
             )
             for _ in range(draw(st.integers(0, 3)))
         }
@@ -115,10 +119,16 @@ def test_only_the_moved_partition_is_recomputed_and_its_lines_replaced() -> None
     assert pieces.recomputed == (0, 1, 2, 3)
     moved = GroupMetadata("g2", "Empty", "consumer", 1, offsets={("t", 2): OffsetAndMetadata(
         8, None, "", NOW_MS, None, 0)})  # fmt: skip
-    caches[2] = cache(2, {"g2": moved}, 2)
+    again = GroupMetadata("h2", "Empty", "consumer", 1, offsets={("u", 0): OffsetAndMetadata(
+        1, None, "", NOW_MS, None, 0)})  # fmt: skip
+    caches[2] = cache(2, {"g2": g[2], "h2": again}, 2)
+    pieces.exposition(snapshot(pieces, caches, offsets))
+    caches[2] = cache(2, {"g2": moved, "h2": replace(again, offsets=dict(again.offsets))}, 3)
     offsets[("t", 3)] = PartitionOffsets(0, 12, "log dir")
+    reused = pieces.reused
     snap = snapshot(pieces, caches, offsets)
     assert pieces.recomputed == (2, 3)  # g2's commit, and the log end of the partition g3 commits to
+    assert pieces.reused == reused + 1  # h2: an equal group, read again, keeps its view and lines
     text = pieces.exposition(snap).decode()
     assert 'committed_offset{group_id="g2",partition_id="2",topic_name="t"} 8.0' in text
     assert 'partition_lag{group_id="g3",partition_id="3",topic_name="t"} 7.0' in text
