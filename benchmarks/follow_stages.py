@@ -38,7 +38,8 @@ STAGES = (
     ("offsetops.coordinator_core.loader", "PartitionFold.finish", "finish (whole)"),
     ("offsetops.coordinator_core.loader", "PartitionFold.finish_reusing", "finish (reusing survivors)"),
     ("offsetops.commands._exporter_snapshots", "source_log_offsets", "data partitions' log offsets"),
-    ("offsetops.coordinator_core.metrics_pieces", "SnapshotPieces.views", "group views"),
+    ("offsetops.coordinator_core.metrics_snapshot", "describe_groups", "group views (every group)"),
+    ("offsetops.coordinator_core.metrics_pieces", "SnapshotPieces.views", "group views (what moved)"),
     ("offsetops.commands._exporter_snapshots", "compute_snapshot", "snapshot (expiration, failover)"),
     ("offsetops.commands.exporter", "OffsetsCollector._render", "exposition"),
 )
@@ -49,7 +50,7 @@ def instrument(times: dict[str, list[float]]) -> None:
     for module_name, path, label in STAGES:
         try:
             owner: Any = importlib.import_module(module_name)
-        except ModuleNotFoundError:
+        except ImportError:
             continue  # a version of the code without that stage
         *outer, name = path.split(".")
         for part in outer:
