@@ -22,6 +22,7 @@ from offsetops.coordinator_core.group_views import source_log_offsets
 from offsetops.coordinator_core.metrics_pieces import SnapshotPieces, render_families
 from offsetops.coordinator_core.metrics_snapshot import Snapshot, compute_snapshot, snapshot_metrics
 from offsetops.coordinator_core.resume.memory import MemoryStateStore
+from offsetops.coordinator_core.resume.store import StateStore
 from offsetops.coordinator_core.sources.source import Source
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,9 @@ class ExporterSnapshots:
             if source.state_dir is None:
                 # no --state: each partition's resume state lives in this process
                 source = replace(source, state_store=MemoryStateStore())
+            else:
+                # the state files, and each partition's decoded survivors kept between its reads
+                source = replace(source, state_store=StateStore.kept(source.state_dir))
             run = args.run
             self._follower = Follower(
                 source, num_partitions=run["num_partitions"], semantics=run["semantics"]

@@ -97,3 +97,24 @@ def test_a_rewritten_record_at_the_same_offset_is_decoded_again(tmp_path: Path) 
         fresh = _load(root, None, "java")
         assert cache.groups["g0"].offsets[("t", 0)] == fresh.groups["g0"].offsets[("t", 0)]
     assert cache.groups["g0"].offsets[("t", 0)].offset == 7
+
+
+def test_state_files_kept_by_a_following_process_reuse_survivors_and_others_do_not(tmp_path: Path) -> None:
+    from offsetops.coordinator_core.resume.store import StateStore
+
+    root = tmp_path / "logdir"
+    history = History()
+    history.data([(okey("g0", "t", 0), oval(5)), (okey("g1", "t", 0), oval(6))])
+    write_partition(root, segments_of(history.batches, SEGMENT))
+    kept, plain = StateStore.kept(tmp_path / "kept"), StateStore.at(tmp_path / "plain")
+    for store in (kept, plain):
+        Source(log_dir=str(root), state_store=store).load_caches(num_partitions=4)
+    history.data([(okey("g0", "t", 0), oval(9))])
+    write_partition(root, segments_of(history.batches, SEGMENT))
+    caches = {}
+    for name, store in (("kept", kept), ("plain", plain)):
+        (caches[name],) = Source(log_dir=str(root), state_store=store).load_caches(num_partitions=4)
+        assert caches[name].stats.resumed
+    memo = kept.survivors(TOPIC, 0)
+    assert memo is not None and memo.reused == 1 and plain.survivors(TOPIC, 0) is None
+    assert view(caches["kept"]) == view(caches["plain"]) == view(_load(root, None, "java"))

@@ -197,3 +197,30 @@ def test_the_served_exposition_after_appends_is_the_whole_render_of_the_snapshot
             assert line.encode() in whole
     finally:
         snapshots.close()
+
+
+def test_following_with_state_files_keeps_the_decoded_survivors_between_reads(
+    follow_logdir: Path, tmp_path: Path
+) -> None:
+    from offsetops.cli import build_parser
+    from offsetops.commands._run import resolve_args
+    from offsetops.commands.exporter import ExporterSnapshots
+
+    args = build_parser().parse_args(["exporter", str(follow_logdir), "--num-partitions", str(PARTITIONS),
+                                      "--follow", "--state", str(tmp_path / "state")])  # fmt: skip
+    resolve_args(args)
+    args.offsets_topic = "__consumer_offsets"
+    snapshots = ExporterSnapshots(args)
+    try:
+        snapshots.full()
+        append_commits(follow_logdir / "__consumer_offsets-2", [("g", "t", 0, 3)], now_ms=NOW_MS)
+        update = snapshots.follow()
+        assert update is not None and update.step.read == (2,) and update.step.resumed == 1
+        store = snapshots._follower.source.state_store if snapshots._follower else None
+        memo = store.survivors("__consumer_offsets", 2) if store is not None else None
+        assert memo is not None and memo.reused > 0
+        assert sorted(p.name for p in (tmp_path / "state").glob("*.state")) == [
+            f"__consumer_offsets-{p}.state" for p in range(PARTITIONS)
+        ]
+    finally:
+        snapshots.close()
