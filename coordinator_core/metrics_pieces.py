@@ -3,13 +3,13 @@
 Between two updates most partitions did not move: their caches are the same objects and the data
 partitions their groups commit to kept their log offsets. :class:`SnapshotPieces` keeps, per offsets
 partition, the group views (``kafka-consumer-groups --describe`` rows) and the exposition lines of
-its groups, and redoes both only for a partition whose cache was replaced or one of whose data
-partitions' log start or end moved. The views are merged in group id order and the lines family by
-family, so the views equal :func:`~offsetops.coordinator_core.describe.describe_groups` of every cache
-and the exposition is byte for byte what ``prometheus_client.generate_latest`` makes of
-:func:`~offsetops.coordinator_core.metrics_snapshot.snapshot_metrics`. What spans the topic (settings,
-water marks, group counts, the cleaner audit, the expiration plan, the failover forecast) is rendered
-whole each time; it is a few lines per partition.
+its groups, and redoes them only for a partition whose cache was replaced or one of whose data
+partitions' log start or end moved; there, only for the groups not equal to the one their view was
+made from, or whose data partitions moved. The views are merged in group id order and the lines
+family by family, so the views equal ``describe_groups`` of every cache and the exposition is byte for
+byte what ``prometheus_client.generate_latest`` makes of ``snapshot_metrics``. What spans the topic
+(settings, water marks, group counts, the cleaner audit, the expiration plan, the failover forecast)
+is rendered whole each time; it is a few lines per partition.
 """
 
 from __future__ import annotations
