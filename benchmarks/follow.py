@@ -9,7 +9,8 @@ The real exporter runs on it in a subprocess (``--follow --poll P``, each partit
 its memory). Each round appends ``--append`` bytes of offset commits (200 groups committing
 for 50 partitions of a data topic, value v3, 50 records a batch), one write per
 ``__consumer_offsets`` partition their groups map to, then scrapes /metrics until every group's last
-commit shows. Printed per round and as the median:
+commit shows. With ``--moved N`` the same bytes go to the first N partitions only (4 groups on each),
+as when a few busy groups commit. Printed per round and as the median:
 
 - **append to served**: from the end of the last write to the snapshot showing every commit of the
   round being served (``offsetops_follow_last_update_timestamp_seconds``; includes up to one poll
@@ -68,16 +69,18 @@ def one(metrics: dict, name: str) -> float:
     return metrics.get(name, {}).get((), 0.0)
 
 
-def bench_groups() -> list[str]:
-    """The committing groups, spread evenly over the 50 partitions."""
-    return [g for p in range(PARTITIONS) for g in groups_for(p, GROUPS // PARTITIONS, "bench", PARTITIONS)]
+def bench_groups(moved: int = PARTITIONS) -> list[str]:
+    """The committing groups, 4 on each of the first ``moved`` partitions (all 50 by default)."""
+    return [g for p in range(moved) for g in groups_for(p, GROUPS // PARTITIONS, "bench", PARTITIONS)]
 
 
-def prepare_appends(logdir: Path, commits_each: int, base: int, now_ms: int) -> dict[Path, bytes]:
+def prepare_appends(
+    logdir: Path, commits_each: int, base: int, now_ms: int, moved: int = PARTITIONS
+) -> dict[Path, bytes]:
     """``commits_each`` commits per group, per partition dir, at the offsets that follow its log; a
     group's commits are for data partitions 0, 1, ... with committed offsets ``base + i``."""
     by_partition: dict[int, list] = {}
-    for g in bench_groups():
+    for g in bench_groups(moved):
         commits = [(g, "orders", i % PARTITIONS, base + i) for i in range(commits_each)]
         by_partition.setdefault(partition_for(g, PARTITIONS), []).extend(commits)
     return {
@@ -96,7 +99,7 @@ def append(batches: dict[Path, bytes]) -> int:
     return sum(len(d) for d in batches.values())
 
 
-def shows_round(url: str, commits_each: int, base: int) -> bool:
+def shows_round(url: str, commits_each: int, base: int, moved: int) -> bool:
     """Every group's last commit of the round is served (the body is filtered as text, not parsed, so the
     check costs the exporter's machine little while it works)."""
     last = commits_each - 1
@@ -108,14 +111,14 @@ def shows_round(url: str, commits_each: int, base: int) -> bool:
         if line.startswith(prefix) and tail in line:
             served[line[len(prefix) : line.index(",")]] = float(line.rsplit(" ", 1)[1])
     want = float(base + last)
-    return all(served.get(f'group_id="{g}"') == want for g in bench_groups())
+    return all(served.get(f'group_id="{g}"') == want for g in bench_groups(moved))
 
 
-def wait_for_round(url: str, commits_each: int, base: int, deadline_s: float) -> float | None:
+def wait_for_round(url: str, commits_each: int, base: int, moved: int, deadline_s: float) -> float | None:
     """When the round first showed (``time.monotonic``), or None when it did not within the deadline."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
-        if shows_round(url, commits_each, base):
+        if shows_round(url, commits_each, base, moved):
             return time.monotonic()
         time.sleep(0.25)
     return None
@@ -129,14 +132,14 @@ def cpu_seconds(pid: int) -> float:
 
 def run_round(url: str, pid: int, logdir: Path, args: argparse.Namespace, round_no: int) -> dict[str, float]:
     before = scrape(url)
-    commits_each = max(args.append // RECORD_BYTES // GROUPS, 1)
+    commits_each = max(args.append // RECORD_BYTES // len(bench_groups(args.moved)), 1)
     now_ms = int(time.time() * 1000)
     base = now_ms * 1000  # committed offsets no earlier round or run used (exact as a float)
-    batches = prepare_appends(logdir, commits_each, base, now_ms)
+    batches = prepare_appends(logdir, commits_each, base, now_ms, args.moved)
     cpu = cpu_seconds(pid)
     appended = append(batches)
     landed = time.time()
-    if wait_for_round(url, commits_each, base, 300) is None:
+    if wait_for_round(url, commits_each, base, args.moved, 300) is None:
         raise SystemExit(f"round {round_no}: the commits did not show within 300 s")
     cpu = cpu_seconds(pid) - cpu
     after = scrape(url)
@@ -160,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--append", default="10MB", help="bytes of commits appended per round")
     p.add_argument("--repeat", type=int, default=3, help="rounds")
     p.add_argument("--poll", type=float, default=0.2, help="the exporter's --poll seconds")
+    p.add_argument("--moved", type=int, default=PARTITIONS, choices=range(1, PARTITIONS + 1), metavar="N",
+                   help="append to the first N of the 50 partitions only (default all)")  # fmt: skip
     args = p.parse_args(argv)
     size, args.append = parse_size(args.size), parse_size(args.append)
     gen = argparse.Namespace(

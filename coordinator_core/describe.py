@@ -199,49 +199,60 @@ def describe_groups(
     views: list[GroupView] = []
     for cache in caches:
         for group in cache.groups.values():
-            if not flt.wants_group(group):
-                continue
-            owner = owners(group)
-            tps = sorted(tp for tp in set(group.offsets) | set(owner) if flt.wants_topic(tp[0]))
-            view = GroupView(
-                group_id=group.group_id,
-                group_type=group.group_type,
-                state=group.state,
-                protocol_type=group.protocol_type,
-                protocol=group.protocol,
-                generation=group.generation,
-                coordinator_partition=cache.partition,
-                members=len(group.members),
-                detail=group.detail,
-            )
-            for tp in tps:
-                om = group.offsets.get(tp)
-                lo = log_offsets.get(tp)
-                committed = om.offset if om is not None else None
-                end = lo.log_end_offset if lo is not None else None
-                member = owner.get(tp)
-                view.rows.append(
-                    OffsetRow(
-                        group_id=group.group_id,
-                        topic=tp[0],
-                        partition=tp[1],
-                        committed_offset=committed,
-                        leader_epoch=om.leader_epoch if om is not None else None,
-                        metadata=om.metadata if om is not None else None,
-                        commit_timestamp=om.commit_timestamp if om is not None else None,
-                        expire_timestamp=om.expire_timestamp if om is not None else None,
-                        log_start_offset=lo.log_start_offset if lo is not None else None,
-                        log_end_offset=end,
-                        lag=end - committed if end is not None and committed is not None else None,
-                        status=range_status(committed, lo),
-                        offsets_source=lo.source if lo is not None else None,
-                        offsets_note=lo.note if lo is not None else None,
-                        member_id=member.member_id if member is not None else None,
-                        client_id=member.client_id if member is not None else None,
-                        host=member.client_host if member is not None else None,
-                        group_instance_id=member.group_instance_id if member is not None else None,
-                    )
-                )
-            views.append(view)
+            if flt.wants_group(group):
+                views.append(describe_group(group, cache.partition, log_offsets, flt))
     views.sort(key=lambda v: v.group_id)
     return views
+
+
+def describe_group(
+    group: GroupMetadata,
+    partition: int | None,
+    log_offsets: dict[TopicPartition, PartitionOffsets],
+    flt: GroupFilter | None = None,
+) -> GroupView:
+    """The :class:`GroupView` of one group of offsets partition ``partition``: its rows sorted by
+    topic-partition (``ConsumerGroupCommand.describeGroups``)."""
+    flt = flt or GroupFilter()
+    owner = owners(group)
+    tps = sorted(tp for tp in set(group.offsets) | set(owner) if flt.wants_topic(tp[0]))
+    view = GroupView(
+        group_id=group.group_id,
+        group_type=group.group_type,
+        state=group.state,
+        protocol_type=group.protocol_type,
+        protocol=group.protocol,
+        generation=group.generation,
+        coordinator_partition=partition,
+        members=len(group.members),
+        detail=group.detail,
+    )
+    for tp in tps:
+        om = group.offsets.get(tp)
+        lo = log_offsets.get(tp)
+        committed = om.offset if om is not None else None
+        end = lo.log_end_offset if lo is not None else None
+        member = owner.get(tp)
+        view.rows.append(
+            OffsetRow(
+                group_id=group.group_id,
+                topic=tp[0],
+                partition=tp[1],
+                committed_offset=committed,
+                leader_epoch=om.leader_epoch if om is not None else None,
+                metadata=om.metadata if om is not None else None,
+                commit_timestamp=om.commit_timestamp if om is not None else None,
+                expire_timestamp=om.expire_timestamp if om is not None else None,
+                log_start_offset=lo.log_start_offset if lo is not None else None,
+                log_end_offset=end,
+                lag=end - committed if end is not None and committed is not None else None,
+                status=range_status(committed, lo),
+                offsets_source=lo.source if lo is not None else None,
+                offsets_note=lo.note if lo is not None else None,
+                member_id=member.member_id if member is not None else None,
+                client_id=member.client_id if member is not None else None,
+                host=member.client_host if member is not None else None,
+                group_instance_id=member.group_instance_id if member is not None else None,
+            )
+        )
+    return view

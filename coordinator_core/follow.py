@@ -18,17 +18,21 @@ The marks are taken before the read, so an append that races a read is seen agai
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.clock import wall_clock_ms
 from offsetops.coordinator_core.sources.source import Source
 
 if TYPE_CHECKING:
     from offsetops.coordinator_core.sources.live import LiveSource
+    from offsetops.coordinator_core.sources.logdir import PartitionDir
 
-__all__ = ["FollowStep", "Follower", "Fresh", "Mark", "source_marks"]
+__all__ = ["FollowStep", "Follower", "Fresh", "LogDirLook", "Mark", "source_marks"]
 
 #: What one cheap look sees of a partition: a log dir's ``(path, ((base offset, size, mtime ms), ...))``,
 #: a live partition's ``(log end offset,)``. Two equal marks mean nothing was appended, removed or rewritten.
@@ -82,10 +86,106 @@ def source_marks(source: Source, live: LiveSource | None = None) -> dict[int, Ma
             raise ValueError("a live source is looked at through an open LiveSource")
         wanted = list(source.partitions) if source.partitions is not None else None
         return {p: (end,) for p, end in live.end_offsets(wanted).items()}
-    return {
-        pdir.partition: (str(pdir.path), tuple((s.base_offset, s.size, s.mtime_ms) for s in pdir.segments))
-        for pdir in source.partition_dirs()
-    }
+    return {pdir.partition: _mark(pdir) for pdir in source.partition_dirs()}
+
+
+def _mark(pdir: PartitionDir) -> Mark:
+    return str(pdir.path), tuple((s.base_offset, s.size, s.mtime_ms) for s in pdir.segments)
+
+
+#: a directory whose modification time is this close to (or after) the moment it was listed may have
+#: changed again within the file system's timestamp granularity: it is listed again, never trusted
+TRUST_AFTER_NS = 1_000_000_000
+
+
+def _trusted(mtime_ns: int, listed_mtime_ns: int, listed_at_ns: int) -> bool:
+    """The directory is as it was listed: the same modification time, which was already old then."""
+    return mtime_ns == listed_mtime_ns and listed_mtime_ns < listed_at_ns - TRUST_AFTER_NS
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """A partition dir as the last listing saw it: its path, modification time (ns), when it was
+    listed (wall clock, ns) and its last segment (the one a broker appends to; None: no segment)."""
+
+    path: str
+    mtime_ns: int
+    at_ns: int
+    active: Path | None
+
+
+class LogDirLook:
+    """The marks of a log dir's partitions at the cost of two stats each, while no directory changed.
+
+    A broker appends to the last segment of a partition only; anything else it does to a partition
+    (roll a segment, delete one, swap in what the cleaner wrote, truncate to a new segment) creates,
+    removes or renames a file, which changes the partition dir's modification time, and partition dirs
+    come and go in the log dir itself. So while the log dir and every partition dir keep the
+    modification time of the last listing (and it was already old then: see :data:`TRUST_AFTER_NS`),
+    each mark is the listed one with the last segment's size and time read again; otherwise
+    (and at :meth:`full`) the log dir is listed again (``source_marks``).
+    """
+
+    def __init__(self, source: Source):
+        self.source = source
+        self._root: _Listed | None = None
+        self._listed: dict[int, _Listed] = {}
+        self._marks: dict[int, Mark] = {}
+        #: looks that listed the log dir again
+        self.full_looks = 0
+
+    def marks(self) -> dict[int, Mark]:
+        quick = self._quick()
+        return quick if quick is not None else self.full()
+
+    def full(self) -> dict[int, Mark]:
+        """List the log dir again (errors of the source propagate)."""
+        self.full_looks += 1
+        at = wall_clock_ms() * 1_000_000  # compared with file times, which the wall clock writes
+        root = _listed(Path(self.source.log_dir or ""), at, None)
+        pdirs = self.source.partition_dirs()
+        marks = {p.partition: _mark(p) for p in pdirs}
+        listed = {
+            p.partition: _listed(p.path, at, p.segments[-1].path if p.segments else None) for p in pdirs
+        }
+        self._root, self._marks = root, marks
+        self._listed = {} if root is None or None in listed.values() else listed  # type: ignore[assignment]
+        return marks
+
+    def _quick(self) -> dict[int, Mark] | None:
+        root = self._root
+        if root is None or not self._listed or not _still(root):
+            return None
+        marks: dict[int, Mark] = {}
+        for part, listed in self._listed.items():
+            if not _still(listed):
+                return None
+            mark = self._marks[part]
+            if listed.active is not None:
+                try:
+                    st = os.stat(listed.active)
+                except OSError:
+                    return None
+                last = (mark[1][-1][0], st.st_size, int(st.st_mtime * 1000))
+                mark = mark if mark[1][-1] == last else (mark[0], (*mark[1][:-1], last))
+            marks[part] = mark
+        self._marks = marks
+        return marks
+
+
+def _listed(path: Path, at_ns: int, active: Path | None) -> _Listed | None:
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+    return _Listed(str(path), mtime, at_ns, active)
+
+
+def _still(listed: _Listed) -> bool:
+    try:
+        return _trusted(os.stat(listed.path).st_mtime_ns, listed.mtime_ns, listed.at_ns)
+    except OSError:
+        return False
 
 
 class Follower:
@@ -102,6 +202,9 @@ class Follower:
         self._marks: dict[int, Mark] = {}
         self._caches: dict[int, CoordinatorCache] = {}
         self._live: LiveSource | None = None
+        # a log dir is looked at through its listing kept between looks; brokers' copies list every time
+        plain = source.client is None and not source.broker_log_dirs and source.log_dir
+        self._look = LogDirLook(source) if plain else None
 
     @property
     def caches(self) -> list[CoordinatorCache]:
@@ -145,7 +248,7 @@ class Follower:
     def refresh(self) -> FollowStep:
         """Look and apply every partition, moved or not: the resume state checks each one against the log
         (a change a look cannot see, such as a truncation back to the same size, is caught here)."""
-        marks = self._current_marks()
+        marks = self._current_marks(full=True)
         moved: dict[int, Mark | None] = dict(marks)
         moved.update({p: None for p in self._marks.keys() - marks.keys()})
         return self.apply(moved)
@@ -155,7 +258,9 @@ class Follower:
             live, self._live = self._live, None
             live.close()
 
-    def _current_marks(self) -> dict[int, Mark]:
+    def _current_marks(self, *, full: bool = False) -> dict[int, Mark]:
+        if self._look is not None:
+            return self._look.full() if full else self._look.marks()
         if self.source.client is not None and self._live is None:
             self._live = self.source.live()
         try:

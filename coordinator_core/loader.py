@@ -41,6 +41,7 @@ from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYT
 from offsetops.coordinator_core.records.fold import FoldState, fold_buffer, native_commit
 from offsetops.coordinator_core.records.reader import Scan, page_release
 from offsetops.coordinator_core.schema import SchemaError
+from offsetops.coordinator_core.survivor_memo import ReusingMaterializer, SurvivorMemo
 from offsetops.coordinator_core.untrusted import open_regular_file
 from offsetops.coordinator_core.value_check import offset_commit_value_ok, value_error, value_label
 
@@ -588,6 +589,14 @@ class PartitionFold:
         """Decode the surviving records and build the cache, as the loader does after its scan."""
         self._flush_types()
         return Materializer(self, num_partitions).build()
+
+    def finish_reusing(
+        self, memo: SurvivorMemo, *, num_partitions: int = DEFAULT_OFFSETS_PARTITIONS
+    ) -> CoordinatorCache:
+        """:meth:`finish`, taking from ``memo`` the values the partition's last finish decoded from the
+        same records (a following reader's update decodes only what changed), and updating it."""
+        self._flush_types()
+        return ReusingMaterializer(self, num_partitions, memo).build()
 
 
 def _close_map(mm: mmap.mmap) -> None:

@@ -185,6 +185,7 @@ def compute_snapshot(
     audit: CleanerAudit | None = None,
     cleaner: CleanerFigures | None = None,
     assignments: list[AssignmentFigures] | None = None,
+    views: list[GroupView] | None = None,
 ) -> Snapshot:
     """Everything the metrics show, from reloaded caches and the data partitions' log offsets; the
     cleaner audit needs the log dir (``log_dir=None`` for a live cluster leaves it out, with a note).
@@ -195,12 +196,16 @@ def compute_snapshot(
 
     A caller that already has the run's cleaner audit passes its figures as ``cleaner`` (then the log
     dir is not read again), and one whose caches came from the reload tables (which keep a share or
-    streams group's epochs and assignments, not its whole replayed detail) passes ``assignments``."""
+    streams group's epochs and assignments, not its whole replayed detail) passes ``assignments``.
+    ``views``: ``describe_groups(caches, log_offsets)`` already made (a following exporter keeps the
+    views of the partitions that did not move, :mod:`~offsetops.coordinator_core.metrics_pieces`)."""
     from offsetops.coordinator_core.cleaner.audit import audit_log_dir
     from offsetops.coordinator_core.expiration import plan_expiration
     from offsetops.coordinator_core.failover import forecast_failover, loads_from_caches
 
-    snap = Snapshot(taken_at, caches, describe_groups(caches, log_offsets), log_offsets, settings=settings)
+    if views is None:
+        views = describe_groups(caches, log_offsets)
+    snap = Snapshot(taken_at, caches, views, log_offsets, settings=settings)
     snap.assignments = assignments if assignments is not None else assignment_figures(snap.views)
     if cleaner is not None:
         snap.cleaner = cleaner
@@ -255,6 +260,12 @@ def snapshot_metrics(snap: Snapshot, *, granularity: str = "partition") -> Itera
         yield settings_info(snap.settings)
     yield from _group_metrics(snap, granularity)
     yield from _reload_metrics(snap.caches)
+    yield from topic_metrics(snap)
+
+
+def topic_metrics(snap: Snapshot) -> Iterator[Metric]:
+    """The families that follow the groups' and the reload's: the cleaner audit, the expiration plan
+    and the failover forecast."""
     cleaner = snap.cleaner
     if cleaner is None and snap.audit is not None:
         cleaner = CleanerFigures.of_audit(snap.audit)

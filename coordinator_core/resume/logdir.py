@@ -268,7 +268,12 @@ def load_partition_dir_resumable(
             max_batch_bytes=max_batch_bytes,
         )
         state_error = _save(store, fold, pdir, read, plan, now, settings, saved)
-    cache = fold.finish(num_partitions=num_partitions)
+        memo = store.survivors(pdir.topic, pdir.partition)
+        cache = (
+            fold.finish(num_partitions=num_partitions)
+            if memo is None
+            else fold.finish_reusing(memo, num_partitions=num_partitions)
+        )
     cache.stats.bytes_read = read.bytes_read
     cache.stats.state_error = state_error
     note(cache, None if isinstance(resumed, tuple) else resumed, _where(plan))

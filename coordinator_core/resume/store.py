@@ -11,13 +11,14 @@ import contextlib
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from offsetops.coordinator_core.atomic import file_lock, write_bytes_atomic
 from offsetops.coordinator_core.resume.codec import StateFormatError, StateTables, decode_state, encode_state
 from offsetops.coordinator_core.resume.point import Refusal
+from offsetops.coordinator_core.survivor_memo import SurvivorMemo
 from offsetops.coordinator_core.untrusted import UntrustedFileError, read_regular_file
 
 __all__ = ["StateStore"]
@@ -30,10 +31,18 @@ class StateStore:
     """The state files under one directory (``--state DIR`` / ``OFFSETOPS_RESUME_STATE_DIR``)."""
 
     directory: Path
+    #: each partition's survivors as its last load in this process decoded them (``kept``), else None
+    memos: dict[tuple[str, int], SurvivorMemo] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def at(cls, directory: str | os.PathLike[str]) -> StateStore:
         return cls(Path(directory))
+
+    @classmethod
+    def kept(cls, directory: str | os.PathLike[str]) -> StateStore:
+        """The files under ``directory``, with each partition's decoded survivors kept in this process
+        between its loads (a following exporter loads the same partitions again and again)."""
+        return cls(Path(directory), {})
 
     def path(self, topic: str, partition: int) -> Path:
         """The state file of one partition (ValueError for a topic name Kafka would not accept)."""
@@ -48,6 +57,13 @@ class StateStore:
         self.directory.mkdir(mode=0o750, parents=True, exist_ok=True)
         with file_lock(self.directory / f".{name}.lock", wait=False) as held:
             yield held
+
+    def survivors(self, topic: str, partition: int) -> SurvivorMemo | None:
+        """The partition's decoded survivors kept in this process (:meth:`kept`), else None: a run of
+        its own decodes what it reads."""
+        if self.memos is None:
+            return None
+        return self.memos.setdefault((topic, partition), SurvivorMemo())
 
     def read(self, topic: str, partition: int) -> tuple[dict[str, Any], StateTables] | Refusal:
         """The saved ``(meta, tables)``, or why there is none to use (a :class:`Refusal` naming the file)."""

@@ -19,8 +19,10 @@ from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.failover import read_load_logs
 from offsetops.coordinator_core.follow import Follower, FollowStep
 from offsetops.coordinator_core.group_views import source_log_offsets
-from offsetops.coordinator_core.metrics_snapshot import Snapshot, compute_snapshot
+from offsetops.coordinator_core.metrics_pieces import SnapshotPieces, render_families
+from offsetops.coordinator_core.metrics_snapshot import Snapshot, compute_snapshot, snapshot_metrics
 from offsetops.coordinator_core.resume.memory import MemoryStateStore
+from offsetops.coordinator_core.resume.store import StateStore
 from offsetops.coordinator_core.sources.source import Source
 
 log = logging.getLogger(__name__)
@@ -55,15 +57,21 @@ class ExporterSnapshots:
         self._audit: CleanerAudit | None = None
         self._auditing: threading.Thread | None = None
         self._follower: Follower | None = None
+        self._pieces: SnapshotPieces | None = None
         if getattr(args, "follow", False):
             source = source_from_args(args)
             if source.state_dir is None:
                 # no --state: each partition's resume state lives in this process
                 source = replace(source, state_store=MemoryStateStore())
+            else:
+                # the state files, and each partition's decoded survivors kept between its reads
+                source = replace(source, state_store=StateStore.kept(source.state_dir))
             run = args.run
             self._follower = Follower(
                 source, num_partitions=run["num_partitions"], semantics=run["semantics"]
             )
+            # following, most partitions did not move between two snapshots: their views and lines stay
+            self._pieces = SnapshotPieces(getattr(args, "granularity", "partition"))
 
     def full(self) -> Snapshot:
         """Reload (following: check every partition against its resume state and read what was
@@ -115,6 +123,15 @@ class ExporterSnapshots:
         snap = self._compute(self._follower.source, self._follower.caches, started, audit=self._audit)
         return FollowUpdate(snap, seen, step)
 
+    def exposition(self, snap: Snapshot) -> bytes:
+        """The snapshot's families as the text exposition (following: re-rendering only the partitions
+        that moved)."""
+        if self._pieces is not None:
+            return self._pieces.exposition(snap)
+        return render_families(
+            snapshot_metrics(snap, granularity=getattr(self._args, "granularity", "partition"))
+        )
+
     def close(self) -> None:
         if self._follower is not None:
             self._follower.close()
@@ -134,7 +151,9 @@ class ExporterSnapshots:
     ) -> Snapshot:
         args = self._args
         run = args.run
-        offsets, _where = source_log_offsets(source, wanted_partitions(caches, GroupFilter()))
+        pieces = self._pieces
+        wanted = pieces.wanted(caches) if pieces is not None else wanted_partitions(caches, GroupFilter())
+        offsets, _where = source_log_offsets(source, wanted)
         return compute_snapshot(
             caches,
             offsets,
@@ -148,4 +167,5 @@ class ExporterSnapshots:
             settings=run,
             audit=audit,
             audit_state_dir=args.state_dir,
+            views=pieces.views(caches, offsets) if pieces is not None else None,
         )

@@ -167,7 +167,9 @@ def run(args: argparse.Namespace) -> int:
     args.offsets_topic = "__consumer_offsets"
     snapshots = ExporterSnapshots(args)
     follow = snapshots.follow if args.follow else None
-    collector = OffsetsCollector(snapshots.full, granularity=args.granularity, follow=follow)
+    collector = OffsetsCollector(
+        snapshots.full, granularity=args.granularity, follow=follow, exposition=snapshots.exposition
+    )
     collector.refresh()
     if collector.last_error is not None:
         # The first refresh must work: a wrong path or cluster is a usage error, not a metric.
@@ -224,9 +226,11 @@ class OffsetsCollector(Collector):
         *,
         granularity: str = "partition",
         follow: Callable[[], FollowUpdate | None] | None = None,
+        exposition: Callable[[Snapshot], bytes] | None = None,
     ):
         self._refresh = refresh
         self._follow = follow
+        self._exposition = exposition
         self._granularity = granularity
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
@@ -299,9 +303,16 @@ class OffsetsCollector(Collector):
     def _render(self) -> None:
         """Render the text exposition once per refresh: a scrape sends these bytes and renders nothing
         (the refresh thread is the only writer, so no newer snapshot can be overwritten)."""
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(self)
-        rendered = generate_latest(registry)
+        if self._exposition is None:
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(self)
+            rendered = generate_latest(registry)
+        else:
+            with self._lock:
+                snap = self._snapshot
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(Families(list(self._own_metrics(snap))))  # type: ignore[arg-type]
+            rendered = generate_latest(registry) + (b"" if snap is None else self._exposition(snap))
         with self._lock:
             self._rendered = rendered
         self._render_tail()
@@ -375,7 +386,15 @@ class OffsetsCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            snap, up_value, errors_value, last = self._snapshot, self._up, self._errors, self._last_duration
+            snap = self._snapshot
+        yield from self._own_metrics(snap)
+        if snap is not None:
+            yield from snapshot_metrics(snap, granularity=self._granularity)
+
+    def _own_metrics(self, snap: Snapshot | None) -> Iterator[Metric]:
+        """The exporter's health families, and when ``snap`` (the one served) was computed."""
+        with self._lock:
+            up_value, errors_value, last = self._up, self._errors, self._last_duration
         up = _gauge("exporter_up", "1 when the last refresh succeeded")
         up.add_metric([], up_value)
         yield up
@@ -389,4 +408,3 @@ class OffsetsCollector(Collector):
             taken = _gauge("exporter_snapshot_timestamp_seconds", "When the served numbers were computed")
             taken.add_metric([], snap.taken_at)
             yield taken
-            yield from snapshot_metrics(snap, granularity=self._granularity)

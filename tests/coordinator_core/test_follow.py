@@ -156,3 +156,60 @@ def test_a_live_partition_moves_when_its_log_end_does(kafka_broker) -> None:
     (cache,) = f.caches
     assert sorted(cache.groups) == sorted(first + later)
     assert cache.stats.resumed, cache.stats.resume_detail  # fetched from where the last read stopped
+
+
+def _age(logdir: Path) -> None:
+    """The log dir and its partition dirs as a broker's look between rolls: changed an hour ago."""
+    old = 1_700_000_000_000_000_000
+    for d in [logdir, *logdir.glob("__consumer_offsets-*")]:
+        os.utime(d, ns=(old, old))
+
+
+def test_a_look_between_rolls_stats_the_active_segments_and_sees_what_a_listing_sees(follow_logdir) -> None:
+    _age(follow_logdir)
+    f = follower(follow_logdir)
+    f.refresh()
+    look = f._look
+    assert look is not None and look.full_looks == 1
+    commits = [(g, "orders", 0, 11) for g in groups_for(2, 2)]
+    append_commits(follow_logdir / "__consumer_offsets-2", commits, now_ms=NOW_MS)
+    moved = f.look()
+    assert list(moved) == [2] and look.full_looks == 1  # two stats per partition, no listing
+    assert moved[2] == source_marks(Source(log_dir=str(follow_logdir)))[2]
+    f.apply(moved)
+    assert f.look() == {} and look.full_looks == 1
+
+
+def test_a_rolled_segment_changes_the_dir_and_the_log_dir_is_listed_again(follow_logdir) -> None:
+    _age(follow_logdir)
+    f = follower(follow_logdir)
+    f.refresh()
+    pdir = follow_logdir / "__consumer_offsets-1"
+    base = appends.next_offset(pdir)
+    (pdir / f"{base:020d}.log").write_bytes(b"")  # the broker rolls a new, empty segment
+    append_commits(pdir, [(g, "orders", 0, 12) for g in groups_for(1, 1)], now_ms=NOW_MS)
+    moved = f.look()
+    assert list(moved) == [1] and f._look is not None and f._look.full_looks == 2
+    assert moved[1] == source_marks(Source(log_dir=str(follow_logdir)))[1]
+    assert moved[1][1][-1][0] == base
+
+
+def test_a_dir_changed_right_before_its_listing_is_never_trusted(follow_logdir) -> None:
+    """Its next change may carry the same modification time (the file system's granularity)."""
+    for d in [follow_logdir, *follow_logdir.glob("__consumer_offsets-*")]:
+        os.utime(d)  # every dir changed just now
+    f = follower(follow_logdir)
+    f.refresh()
+    assert f.look() == {}
+    assert f._look is not None and f._look.full_looks == 2
+
+
+def test_a_partition_dir_that_appears_is_seen(follow_logdir: Path, tmp_path: Path) -> None:
+    """A replica moved to this log dir (a rename into it: the partition dir keeps its own times)."""
+    away = tmp_path / "away"
+    shutil.move(follow_logdir / "__consumer_offsets-3", away)
+    _age(follow_logdir)
+    f = follower(follow_logdir)
+    assert f.refresh().read == (0, 1, 2)
+    shutil.move(away, follow_logdir / "__consumer_offsets-3")
+    assert list(f.look()) == [3]

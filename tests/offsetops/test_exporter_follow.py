@@ -164,3 +164,63 @@ def test_a_poll_out_of_range_is_a_usage_error(follow_logdir: Path, capsys, poll:
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "--poll" in err and "Traceback" not in err
+
+
+def test_the_served_exposition_after_appends_is_the_whole_render_of_the_snapshot(follow_logdir: Path) -> None:
+    """Following renders only the partitions and groups that moved; what it serves is, byte for byte,
+    what rendering the collector's families whole gives (``--once`` renders them so)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from offsetops.cli import build_parser
+    from offsetops.commands._run import resolve_args
+    from offsetops.commands.exporter import ExporterSnapshots, OffsetsCollector
+
+    args = build_parser().parse_args(["exporter", str(follow_logdir), "--num-partitions", str(PARTITIONS),
+                                      "--follow"])  # fmt: skip
+    resolve_args(args)
+    args.offsets_topic = "__consumer_offsets"
+    snapshots = ExporterSnapshots(args)
+    collector = OffsetsCollector(snapshots.full, follow=snapshots.follow, exposition=snapshots.exposition)
+    try:
+        collector.refresh()
+        for step, partition in enumerate((1, 3, 1)):
+            new = groups_for(partition, 2, f"served{step}", PARTITIONS)
+            commits = [(g, 'we"ird\\topic', p, 10 + step) for g in new for p in range(2)]
+            append_commits(follow_logdir / f"__consumer_offsets-{partition}", commits, now_ms=NOW_MS)
+            collector.follow()
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(collector)
+            whole = generate_latest(registry)
+            served = collector.exposition()
+            assert served.startswith(whole) and whole.count(b"\n") > 100
+            line = f'group_id="{new[0]}",partition_id="1",topic_name="we\\"ird\\\\topic"}} {10 + step}.0'
+            assert line.encode() in whole
+    finally:
+        snapshots.close()
+
+
+def test_following_with_state_files_keeps_the_decoded_survivors_between_reads(
+    follow_logdir: Path, tmp_path: Path
+) -> None:
+    from offsetops.cli import build_parser
+    from offsetops.commands._run import resolve_args
+    from offsetops.commands.exporter import ExporterSnapshots
+
+    args = build_parser().parse_args(["exporter", str(follow_logdir), "--num-partitions", str(PARTITIONS),
+                                      "--follow", "--state", str(tmp_path / "state")])  # fmt: skip
+    resolve_args(args)
+    args.offsets_topic = "__consumer_offsets"
+    snapshots = ExporterSnapshots(args)
+    try:
+        snapshots.full()
+        append_commits(follow_logdir / "__consumer_offsets-2", [("g", "t", 0, 3)], now_ms=NOW_MS)
+        update = snapshots.follow()
+        assert update is not None and update.step.read == (2,) and update.step.resumed == 1
+        store = snapshots._follower.source.state_store if snapshots._follower else None
+        memo = store.survivors("__consumer_offsets", 2) if store is not None else None
+        assert memo is not None and memo.reused > 0
+        assert sorted(p.name for p in (tmp_path / "state").glob("*.state")) == [
+            f"__consumer_offsets-{p}.state" for p in range(PARTITIONS)
+        ]
+    finally:
+        snapshots.close()

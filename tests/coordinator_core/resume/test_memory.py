@@ -51,3 +51,19 @@ def test_a_held_lock_is_refused_and_a_missing_state_says_so() -> None:
         assert held  # released
     refusal = store.read("__consumer_offsets", 3)
     assert getattr(refusal, "code", None) == "no_state"
+
+
+def test_the_saved_tables_are_a_copy_and_the_meta_reads_as_json_does() -> None:
+    """A fold that goes on after its state was saved never changes the saved state."""
+    from offsetops.coordinator_core.resume.codec import StateTables
+
+    store = MemoryStateStore()
+    latest = {b"k": (5, 5, 0, b"v")}
+    pending = {b"t": (6, 6, 40, b"w")}
+    tables = StateTables(latest, {7: pending}, {b"g": 5}, {b"x": 3}, frozenset({9}))
+    store.write("__consumer_offsets", 1, {"point": {"segments": [(0, 10)]}}, tables)
+    latest[b"k2"] = (8, 8, 80, None)
+    pending.clear()
+    meta, saved = store.read("__consumer_offsets", 1)
+    assert saved.latest == {b"k": (5, 5, 0, b"v")} and saved.open_txns == {7: {b"t": (6, 6, 40, b"w")}}
+    assert meta == {"point": {"segments": [[0, 10]]}}  # as a state file's JSON reads back
