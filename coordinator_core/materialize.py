@@ -138,14 +138,24 @@ class Materializer:
             return False
         if entry[3] is None or entry[0] in self.fold.invalid_values:
             return True  # a tombstone, or a value the validation pass reported
-        fields = _twin.cfold.offset_commit_value(entry[3]) if _twin.cfold is not None else None
-        if fields is None:
+        om = self._native_value(entry)
+        if om is None:
             return False
-        _version, offset, epoch, metadata, ts, expire, _end = fields
         group, topic, partition = key
-        om = offset_and_metadata(offset, epoch, metadata, ts, expire, entry[0], None)
         self.offsets.setdefault(group, {})[(topic, partition)] = om
         return True
+
+    def _native_value(self, entry: Entry) -> OffsetAndMetadata | None:
+        """The value of an offset commit read natively (v0-v3, v4 without tagged fields); None hands it
+        to the general path."""
+        value = entry[3]
+        fields = (
+            _twin.cfold.offset_commit_value(value) if _twin.cfold is not None and value is not None else None
+        )
+        if fields is None:
+            return None
+        _version, offset, epoch, metadata, ts, expire, _end = fields
+        return offset_and_metadata(offset, epoch, metadata, ts, expire, entry[0], None)
 
     @cycles_not_collected
     def build(self) -> CoordinatorCache:

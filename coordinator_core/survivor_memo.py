@@ -12,6 +12,7 @@ share and streams groups) runs as in a fresh build, so the cache equals a fresh 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -75,13 +76,23 @@ class ReusingMaterializer(Materializer):
         super()._error(kind, reason, entry)
 
     def _offset(self, entry: Entry) -> OffsetAndMetadata | None:
+        return self._reused_or(entry, super()._offset)
+
+    def _native_value(self, entry: Entry) -> OffsetAndMetadata | None:
+        return self._reused_or(entry, super()._native_value)
+
+    def _reused_or(
+        self, entry: Entry, decode: Callable[[Entry], OffsetAndMetadata | None]
+    ) -> OffsetAndMetadata | None:
+        """The offset commit's value from the memo when its record is unchanged, else ``decode``d (both
+        the native and the general reading go through here, so either one's result is kept)."""
         off, value = entry[0], entry[3]
         hit = self._was_offsets.get(off)
         if hit is not None and hit[0] == value and off not in self.fold.invalid_values:
             self._offsets[off] = hit
             self._reused += 1
             return hit[1]
-        om = super()._offset(entry)
+        om = decode(entry)
         if om is not None and value is not None:
             self._offsets[off] = (value, om)
         return om
