@@ -247,11 +247,55 @@ def _reload_to_staging(
     )
     if source.is_live:
         return _live_to_staging(spark, source, partitions, staging, options)
+    if run["resume_state_dir"] and "://" not in str(source.log_dir):
+        return _resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]))
     present = _present_partitions(spark, source, partitions)
     if not present:
         return {t: _empty(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark", "bytes_read": {}}
     result = run_reload(spark, str(source.log_dir), staging, options, partitions=present)
     return read_tables(spark, staging), {"read_by": "spark", "bytes_read": result.bytes_read}
+
+
+def _resumed_to_staging(
+    spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int], state_dir: str
+) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
+    """The reload tables of ``partitions`` read on the driver through the one :class:`Source` with the
+    resume state in ``state_dir`` (``coordinator_core.resume``, as ``offsetops reload --state``): each
+    partition goes on from its saved fold and reads only what was appended, or reads from the start and
+    says why (``resume_reason``); either way its next state is saved. A fresh read seeds the state here
+    rather than in the Spark job, whose per-segment folds leave none behind."""
+    from dataclasses import replace
+
+    from offsetops.coordinator_core.sources.logdir import LogDirError
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows
+
+    run = source.settings()
+    try:
+        caches = replace(source.source(), state_dir=state_dir).load_or_empty(
+            partitions, num_partitions=run["num_partitions"], semantics=run["semantics"]
+        )
+    except LogDirError as exc:
+        raise Failure(f"reload of {source.describe()} failed: {exc}") from None
+    rows = all_cache_rows(caches)
+    tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
+    return tables, {
+        "read_by": "driver (resume state)",
+        "resume_state_dir": state_dir,
+        "bytes_read": {c.partition: c.stats.bytes_read for c in caches},
+        "resume": {c.partition: resume_facts(c) for c in caches},
+    }
+
+
+def resume_facts(cache: "CoordinatorCache") -> dict[str, Any]:
+    """Whether a partition's read went on from its resume state, or why not (``resume.REASONS``)."""
+    s = cache.stats
+    return {
+        "resumed": s.resumed,
+        "resume_reason": s.resume_reason,
+        "resume_detail": s.resume_detail,
+        "state_error": s.state_error,
+    }
 
 
 def _live_to_staging(
@@ -299,13 +343,34 @@ def publish_tables(
     spark: "SparkSession", tables: dict[str, "DataFrame"], state: StateResource, partitions: list[int]
 ) -> None:
     """Replace ``partitions`` of every canonical table with ``tables`` (other partitions are kept)."""
-    from offsetops.pipelines.source import delete_path
-
     for name, df in tables.items():
         location = state.table_location(name)
-        for p in partitions:
-            delete_path(spark, f"{location}/offsets_partition={p}")
+        _delete_partition_dirs(spark, location, partitions)
         df.write.mode("append").partitionBy("offsets_partition").parquet(location)
+
+
+def _delete_partition_dirs(spark: "SparkSession", location: str, partitions: list[int]) -> None:
+    """Delete the ``offsets_partition=N`` dirs of ``partitions`` under ``location``: on a local disk
+    directly; elsewhere one listing through its Hadoop FileSystem, then only the dirs that exist (not
+    one round trip to the JVM per partition)."""
+    import shutil
+
+    from offsetops.pipelines.source import hadoop_fs, is_local, local_file
+
+    if is_local(location):
+        for p in partitions:
+            old = Path(local_file(location)) / f"offsets_partition={p}"
+            if old.exists():
+                shutil.rmtree(old)
+        return
+    root, fs = hadoop_fs(spark, location)
+    if not fs.exists(root):
+        return
+    wanted = {f"offsets_partition={p}" for p in partitions}
+    for status in fs.listStatus(root):
+        path = status.getPath()
+        if path.getName() in wanted:
+            fs.delete(path, True)
 
 
 def read_cache_tables(
@@ -353,47 +418,28 @@ def _problems() -> Any:
     return F.coalesce(F.col("count"), F.lit(1))
 
 
-def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
-    from pyspark.sql import functions as F
+def _summarise(
+    tables: dict[str, "DataFrame"], by_partition: dict[int, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The run's totals: rows per table (decode errors as problems, notices left out), load statistics,
+    group states and types, and problems by kind; added up from :func:`_per_partition`'s facts."""
+    facts = _per_partition(tables) if by_partition is None else by_partition
+    counts = {name: _total(facts, name) for name in tables}
+    counts["decode_errors"] = _total(facts, "errors")
+    counts["load_stats"] = sum(1 for f in facts.values() if "segments" in f)
+    summary: dict[str, Any] = {"counts": counts}
+    summary.update({c: _total(facts, c) for c in _LOAD_STATS})
+    for key in ("group_states", "group_types", "error_kinds"):
+        merged: dict[str, int] = {}
+        for f in facts.values():
+            for name, n in f.get(key, {}).items():
+                merged[name] = merged.get(name, 0) + n
+        summary[key] = merged
+    return summary
 
-    counts = {name: df.count() for name, df in tables.items()}
-    stats = (
-        tables["load_stats"]
-        .agg(
-            *(
-                F.coalesce(F.sum(c), F.lit(0)).alias(c)
-                for c in ("segments", "batches", "records", "bytes", "tombstones")
-            )
-        )
-        .first()
-    )
-    assert stats is not None  # an aggregate without grouping has exactly one row
-    states = {
-        r["state"]: int(r["n"])
-        for r in tables["groups"].groupBy("state").agg(F.count("*").alias("n")).collect()
-    }
-    error_kinds = {
-        r["kind"]: int(r["n"])
-        for r in tables["decode_errors"].groupBy("kind").agg(F.sum(_problems()).alias("n")).collect()
-    }
-    # Problems, not rows (a summary row stands for its count); notices (a zero tail, a client's own
-    # consumer-protocol layout) are rows of the table, not errors.
-    counts["decode_errors"] = sum(n for kind, n in error_kinds.items() if kind not in NOTICE_KINDS)
-    group_types = {
-        r["group_type"]: int(r["n"])
-        for r in tables["groups"].groupBy("group_type").agg(F.count("*").alias("n")).collect()
-    }
-    return {
-        "counts": counts,
-        "segments": int(stats["segments"]),
-        "batches": int(stats["batches"]),
-        "records": int(stats["records"]),
-        "bytes": int(stats["bytes"]),
-        "tombstones": int(stats["tombstones"]),
-        "group_states": states,
-        "group_types": group_types,
-        "error_kinds": error_kinds,
-    }
+
+def _total(facts: dict[int, dict[str, Any]], key: str) -> int:
+    return sum(int(f.get(key, 0)) for f in facts.values())
 
 
 def _offsets_table_schema() -> TableSchema:
@@ -435,8 +481,8 @@ def coordinator_cache(
     started = time.perf_counter()
     try:
         tables, read = _reload_to_staging(session, offsets_source, partitions, staging)
-        summary = _summarise(tables)
         by_partition = _per_partition(tables)
+        summary = _summarise(tables, by_partition)
         publish_tables(session, tables, state, partitions)
     except InputPathError as exc:
         raise Failure(f"reload of {offsets_source.describe()} failed: {exc}") from exc
@@ -448,6 +494,7 @@ def coordinator_cache(
     counts = summary["counts"]
     # From files: each segment file the job read; live: the batch bytes fetched (the load's own count).
     fetched = read.pop("bytes_read", None)
+    resume = read.pop("resume", {})
     bytes_read = {
         p: int(fetched.get(p, 0) if fetched is not None else by_partition.get(p, {}).get("bytes", 0))
         for p in partitions
@@ -460,12 +507,18 @@ def coordinator_cache(
         **read,
         **summary,
         "bytes_read": sum(bytes_read.values()),
+        **_resume_summary(resume),
     }
     path = write_json(state.reports_path / RELOAD_SUMMARY_FILE, report)
     read_meta = record_bytes_read(state.reports_path, "coordinator_cache", context.run.run_id, bytes_read)
     for p in partitions:
         context.add_asset_metadata(
-            {**scope_metadata(p), **cache_metadata(by_partition.get(p, {})), **_read_metadata(bytes_read[p])},
+            {
+                **scope_metadata(p),
+                **cache_metadata(by_partition.get(p, {})),
+                **_read_metadata(bytes_read[p]),
+                **resume.get(p, {}),
+            },
             partition_key=str(p),
         )
     context.log.info(
@@ -476,6 +529,7 @@ def coordinator_cache(
         metadata={
             "read_by": read["read_by"],
             **read_meta,
+            **_resume_summary(resume),
             "tables": MetadataValue.path(state.tables_location),
             "summary": MetadataValue.path(str(path)),
             "dagster/column_schema": _offsets_table_schema(),
@@ -498,9 +552,18 @@ _CACHE_FACTS = (
 )
 
 
+#: load_stats columns summed into the run's figures
+_LOAD_STATS = ("segments", "batches", "records", "bytes", "tombstones")
+#: tables whose rows are only counted per partition
+_COUNTED = ("offsets", "pending_offsets", "members", "group_assignments")
+
+
 def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
-    """Row counts, decode errors (problems, notices left out, as ``count_errors`` counts them) and load
-    statistics of each offsets partition in ``tables`` (a few small aggregations)."""
+    """Row counts, decode errors (problems, notices left out, as ``count_errors`` counts them, and by
+    kind), group states and types and load statistics of each offsets partition in ``tables``: four
+    small Spark jobs, one per kind of fact."""
+    from functools import reduce
+
     from pyspark.sql import functions as F
 
     out: dict[int, dict[str, Any]] = {}
@@ -508,26 +571,47 @@ def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
     def put(p: int, key: str, value: Any) -> None:
         out.setdefault(int(p), {})[key] = value
 
-    for table_name, key in (
-        ("groups", "groups"),
-        ("offsets", "offsets"),
-        ("pending_offsets", "pending_offsets"),
-        ("members", "members"),
-    ):
-        for row in tables[table_name].groupBy("offsets_partition").count().collect():
-            put(row["offsets_partition"], key, int(row["count"]))
-    errors = tables["decode_errors"].where(~F.col("kind").isin(list(NOTICE_KINDS)))
-    for row in errors.groupBy("offsets_partition").agg(F.sum(_problems()).alias("n")).collect():
-        put(row["offsets_partition"], "errors", int(row["n"]))
-    for row in tables["groups"].groupBy("offsets_partition", "state").count().collect():
-        out.setdefault(int(row["offsets_partition"]), {}).setdefault("group_states", {})[row["state"]] = int(
-            row["count"]
-        )
-    stats = ("segments", "batches", "records", "bytes", "tombstones")
-    for row in tables["load_stats"].select("offsets_partition", *stats).collect():
-        for c in stats:
+    def bump(p: int, key: str, name: str, n: int) -> None:
+        counts = out.setdefault(int(p), {}).setdefault(key, {})
+        counts[name] = counts.get(name, 0) + n
+
+    counted = reduce(
+        lambda a, b: a.unionByName(b),
+        (tables[t].select(F.lit(t).alias("table"), "offsets_partition") for t in _COUNTED if t in tables),
+    )
+    for row in counted.groupBy("table", "offsets_partition").count().collect():
+        put(row["offsets_partition"], row["table"], int(row["count"]))
+    for row in tables["groups"].groupBy("offsets_partition", "state", "group_type").count().collect():
+        p, n = row["offsets_partition"], int(row["count"])
+        put(p, "groups", out.get(int(p), {}).get("groups", 0) + n)
+        bump(p, "group_states", row["state"], n)
+        bump(p, "group_types", row["group_type"], n)
+    errors = tables["decode_errors"].groupBy("offsets_partition", "kind").agg(F.sum(_problems()).alias("n"))
+    for row in errors.collect():
+        p, n = row["offsets_partition"], int(row["n"])
+        bump(p, "error_kinds", row["kind"], n)
+        if row["kind"] not in NOTICE_KINDS:
+            put(p, "errors", out.get(int(p), {}).get("errors", 0) + n)
+    for row in tables["load_stats"].select("offsets_partition", *_LOAD_STATS).collect():
+        for c in _LOAD_STATS:
             put(row["offsets_partition"], c, int(row[c] or 0))
     return out
+
+
+def _resume_summary(resume: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """How many partitions went on from their resume state, and why the others did not (none when
+    the run read without one)."""
+    if not resume:
+        return {}
+    why: dict[str, int] = {}
+    for facts in resume.values():
+        if not facts["resumed"]:
+            reason = str(facts["resume_reason"] or "no_log")
+            why[reason] = why.get(reason, 0) + 1
+    return {
+        "partitions_resumed": sum(1 for f in resume.values() if f["resumed"]),
+        "not_resumed": dict(sorted(why.items())),
+    }
 
 
 def _read_metadata(n: int) -> dict[str, Any]:
