@@ -23,6 +23,7 @@ from dagster import (
 )
 from offsetops.assets.metadata import record_bytes_read, settings_metadata, write_json
 from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions, scope_metadata
+from offsetops.assets.reload_resume import resume_summary, resumed_to_staging
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
 from offsetops.coordinator_core.errors import NOTICE_KINDS
@@ -248,54 +249,12 @@ def _reload_to_staging(
     if source.is_live:
         return _live_to_staging(spark, source, partitions, staging, options)
     if run["resume_state_dir"] and "://" not in str(source.log_dir):
-        return _resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]))
+        return resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]))
     present = _present_partitions(spark, source, partitions)
     if not present:
         return {t: _empty(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark", "bytes_read": {}}
     result = run_reload(spark, str(source.log_dir), staging, options, partitions=present)
     return read_tables(spark, staging), {"read_by": "spark", "bytes_read": result.bytes_read}
-
-
-def _resumed_to_staging(
-    spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int], state_dir: str
-) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
-    """The reload tables of ``partitions`` read on the driver through the one :class:`Source` with the
-    resume state in ``state_dir`` (``coordinator_core.resume``, as ``offsetops reload --state``): each
-    partition goes on from its saved fold and reads only what was appended, or reads from the start and
-    says why (``resume_reason``); either way its next state is saved. A fresh read seeds the state here
-    rather than in the Spark job, whose per-segment folds leave none behind."""
-    from dataclasses import replace
-
-    from offsetops.coordinator_core.sources.logdir import LogDirError
-    from offsetops.pipelines.schemas import TABLE_SCHEMAS
-    from offsetops.pipelines.tables import all_cache_rows
-
-    run = source.settings()
-    try:
-        caches = replace(source.source(), state_dir=state_dir).load_or_empty(
-            partitions, num_partitions=run["num_partitions"], semantics=run["semantics"]
-        )
-    except LogDirError as exc:
-        raise Failure(f"reload of {source.describe()} failed: {exc}") from None
-    rows = all_cache_rows(caches)
-    tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
-    return tables, {
-        "read_by": "driver (resume state)",
-        "resume_state_dir": state_dir,
-        "bytes_read": {c.partition: c.stats.bytes_read for c in caches},
-        "resume": {c.partition: resume_facts(c) for c in caches},
-    }
-
-
-def resume_facts(cache: "CoordinatorCache") -> dict[str, Any]:
-    """Whether a partition's read went on from its resume state, or why not (``resume.REASONS``)."""
-    s = cache.stats
-    return {
-        "resumed": s.resumed,
-        "resume_reason": s.resume_reason,
-        "resume_detail": s.resume_detail,
-        "state_error": s.state_error,
-    }
 
 
 def _live_to_staging(
@@ -342,11 +301,22 @@ def _live_to_staging(
 def publish_tables(
     spark: "SparkSession", tables: dict[str, "DataFrame"], state: StateResource, partitions: list[int]
 ) -> None:
-    """Replace ``partitions`` of every canonical table with ``tables`` (other partitions are kept)."""
-    for name, df in tables.items():
+    """Replace ``partitions`` of every canonical table with ``tables`` (other partitions are kept).
+
+    The tables are independent, so each is replaced from a thread of its own: Spark runs the writes side
+    by side and their fixed costs overlap. Every one is waited for; the first failure is raised after
+    the others have finished."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def replace(name: str, df: "DataFrame") -> None:
         location = state.table_location(name)
         _delete_partition_dirs(spark, location, partitions)
         df.write.mode("append").partitionBy("offsets_partition").parquet(location)
+
+    with ThreadPoolExecutor(max_workers=max(len(tables), 1), thread_name_prefix="offsetops-publish") as pool:
+        futures = [pool.submit(replace, name, df) for name, df in tables.items()]
+    for future in futures:
+        future.result()
 
 
 def _delete_partition_dirs(spark: "SparkSession", location: str, partitions: list[int]) -> None:
@@ -407,8 +377,38 @@ def published_caches(
             f"no reload tables under {state.table_location('load_stats')}: materialize coordinator_cache "
             "for these partitions first"
         )
-    rows = {name: df.collect() for name, df in read_cache_tables(spark, state, partitions).items()}
+    key = (state.tables_location, tuple(partitions), _local_files(state))
+    if key[2] is not None and _LAST_READ.get("key") == key:
+        rows = {name: list(got) for name, got in _LAST_READ["rows"].items()}
+    else:
+        rows = {name: df.collect() for name, df in read_cache_tables(spark, state, partitions).items()}
+        _LAST_READ.update(key=key, rows={name: list(got) for name, got in rows.items()})
     return caches_from_rows(rows, num_partitions=num_partitions, partitions=partitions), rows
+
+
+#: The rows :func:`published_caches` read last and what they were read from (the tables location, the
+#: partitions and every file with its size and modification time): the expiration plan and the metrics
+#: of one run read the same tables, which the second gets from here instead of a Spark read.
+_LAST_READ: dict[str, Any] = {}
+
+
+def _local_files(state: StateResource) -> tuple[tuple[str, int, int], ...] | None:
+    """Every file of the reload tables with its size and modification time, when they are on a local
+    disk (each write adds files under new names); None elsewhere (never taken as unchanged)."""
+    import os
+
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.source import is_local, local_file
+
+    if not is_local(state.tables_location):
+        return None
+    out = []
+    for name in TABLE_SCHEMAS:
+        for folder, _dirs, files in os.walk(local_file(state.table_location(name))):
+            for file in files:
+                st = os.stat(os.path.join(folder, file), follow_symlinks=False)
+                out.append((os.path.join(folder, file), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
 
 
 def _problems() -> Any:
@@ -507,7 +507,7 @@ def coordinator_cache(
         **read,
         **summary,
         "bytes_read": sum(bytes_read.values()),
-        **_resume_summary(resume),
+        **resume_summary(resume),
     }
     path = write_json(state.reports_path / RELOAD_SUMMARY_FILE, report)
     read_meta = record_bytes_read(state.reports_path, "coordinator_cache", context.run.run_id, bytes_read)
@@ -529,7 +529,7 @@ def coordinator_cache(
         metadata={
             "read_by": read["read_by"],
             **read_meta,
-            **_resume_summary(resume),
+            **resume_summary(resume),
             "tables": MetadataValue.path(state.tables_location),
             "summary": MetadataValue.path(str(path)),
             "dagster/column_schema": _offsets_table_schema(),
@@ -562,8 +562,7 @@ def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
     """Row counts, decode errors (problems, notices left out, as ``count_errors`` counts them, and by
     kind), group states and types and load statistics of each offsets partition in ``tables``: four
     small Spark jobs, one per kind of fact."""
-    from functools import reduce
-
+    from offsetops.pipelines.tables import row_counts
     from pyspark.sql import functions as F
 
     out: dict[int, dict[str, Any]] = {}
@@ -575,12 +574,9 @@ def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
         counts = out.setdefault(int(p), {}).setdefault(key, {})
         counts[name] = counts.get(name, 0) + n
 
-    counted = reduce(
-        lambda a, b: a.unionByName(b),
-        (tables[t].select(F.lit(t).alias("table"), "offsets_partition") for t in _COUNTED if t in tables),
-    )
-    for row in counted.groupBy("table", "offsets_partition").count().collect():
-        put(row["offsets_partition"], row["table"], int(row["count"]))
+    counted = row_counts({t: tables[t] for t in _COUNTED if t in tables}, "offsets_partition")
+    for (table, p), n in counted.items():
+        put(p, table, n)
     for row in tables["groups"].groupBy("offsets_partition", "state", "group_type").count().collect():
         p, n = row["offsets_partition"], int(row["count"])
         put(p, "groups", out.get(int(p), {}).get("groups", 0) + n)
@@ -596,22 +592,6 @@ def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
         for c in _LOAD_STATS:
             put(row["offsets_partition"], c, int(row[c] or 0))
     return out
-
-
-def _resume_summary(resume: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """How many partitions went on from their resume state, and why the others did not (none when
-    the run read without one)."""
-    if not resume:
-        return {}
-    why: dict[str, int] = {}
-    for facts in resume.values():
-        if not facts["resumed"]:
-            reason = str(facts["resume_reason"] or "no_log")
-            why[reason] = why.get(reason, 0) + 1
-    return {
-        "partitions_resumed": sum(1 for f in resume.values() if f["resumed"]),
-        "not_resumed": dict(sorted(why.items())),
-    }
 
 
 def _read_metadata(n: int) -> dict[str, Any]:
