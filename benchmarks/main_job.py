@@ -251,6 +251,8 @@ def can_resume(path: Path) -> bool:
 def append_commits(log_dir: Path, mb: float) -> int:
     """About ``mb`` MB of offset commits appended to every partition's active segment (the resume
     benchmark's appender); the bytes appended."""
+    if str(ROOT) not in sys.path:  # run as a script: its own folder is on the path, not the repository
+        sys.path.insert(0, str(ROOT))
     from benchmarks.resume import _append
 
     partitions = len(list(log_dir.glob("__consumer_offsets-*")))

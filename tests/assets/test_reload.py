@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from offsetops.assets.reload import _per_partition, _summarise
+from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
 from offsetops.coordinator_core.errors import count_errors
 
 from tests.assets.conftest import NUM_PARTITIONS
@@ -115,3 +116,41 @@ def test_a_resumed_reload_reads_only_what_was_appended_and_publishes_a_fresh_rel
     resumed_tables, fresh_tables = _published(spark, tmp_path / "out"), _published(spark, tmp_path / "fresh")
     assert any(r[1].startswith("resumed-") for r in resumed_tables["offsets"])
     assert resumed_tables == fresh_tables
+
+
+def _jobs_in(spark: Any, group: str, fn: Any) -> tuple[Any, int]:
+    """``fn()`` and the Spark jobs it ran (under job group ``group``)."""
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        return fn(), len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+
+def test_published_tables_are_read_again_only_when_their_files_changed(spark, tmp_path) -> None:
+    """The expiration plan and the metrics of one run read the same published tables: the second read
+    runs no Spark job; after a new publish the read is a new one, with the new rows."""
+    from offsetops.assets.reload import publish_tables, published_caches
+    from offsetops.assets.resources import StateResource
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows
+
+    state = StateResource(output_dir=str(tmp_path))
+
+    def publish(cache: Any) -> None:
+        rows = all_cache_rows([cache])
+        tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
+        publish_tables(spark, tables, state, [4])
+
+    def read() -> Any:
+        return published_caches(spark, state, [4], NUM_PARTITIONS)
+
+    publish(error_storm_cache(4))
+    (_caches, first), jobs = _jobs_in(spark, "first", read)
+    (_caches, again), jobs_again = _jobs_in(spark, "again", read)
+    assert jobs > 0 and jobs_again == 0
+    assert again == first and len(first["decode_errors"]) > 0
+
+    publish(CoordinatorCache(partition=4, groups={}, stats=LoadStats(), num_partitions=NUM_PARTITIONS))
+    (_caches, after), jobs_after = _jobs_in(spark, "after", read)
+    assert jobs_after > 0 and after["decode_errors"] == []
