@@ -286,7 +286,9 @@ def second_runs(args: argparse.Namespace, log_dir: Path) -> int:
     print(f"\nlog dir {log_dir}: {topic_bytes(log_dir) / 1e6:.1f} MB, then {args.second_run_append:g} MB "
           f"appended; master {args.master}, {os.cpu_count()} cores, load average {load:.1f}")  # fmt: skip
     steps = list(dict.fromkeys(k for _c, _r, r, _t in rows for k in r["steps"]))
-    print("| code | run | wall s | segment bytes read | x topic | coordinator_cache bytes_read | "
+    # A resumed read opens a segment to check and to read its tail only: opened sizes overcount it, the
+    # asset's own bytes_read (what its fold walked) does not.
+    print("| code | run | wall s | segment bytes opened | x topic | coordinator_cache bytes_read | "
           + " | ".join(f"{s} s" for s in steps) + " |")  # fmt: skip
     print("|---|---|---:|---:|---:|---:|" + "---:|" * len(steps))
     for code, run, r, topic in rows:
