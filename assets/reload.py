@@ -23,6 +23,7 @@ from dagster import (
 )
 from offsetops.assets.metadata import record_bytes_read, settings_metadata, write_json
 from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions, scope_metadata
+from offsetops.assets.reload_resume import resume_summary, resumed_to_staging
 from offsetops.assets.reload_scan import cleaner_scan_request
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
@@ -254,6 +255,8 @@ def _reload_to_staging(
     )
     if source.is_live:
         return _live_to_staging(spark, source, partitions, staging, options)
+    if run["resume_state_dir"] and "://" not in str(source.log_dir):
+        return resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]))
     present = _present_partitions(spark, source, partitions)
     if not present:
         return {t: _empty(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark", "bytes_read": {}}
@@ -305,14 +308,46 @@ def _live_to_staging(
 def publish_tables(
     spark: "SparkSession", tables: dict[str, "DataFrame"], state: StateResource, partitions: list[int]
 ) -> None:
-    """Replace ``partitions`` of every canonical table with ``tables`` (other partitions are kept)."""
-    from offsetops.pipelines.source import delete_path
+    """Replace ``partitions`` of every canonical table with ``tables`` (other partitions are kept).
 
-    for name, df in tables.items():
+    The tables are independent, so each is replaced from a thread of its own: Spark runs the writes side
+    by side and their fixed costs overlap. Every one is waited for; the first failure is raised after
+    the others have finished."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def replace(name: str, df: "DataFrame") -> None:
         location = state.table_location(name)
-        for p in partitions:
-            delete_path(spark, f"{location}/offsets_partition={p}")
+        _delete_partition_dirs(spark, location, partitions)
         df.write.mode("append").partitionBy("offsets_partition").parquet(location)
+
+    with ThreadPoolExecutor(max_workers=max(len(tables), 1), thread_name_prefix="offsetops-publish") as pool:
+        futures = [pool.submit(replace, name, df) for name, df in tables.items()]
+    for future in futures:
+        future.result()
+
+
+def _delete_partition_dirs(spark: "SparkSession", location: str, partitions: list[int]) -> None:
+    """Delete the ``offsets_partition=N`` dirs of ``partitions`` under ``location``: on a local disk
+    directly; elsewhere one listing through its Hadoop FileSystem, then only the dirs that exist (not
+    one round trip to the JVM per partition)."""
+    import shutil
+
+    from offsetops.pipelines.source import hadoop_fs, is_local, local_file
+
+    if is_local(location):
+        for p in partitions:
+            old = Path(local_file(location)) / f"offsets_partition={p}"
+            if old.exists():
+                shutil.rmtree(old)
+        return
+    root, fs = hadoop_fs(spark, location)
+    if not fs.exists(root):
+        return
+    wanted = {f"offsets_partition={p}" for p in partitions}
+    for status in fs.listStatus(root):
+        path = status.getPath()
+        if path.getName() in wanted:
+            fs.delete(path, True)
 
 
 def read_cache_tables(
@@ -349,8 +384,38 @@ def published_caches(
             f"no reload tables under {state.table_location('load_stats')}: materialize coordinator_cache "
             "for these partitions first"
         )
-    rows = {name: df.collect() for name, df in read_cache_tables(spark, state, partitions).items()}
+    key = (state.tables_location, tuple(partitions), _local_files(state))
+    if key[2] is not None and _LAST_READ.get("key") == key:
+        rows = {name: list(got) for name, got in _LAST_READ["rows"].items()}
+    else:
+        rows = {name: df.collect() for name, df in read_cache_tables(spark, state, partitions).items()}
+        _LAST_READ.update(key=key, rows={name: list(got) for name, got in rows.items()})
     return caches_from_rows(rows, num_partitions=num_partitions, partitions=partitions), rows
+
+
+#: The rows :func:`published_caches` read last and what they were read from (the tables location, the
+#: partitions and every file with its size and modification time): the expiration plan and the metrics
+#: of one run read the same tables, which the second gets from here instead of a Spark read.
+_LAST_READ: dict[str, Any] = {}
+
+
+def _local_files(state: StateResource) -> tuple[tuple[str, int, int], ...] | None:
+    """Every file of the reload tables with its size and modification time, when they are on a local
+    disk (each write adds files under new names); None elsewhere (never taken as unchanged)."""
+    import os
+
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.source import is_local, local_file
+
+    if not is_local(state.tables_location):
+        return None
+    out = []
+    for name in TABLE_SCHEMAS:
+        for folder, _dirs, files in os.walk(local_file(state.table_location(name))):
+            for file in files:
+                st = os.stat(os.path.join(folder, file), follow_symlinks=False)
+                out.append((os.path.join(folder, file), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
 
 
 def _problems() -> Any:
@@ -360,47 +425,28 @@ def _problems() -> Any:
     return F.coalesce(F.col("count"), F.lit(1))
 
 
-def _summarise(tables: dict[str, "DataFrame"]) -> dict[str, Any]:
-    from pyspark.sql import functions as F
+def _summarise(
+    tables: dict[str, "DataFrame"], by_partition: dict[int, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The run's totals: rows per table (decode errors as problems, notices left out), load statistics,
+    group states and types, and problems by kind; added up from :func:`_per_partition`'s facts."""
+    facts = _per_partition(tables) if by_partition is None else by_partition
+    counts = {name: _total(facts, name) for name in tables}
+    counts["decode_errors"] = _total(facts, "errors")
+    counts["load_stats"] = sum(1 for f in facts.values() if "segments" in f)
+    summary: dict[str, Any] = {"counts": counts}
+    summary.update({c: _total(facts, c) for c in _LOAD_STATS})
+    for key in ("group_states", "group_types", "error_kinds"):
+        merged: dict[str, int] = {}
+        for f in facts.values():
+            for name, n in f.get(key, {}).items():
+                merged[name] = merged.get(name, 0) + n
+        summary[key] = merged
+    return summary
 
-    counts = {name: df.count() for name, df in tables.items()}
-    stats = (
-        tables["load_stats"]
-        .agg(
-            *(
-                F.coalesce(F.sum(c), F.lit(0)).alias(c)
-                for c in ("segments", "batches", "records", "bytes", "tombstones")
-            )
-        )
-        .first()
-    )
-    assert stats is not None  # an aggregate without grouping has exactly one row
-    states = {
-        r["state"]: int(r["n"])
-        for r in tables["groups"].groupBy("state").agg(F.count("*").alias("n")).collect()
-    }
-    error_kinds = {
-        r["kind"]: int(r["n"])
-        for r in tables["decode_errors"].groupBy("kind").agg(F.sum(_problems()).alias("n")).collect()
-    }
-    # Problems, not rows (a summary row stands for its count); notices (a zero tail, a client's own
-    # consumer-protocol layout) are rows of the table, not errors.
-    counts["decode_errors"] = sum(n for kind, n in error_kinds.items() if kind not in NOTICE_KINDS)
-    group_types = {
-        r["group_type"]: int(r["n"])
-        for r in tables["groups"].groupBy("group_type").agg(F.count("*").alias("n")).collect()
-    }
-    return {
-        "counts": counts,
-        "segments": int(stats["segments"]),
-        "batches": int(stats["batches"]),
-        "records": int(stats["records"]),
-        "bytes": int(stats["bytes"]),
-        "tombstones": int(stats["tombstones"]),
-        "group_states": states,
-        "group_types": group_types,
-        "error_kinds": error_kinds,
-    }
+
+def _total(facts: dict[int, dict[str, Any]], key: str) -> int:
+    return sum(int(f.get(key, 0)) for f in facts.values())
 
 
 def _offsets_table_schema() -> TableSchema:
@@ -443,8 +489,8 @@ def coordinator_cache(
     try:
         scan = cleaner_scan_request(context, offsets_source, state)
         tables, read = _reload_to_staging(session, offsets_source, partitions, staging, scan)
-        summary = _summarise(tables)
         by_partition = _per_partition(tables)
+        summary = _summarise(tables, by_partition)
         publish_tables(session, tables, state, partitions)
     except InputPathError as exc:
         raise Failure(f"reload of {offsets_source.describe()} failed: {exc}") from exc
@@ -456,6 +502,7 @@ def coordinator_cache(
     counts = summary["counts"]
     # From files: each segment file the job read; live: the batch bytes fetched (the load's own count).
     fetched = read.pop("bytes_read", None)
+    resume = read.pop("resume", {})
     bytes_read = {
         p: int(fetched.get(p, 0) if fetched is not None else by_partition.get(p, {}).get("bytes", 0))
         for p in partitions
@@ -468,12 +515,18 @@ def coordinator_cache(
         **read,
         **summary,
         "bytes_read": sum(bytes_read.values()),
+        **resume_summary(resume),
     }
     path = write_json(state.reports_path / RELOAD_SUMMARY_FILE, report)
     read_meta = record_bytes_read(state.reports_path, "coordinator_cache", context.run.run_id, bytes_read)
     for p in partitions:
         context.add_asset_metadata(
-            {**scope_metadata(p), **cache_metadata(by_partition.get(p, {})), **_read_metadata(bytes_read[p])},
+            {
+                **scope_metadata(p),
+                **cache_metadata(by_partition.get(p, {})),
+                **_read_metadata(bytes_read[p]),
+                **resume.get(p, {}),
+            },
             partition_key=str(p),
         )
     context.log.info(
@@ -484,6 +537,7 @@ def coordinator_cache(
         metadata={
             "read_by": read["read_by"],
             **read_meta,
+            **resume_summary(resume),
             "tables": MetadataValue.path(state.tables_location),
             "summary": MetadataValue.path(str(path)),
             "dagster/column_schema": _offsets_table_schema(),
@@ -506,9 +560,17 @@ _CACHE_FACTS = (
 )
 
 
+#: load_stats columns summed into the run's figures
+_LOAD_STATS = ("segments", "batches", "records", "bytes", "tombstones")
+#: tables whose rows are only counted per partition
+_COUNTED = ("offsets", "pending_offsets", "members", "group_assignments")
+
+
 def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
-    """Row counts, decode errors (problems, notices left out, as ``count_errors`` counts them) and load
-    statistics of each offsets partition in ``tables`` (a few small aggregations)."""
+    """Row counts, decode errors (problems, notices left out, as ``count_errors`` counts them, and by
+    kind), group states and types and load statistics of each offsets partition in ``tables``: four
+    small Spark jobs, one per kind of fact."""
+    from offsetops.pipelines.tables import row_counts
     from pyspark.sql import functions as F
 
     out: dict[int, dict[str, Any]] = {}
@@ -516,24 +578,26 @@ def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
     def put(p: int, key: str, value: Any) -> None:
         out.setdefault(int(p), {})[key] = value
 
-    for table_name, key in (
-        ("groups", "groups"),
-        ("offsets", "offsets"),
-        ("pending_offsets", "pending_offsets"),
-        ("members", "members"),
-    ):
-        for row in tables[table_name].groupBy("offsets_partition").count().collect():
-            put(row["offsets_partition"], key, int(row["count"]))
-    errors = tables["decode_errors"].where(~F.col("kind").isin(list(NOTICE_KINDS)))
-    for row in errors.groupBy("offsets_partition").agg(F.sum(_problems()).alias("n")).collect():
-        put(row["offsets_partition"], "errors", int(row["n"]))
-    for row in tables["groups"].groupBy("offsets_partition", "state").count().collect():
-        out.setdefault(int(row["offsets_partition"]), {}).setdefault("group_states", {})[row["state"]] = int(
-            row["count"]
-        )
-    stats = ("segments", "batches", "records", "bytes", "tombstones")
-    for row in tables["load_stats"].select("offsets_partition", *stats).collect():
-        for c in stats:
+    def bump(p: int, key: str, name: str, n: int) -> None:
+        counts = out.setdefault(int(p), {}).setdefault(key, {})
+        counts[name] = counts.get(name, 0) + n
+
+    counted = row_counts({t: tables[t] for t in _COUNTED if t in tables}, "offsets_partition")
+    for (table, p), n in counted.items():
+        put(p, table, n)
+    for row in tables["groups"].groupBy("offsets_partition", "state", "group_type").count().collect():
+        p, n = row["offsets_partition"], int(row["count"])
+        put(p, "groups", out.get(int(p), {}).get("groups", 0) + n)
+        bump(p, "group_states", row["state"], n)
+        bump(p, "group_types", row["group_type"], n)
+    errors = tables["decode_errors"].groupBy("offsets_partition", "kind").agg(F.sum(_problems()).alias("n"))
+    for row in errors.collect():
+        p, n = row["offsets_partition"], int(row["n"])
+        bump(p, "error_kinds", row["kind"], n)
+        if row["kind"] not in NOTICE_KINDS:
+            put(p, "errors", out.get(int(p), {}).get("errors", 0) + n)
+    for row in tables["load_stats"].select("offsets_partition", *_LOAD_STATS).collect():
+        for c in _LOAD_STATS:
             put(row["offsets_partition"], c, int(row[c] or 0))
     return out
 

@@ -350,3 +350,20 @@ def _member_from_row(r: Mapping[str, Any]) -> MemberMetadata:
         subscribed_topics=None if topics is None else list(topics),
         assignment=None if assignment is None else {a["topic"]: list(a["partitions"]) for a in assignment},
     )
+
+
+def row_counts(tables: Mapping[str, Any], *by: str) -> dict[tuple[Any, ...], int]:
+    """Rows of each DataFrame in ``tables`` (per value of the ``by`` columns), keyed ``(name, *by)``, in
+    one Spark job over them all rather than one per table; a table without rows has no key."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    if not tables:
+        return {}
+    marked = (df.select(F.lit(name).alias("_table"), *by) for name, df in tables.items())
+    union = reduce(lambda a, b: a.unionByName(b), marked)
+    return {
+        (r["_table"], *(r[c] for c in by)): int(r["count"])
+        for r in union.groupBy("_table", *by).count().collect()
+    }

@@ -71,6 +71,12 @@ class OffsetsSourceResource(ConfigurableResource):
         description="The brokers' server.properties: offsets.retention.minutes, offsets.topic.num.partitions "
         "and inter.broker.protocol.version from it, where nothing above sets them.",
     )
+    resume_state_dir: str | None = Field(
+        default=None,
+        description="Where coordinator_cache saves each partition's fold and resumes it from, so a run "
+        "reads only what was appended to a log dir; default: $OFFSETOPS_RESUME_STATE_DIR, the config file's "
+        "offsetops.resume.state.dir, else none (every run reads the whole log).",
+    )
     as_of_ms: int | None = Field(
         default=None,
         ge=0,
@@ -115,6 +121,13 @@ class OffsetsSourceResource(ConfigurableResource):
         if value is not None and value not in ("java", "scala"):
             raise ValueError(f"semantics must be java or scala, got {value!r}")
         return value
+
+    @field_validator("resume_state_dir")
+    @classmethod
+    def _resume_state_dir(cls, value: str | None) -> str | None:
+        from offsetops.coordinator_core.settings import parse_state_dir
+
+        return None if value is None or not value.strip() else parse_state_dir(value)
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -163,7 +176,7 @@ class OffsetsSourceResource(ConfigurableResource):
             return self._settings
         given: dict[str, tuple[Any, str]] = {
             name: (getattr(self, name), f"Dagster resource OffsetsSourceResource.{name}")
-            for name in ("num_partitions", "semantics")
+            for name in ("num_partitions", "semantics", "resume_state_dir")
             if getattr(self, name) is not None
         }
         given.update(flags or {})

@@ -73,6 +73,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also run the segment executor: write the planned tombstones into a copy of the log dir",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="reload from each partition's saved fold in OUT/state/resume, reading only what was appended "
+        "since the last run (the first run reads everything and saves the state)",
+    )
     p.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
     p.set_defaults(func=run)
 
@@ -169,7 +175,9 @@ def ui_environment(args: argparse.Namespace, out: Path, log_dir: Path) -> dict[s
         ENV_LOG_DIR,
         ENV_NUM_PARTITIONS,
         ENV_OUTPUT_DIR,
+        ENV_RESUME_STATE_DIR,
         ENV_RETENTION_MINUTES,
+        StateResource,
     )
 
     env = {
@@ -181,6 +189,8 @@ def ui_environment(args: argparse.Namespace, out: Path, log_dir: Path) -> dict[s
     }
     if args.forecast_hours != DEFAULT_FORECAST_HOURS:
         env[ENV_FORECAST_HOURS] = f"{args.forecast_hours:g}"
+    if getattr(args, "resume", False):
+        env[ENV_RESUME_STATE_DIR] = str(StateResource(output_dir=str(out)).resume_dir)
     return env
 
 

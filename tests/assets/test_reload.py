@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 from offsetops.assets.reload import _per_partition, _summarise
+from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
 from offsetops.coordinator_core.errors import count_errors
 
+from tests.assets.conftest import NUM_PARTITIONS
 from tests.support.error_storm import error_storm_cache
 
 
@@ -34,3 +36,121 @@ def test_an_error_summary_counts_as_the_problems_it_stands_for(spark) -> None:
     summary = _summarise(tables)
     assert summary["counts"]["decode_errors"] == 7
     assert summary["error_kinds"] == {"corrupt_record": 7, "zero_tail": 1}
+
+
+def _reload_run(log_dir: Any, output_dir: Any, resume_dir: Any = None) -> dict[int, dict[str, Any]]:
+    """``raw_segments`` and ``coordinator_cache`` over every partition (resumed from ``resume_dir`` when
+    given); each partition's coordinator_cache metadata."""
+    from dagster import AssetKey, DagsterInstance, materialize
+    from offsetops.assets.partitions import all_partitions_tags
+    from offsetops.assets.reload import coordinator_cache, raw_segments
+    from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
+    from offsetops.checks.dagster_checks import plain_metadata
+
+    result = materialize(
+        [raw_segments, coordinator_cache],
+        resources={
+            "offsets_source": OffsetsSourceResource(
+                log_dir=str(log_dir), resume_state_dir=None if resume_dir is None else str(resume_dir)
+            ),
+            "spark": SparkResource(master="local[1]"),
+            "state": StateResource(output_dir=str(output_dir)),
+        },
+        instance=DagsterInstance.ephemeral(),
+        tags=all_partitions_tags(NUM_PARTITIONS),
+    )
+    assert result.success
+    return {
+        int(e.event_specific_data.materialization.partition): plain_metadata(
+            e.event_specific_data.materialization.metadata
+        )
+        for e in result.get_asset_materialization_events()
+        if e.event_specific_data.materialization.asset_key == AssetKey("coordinator_cache")
+    }
+
+
+def _published(spark: Any, output_dir: Any) -> dict[str, list[Any]]:
+    """Every published reload table's rows, comparable (the load's elapsed time left out)."""
+    from offsetops.assets.reload import read_cache_tables
+    from offsetops.assets.resources import StateResource
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import comparable
+
+    tables = read_cache_tables(spark, StateResource(output_dir=str(output_dir)))
+    return {
+        name: comparable(
+            df.collect(), TABLE_SCHEMAS[name], drop=("elapsed_ms",) if name == "load_stats" else ()
+        )
+        for name, df in tables.items()
+    }
+
+
+@pytest.mark.slow
+def test_a_resumed_reload_reads_only_what_was_appended_and_publishes_a_fresh_reloads_tables(
+    spark, simulated_log_dir, tmp_path
+) -> None:
+    """With a resume state, the second run folds only the appended bytes (per partition: resumed, and
+    bytes_read the bytes appended there), and its tables equal a fresh Spark reload of the same log."""
+    from tests.support.appends import append_commits, groups_for
+
+    log_dir = shutil.copytree(simulated_log_dir, tmp_path / "logdir")
+    resume_dir = tmp_path / "resume"
+    first = _reload_run(log_dir, tmp_path / "out", resume_dir)
+    present = sorted(p for p, m in first.items() if m["bytes"])
+    assert present and not any(m["resumed"] for m in first.values())
+    assert {first[p]["resume_reason"] for p in present} == {"no_state"}
+    assert all(m["bytes_read"] == m["bytes"] for m in first.values())
+
+    appended = {}
+    for p in present[:3]:
+        commits = [
+            (g, "orders", 0, 1000 + i) for i, g in enumerate(groups_for(p, 4, "resumed", NUM_PARTITIONS))
+        ]
+        appended[p] = append_commits(log_dir / f"__consumer_offsets-{p}", commits, now_ms=1_700_000_000_000)
+    second = _reload_run(log_dir, tmp_path / "out", resume_dir)
+    assert all(second[p]["resumed"] and second[p]["resume_reason"] is None for p in present)
+    assert {p: m["bytes_read"] for p, m in second.items() if m["bytes_read"]} == appended
+
+    fresh = _reload_run(log_dir, tmp_path / "fresh")
+    assert not any(m.get("resumed") for m in fresh.values())
+    resumed_tables, fresh_tables = _published(spark, tmp_path / "out"), _published(spark, tmp_path / "fresh")
+    assert any(r[1].startswith("resumed-") for r in resumed_tables["offsets"])
+    assert resumed_tables == fresh_tables
+
+
+def _jobs_in(spark: Any, group: str, fn: Any) -> tuple[Any, int]:
+    """``fn()`` and the Spark jobs it ran (under job group ``group``)."""
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        return fn(), len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+
+def test_published_tables_are_read_again_only_when_their_files_changed(spark, tmp_path) -> None:
+    """The expiration plan and the metrics of one run read the same published tables: the second read
+    runs no Spark job; after a new publish the read is a new one, with the new rows."""
+    from offsetops.assets.reload import publish_tables, published_caches
+    from offsetops.assets.resources import StateResource
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows
+
+    state = StateResource(output_dir=str(tmp_path))
+
+    def publish(cache: Any) -> None:
+        rows = all_cache_rows([cache])
+        tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
+        publish_tables(spark, tables, state, [4])
+
+    def read() -> Any:
+        return published_caches(spark, state, [4], NUM_PARTITIONS)
+
+    publish(error_storm_cache(4))
+    (_caches, first), jobs = _jobs_in(spark, "first", read)
+    (_caches, again), jobs_again = _jobs_in(spark, "again", read)
+    assert jobs > 0 and jobs_again == 0
+    assert again == first and len(first["decode_errors"]) > 0
+
+    publish(CoordinatorCache(partition=4, groups={}, stats=LoadStats(), num_partitions=NUM_PARTITIONS))
+    (_caches, after), jobs_after = _jobs_in(spark, "after", read)
+    assert jobs_after > 0 and after["decode_errors"] == []

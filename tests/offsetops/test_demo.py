@@ -82,3 +82,23 @@ def test_demo_runs_the_main_job_and_writes_the_reports(tmp_path: Path) -> None:
     outbox = out / "state" / "alerts" / "outbox.jsonl"
     if outbox.exists():
         assert all(json.loads(line)["channel"] for line in outbox.read_text().splitlines())
+
+
+def test_demo_resume_points_the_reload_at_the_state_volume(tmp_path: Path, monkeypatch) -> None:
+    """`demo --resume` sets the run model's resume state dir (what coordinator_cache resumes from) to
+    OUT/state/resume, for the demo's run and for the `dagster dev` it prints; without it, none."""
+    import argparse
+
+    from offsetops.assets.resources import OffsetsSourceResource, StateResource
+
+    from offsetops.commands.demo import ui_environment
+
+    args = argparse.Namespace(partitions=50, retention_minutes=120, forecast_hours=24.0, resume=True)
+    env = ui_environment(args, tmp_path, tmp_path / "logdir")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    run = OffsetsSourceResource(log_dir=str(tmp_path)).settings()
+    assert run["resume_state_dir"] == str(StateResource(output_dir=str(tmp_path)).resume_dir)
+    assert run.source("resume_state_dir") == "env OFFSETOPS_RESUME_STATE_DIR"
+    args.resume = False
+    assert "OFFSETOPS_RESUME_STATE_DIR" not in ui_environment(args, tmp_path, tmp_path / "logdir")

@@ -1,0 +1,71 @@
+"""The reload on a log dir with a resume state: each partition goes on from the fold the previous run
+saved (:mod:`offsetops.coordinator_core.resume`, as ``offsetops reload --state DIR`` does) and reads
+only what was appended; ``coordinator_cache`` publishes the same tables a full Spark reload writes.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from dagster import Failure
+from offsetops.assets.resources import OffsetsSourceResource
+
+if TYPE_CHECKING:
+    from offsetops.coordinator_core.cache import CoordinatorCache
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def resumed_to_staging(
+    spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int], state_dir: str
+) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
+    """The reload tables of ``partitions`` read on the driver through the one :class:`Source` with the
+    resume state in ``state_dir`` (``coordinator_core.resume``, as ``offsetops reload --state``): each
+    partition goes on from its saved fold and reads only what was appended, or reads from the start and
+    says why (``resume_reason``); either way its next state is saved. A fresh read seeds the state here
+    rather than in the Spark job, whose per-segment folds leave none behind."""
+    from dataclasses import replace
+
+    from offsetops.coordinator_core.sources.logdir import LogDirError
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+    from offsetops.pipelines.tables import all_cache_rows
+
+    run = source.settings()
+    try:
+        caches = replace(source.source(), state_dir=state_dir).load_or_empty(
+            partitions, num_partitions=run["num_partitions"], semantics=run["semantics"]
+        )
+    except LogDirError as exc:
+        raise Failure(f"reload of {source.describe()} failed: {exc}") from None
+    rows = all_cache_rows(caches)
+    tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
+    return tables, {
+        "read_by": "driver (resume state)",
+        "resume_state_dir": state_dir,
+        "bytes_read": {c.partition: c.stats.bytes_read for c in caches},
+        "resume": {c.partition: resume_facts(c) for c in caches},
+    }
+
+
+def resume_facts(cache: "CoordinatorCache") -> dict[str, Any]:
+    """Whether a partition's read went on from its resume state, or why not (``resume.REASONS``)."""
+    s = cache.stats
+    return {
+        "resumed": s.resumed,
+        "resume_reason": s.resume_reason,
+        "resume_detail": s.resume_detail,
+        "state_error": s.state_error,
+    }
+
+
+def resume_summary(resume: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """How many partitions went on from their resume state, and why the others did not (none when
+    the run read without one)."""
+    if not resume:
+        return {}
+    why: dict[str, int] = {}
+    for facts in resume.values():
+        if not facts["resumed"]:
+            reason = str(facts["resume_reason"] or "no_log")
+            why[reason] = why.get(reason, 0) + 1
+    return {
+        "partitions_resumed": sum(1 for f in resume.values() if f["resumed"]),
+        "not_resumed": dict(sorted(why.items())),
+    }
