@@ -194,16 +194,32 @@ static PyObject *bytes_or_none(const uint8_t *b, Py_ssize_t pos, Py_ssize_t len)
     return PyBytes_FromStringAndSize((const char *)b + pos, len);
 }
 
-/* ---- keys seen in this run: one bytes object per distinct key (its hash cached), not one per record ---- */
+/* ---- keys seen in this run, and the hot writes to `latest` not made yet ----
+ *
+ * One bytes object per distinct key (its hash cached), not one per record. The last hot write of a plain
+ * batch to a key is kept here as positions in the buffer being folded, and made in `latest` (an entry
+ * tuple, an int and a bytes object) once per key when the run flushes: before anything Python could see
+ * `latest` through (a callback, a transactional or control batch), after a compressed batch (whose
+ * records die with it) and at the end of the run. Keys new to `latest` are inserted in the order of their
+ * first write, as the per-record fold inserted them. */
 
 typedef struct {
     uint64_t h;
     PyObject *key; /* owned */
-} kslot_t;
+    const uint8_t *val; /* the pending write: the value's bytes (in the buffer being folded) */
+    Py_ssize_t vlen;
+    int64_t off, base, pos; /* record offset, batch base offset and file position of the pending write */
+    int dirty;
+} kent_t;
 
 typedef struct {
-    kslot_t *slots;
-    size_t cap, n;
+    kent_t *ents; /* the distinct keys, in first-seen order */
+    size_t n, ent_cap;
+    uint32_t *index; /* open addressing: 0 is empty, else one more than an index into ents */
+    size_t cap;
+    uint32_t *dirty; /* the entries with a pending write, in the order of their first one */
+    size_t nd;
+    PyObject *latest; /* where pending writes go (borrowed) */
 } kcache_t;
 
 /* A word-at-a-time hash of a key; crafted collisions cost at most MAX_PROBE probes per record. */
@@ -224,52 +240,74 @@ static uint64_t khash(const uint8_t *p, Py_ssize_t n) {
 }
 
 #define MAX_PROBE 32
+#define MAX_KEYS ((size_t)1 << 30) /* distinct keys remembered per run; more are written as they come */
+enum { NOT_KEPT = -2 };
 
 static void kc_free(kcache_t *c) {
-    for (size_t i = 0; i < c->cap; i++) Py_XDECREF(c->slots[i].key);
-    free(c->slots);
-    c->slots = NULL;
-    c->cap = c->n = 0;
+    for (size_t i = 0; i < c->n; i++) Py_DECREF(c->ents[i].key);
+    free(c->ents);
+    free(c->index);
+    free(c->dirty);
+    memset(c, 0, sizeof(*c));
 }
 
 static int kc_grow(kcache_t *c) {
-    size_t cap = c->cap ? c->cap * 2 : 1024;
-    kslot_t *slots = (kslot_t *)calloc(cap, sizeof(kslot_t));
-    if (slots == NULL) return -1;
-    for (size_t i = 0; i < c->cap; i++) {
-        if (c->slots[i].key == NULL) continue;
-        size_t j = (size_t)c->slots[i].h & (cap - 1);
-        while (slots[j].key != NULL) j = (j + 1) & (cap - 1);
-        slots[j] = c->slots[i];
+    if (c->n == c->ent_cap) {
+        size_t cap = c->ent_cap ? c->ent_cap * 2 : 512;
+        kent_t *ents = (kent_t *)realloc(c->ents, cap * sizeof(kent_t));
+        if (ents == NULL) return -1;
+        c->ents = ents;
+        uint32_t *dirty = (uint32_t *)realloc(c->dirty, cap * sizeof(uint32_t));
+        if (dirty == NULL) return -1;
+        c->dirty = dirty;
+        c->ent_cap = cap;
     }
-    free(c->slots);
-    c->slots = slots;
-    c->cap = cap;
+    if (c->n * 2 >= c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1024;
+        uint32_t *index = (uint32_t *)calloc(cap, sizeof(uint32_t));
+        if (index == NULL) return -1;
+        for (size_t i = 0; i < c->n; i++) {
+            size_t j = (size_t)c->ents[i].h & (cap - 1);
+            while (index[j] != 0) j = (j + 1) & (cap - 1);
+            index[j] = (uint32_t)(i + 1);
+        }
+        free(c->index);
+        c->index = index;
+        c->cap = cap;
+    }
     return 0;
+}
+
+/* The entry of the key k[0:n] (made, with its bytes object, at its first sight), NOT_KEPT when it cannot
+ * be remembered (no room, or MAX_PROBE collisions), or -1 with an exception set. */
+static Py_ssize_t kc_find(kcache_t *c, const uint8_t *k, Py_ssize_t n) {
+    if ((c->n == c->ent_cap || c->n * 2 >= c->cap) && (c->n >= MAX_KEYS || kc_grow(c) < 0)) return NOT_KEPT;
+    uint64_t h = khash(k, n);
+    size_t j = (size_t)h & (c->cap - 1);
+    for (int probe = 0; c->index[j] != 0; probe++) {
+        size_t i = c->index[j] - 1;
+        PyObject *key = c->ents[i].key;
+        if (c->ents[i].h == h && PyBytes_GET_SIZE(key) == n && memcmp(PyBytes_AS_STRING(key), k, (size_t)n) == 0)
+            return (Py_ssize_t)i;
+        if (probe >= MAX_PROBE) return NOT_KEPT;
+        j = (j + 1) & (c->cap - 1);
+    }
+    PyObject *key = PyBytes_FromStringAndSize((const char *)k, n);
+    if (key == NULL) return -1;
+    kent_t *e = &c->ents[c->n];
+    memset(e, 0, sizeof(*e));
+    e->h = h;
+    e->key = key;
+    c->index[j] = (uint32_t)(c->n + 1);
+    return (Py_ssize_t)c->n++;
 }
 
 /* A new reference to a bytes object equal to k[0:n]: the one seen before in this run, or a new one. */
 static PyObject *kc_key(kcache_t *c, const uint8_t *k, Py_ssize_t n) {
-    if (c->n * 2 >= c->cap && kc_grow(c) < 0) /* no room to remember it: a plain new object */
-        return PyBytes_FromStringAndSize((const char *)k, n);
-    uint64_t h = khash(k, n);
-    size_t j = (size_t)h & (c->cap - 1);
-    for (int probe = 0; c->slots[j].key != NULL; probe++) {
-        PyObject *key = c->slots[j].key;
-        if (c->slots[j].h == h && PyBytes_GET_SIZE(key) == n && memcmp(PyBytes_AS_STRING(key), k, (size_t)n) == 0) {
-            Py_INCREF(key);
-            return key;
-        }
-        if (probe >= MAX_PROBE) return PyBytes_FromStringAndSize((const char *)k, n); /* not remembered */
-        j = (j + 1) & (c->cap - 1);
-    }
-    PyObject *key = PyBytes_FromStringAndSize((const char *)k, n);
-    if (key == NULL) return NULL;
-    Py_INCREF(key);
-    c->slots[j].h = h;
-    c->slots[j].key = key;
-    c->n++;
-    return key;
+    Py_ssize_t i = kc_find(c, k, n);
+    if (i == -1) return NULL;
+    if (i == NOT_KEPT) return PyBytes_FromStringAndSize((const char *)k, n);
+    return Py_NewRef(c->ents[i].key);
 }
 
 /* dest[key] = (off, base, pos, value), stealing `off` and `value`. An entry tuple that only `dest` holds
@@ -302,6 +340,56 @@ static int store(PyObject *dest, PyObject *key, PyObject *off, PyObject *base_ob
     Py_DECREF(entry);
     return rc;
 }
+
+/* Make the pending writes in `latest`, in the order of their first write. */
+static int kc_flush(kcache_t *c) {
+    PyObject *base_obj = NULL, *pos_obj = NULL; /* shared by the writes of one batch, as before */
+    int64_t base = 0, pos = 0;
+    int rc = 0;
+    for (size_t i = 0; i < c->nd; i++) {
+        kent_t *e = &c->ents[c->dirty[i]];
+        e->dirty = 0;
+        if (rc < 0) continue; /* dropped: the run fails with the exception set */
+        if (base_obj == NULL || e->base != base) {
+            Py_XSETREF(base_obj, PyLong_FromLongLong(e->base));
+            base = e->base;
+        }
+        if (pos_obj == NULL || e->pos != pos) {
+            Py_XSETREF(pos_obj, PyLong_FromLongLong(e->pos));
+            pos = e->pos;
+        }
+        PyObject *off = base_obj && pos_obj ? PyLong_FromLongLong(e->off) : NULL;
+        PyObject *value = off ? PyBytes_FromStringAndSize((const char *)e->val, e->vlen) : NULL;
+        if (value == NULL) {
+            Py_XDECREF(off);
+            rc = -1;
+            continue;
+        }
+        rc = store(c->latest, e->key, off, base_obj, pos_obj, value);
+    }
+    c->nd = 0;
+    Py_XDECREF(base_obj);
+    Py_XDECREF(pos_obj);
+    return rc;
+}
+
+/* kc_flush after a step that returned rc: a failed step's exception is kept (what it folded before it
+ * failed is written all the same, as the per-record fold had written it). */
+static int kc_settle(kcache_t *c, int rc) {
+    if (rc == 0) return kc_flush(c);
+    if (c->nd == 0) return rc;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (kc_flush(c) < 0) PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return rc;
+}
+
+/* The batch being folded: its base offset and file position, as int64 and as the ints its entries hold. */
+typedef struct {
+    int64_t base, pos;
+    PyObject *base_obj, *pos_obj, *file;
+} batch_t;
 
 /* PartitionFold._index_txn_key: txn_keys[key].add(pid), so that a tombstone visits only the open
  * transactions that stage its key. */
@@ -339,17 +427,38 @@ static int unindex_txn(PyObject *index, PyObject *pending, PyObject *pid) {
 
 /* Fold one parsed plain or transactional batch into `dest` (latest, or the producer's pending dict);
  * records outside the hot case go to `slow` (with the producer id `pid` first for a transactional
- * batch, whose hot keys are also indexed in `index` when it is not NULL).
+ * batch, whose hot keys are also indexed in `index` when it is not NULL). The hot records of a plain
+ * batch (pid NULL) are kept in `kc` as pending writes to `latest`.
  * -1 with an exception set if Python failed. */
-static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *base_obj, PyObject *pos_obj,
-                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pid, PyObject *index,
-                 long long *hot_count, kcache_t *kc) {
+static int apply(const uint8_t *b, const staged_t *st, int32_t count, const batch_t *bt, PyObject *dest,
+                 PyObject *slow, PyObject *pid, PyObject *index, long long *hot_count, kcache_t *kc) {
     for (int32_t r = 0; r < count; r++) {
         const uint8_t *k = st[r].klen >= 0 ? b + st[r].kpos : NULL;
         const uint8_t *v = st[r].vlen >= 0 ? b + st[r].vpos : NULL;
+        const int is_hot = hot(k, st[r].klen, v, st[r].vlen);
+        if (is_hot && pid == NULL) {
+            Py_ssize_t i = kc_find(kc, k, st[r].klen);
+            if (i == -1) return -1;
+            if (i >= 0) {
+                kent_t *e = &kc->ents[i];
+                if (!e->dirty) {
+                    e->dirty = 1;
+                    kc->dirty[kc->nd++] = (uint32_t)i;
+                }
+                e->val = v;
+                e->vlen = st[r].vlen;
+                e->off = st[r].offset;
+                e->base = bt->base;
+                e->pos = bt->pos;
+                (*hot_count)++;
+                continue;
+            }
+        }
+        /* Written now: whatever is pending goes first, as it came first. */
+        if (kc->nd && kc_flush(kc) < 0) return -1;
         PyObject *off = PyLong_FromLongLong(st[r].offset);
         if (off == NULL) return -1;
-        if (hot(k, st[r].klen, v, st[r].vlen)) {
+        if (is_hot) {
             PyObject *key = kc_key(kc, k, st[r].klen);
             PyObject *value = key ? PyBytes_FromStringAndSize((const char *)v, st[r].vlen) : NULL;
             if (value == NULL) {
@@ -357,7 +466,7 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
                 Py_DECREF(off);
                 return -1;
             }
-            int rc = store(dest, key, off, base_obj, pos_obj, value);
+            int rc = store(dest, key, off, bt->base_obj, bt->pos_obj, value);
             if (rc == 0 && index != NULL) rc = index_txn_key(index, key, pid);
             Py_DECREF(key);
             if (rc < 0) return -1;
@@ -369,9 +478,10 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
         PyObject *res = NULL;
         if (value != NULL) {
             if (pid != NULL)
-                res = PyObject_CallFunctionObjArgs(slow, pid, off, key, value, base_obj, pos_obj, file, NULL);
+                res = PyObject_CallFunctionObjArgs(slow, pid, off, key, value, bt->base_obj, bt->pos_obj, bt->file,
+                                                   NULL);
             else
-                res = PyObject_CallFunctionObjArgs(slow, off, key, value, base_obj, pos_obj, file, NULL);
+                res = PyObject_CallFunctionObjArgs(slow, off, key, value, bt->base_obj, bt->pos_obj, bt->file, NULL);
         }
         Py_XDECREF(value);
         Py_XDECREF(key);
@@ -384,18 +494,18 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
 
 /* apply() over a batch: in one go when its records are all staged (count <= STAGE_CHUNK), else staging
  * and folding STAGE_CHUNK records at a time (the section was checked whole by check_records). */
-static int apply_all(const uint8_t *b, Py_ssize_t n, int64_t base_offset, staged_t *st, int32_t count,
-                     PyObject *base_obj, PyObject *pos_obj, PyObject *file, PyObject *dest, PyObject *slow,
-                     PyObject *pid, PyObject *index, long long *hot_count, kcache_t *kc) {
-    if (count <= STAGE_CHUNK) return apply(b, st, count, base_obj, pos_obj, file, dest, slow, pid, index, hot_count, kc);
+static int apply_all(const uint8_t *b, Py_ssize_t n, staged_t *st, int32_t count, const batch_t *bt,
+                     PyObject *dest, PyObject *slow, PyObject *pid, PyObject *index, long long *hot_count,
+                     kcache_t *kc) {
+    if (count <= STAGE_CHUNK) return apply(b, st, count, bt, dest, slow, pid, index, hot_count, kc);
     Py_ssize_t q = 0;
     for (int32_t done = 0; done < count; done += STAGE_CHUNK) {
         int32_t m = count - done < STAGE_CHUNK ? count - done : STAGE_CHUNK;
-        if (parse_range(b, n, &q, m, base_offset, st) != OK) {
+        if (parse_range(b, n, &q, m, bt->base, st) != OK) {
             PyErr_SetString(PyExc_RuntimeError, "records section changed between its check and its fold");
             return -1;
         }
-        if (apply(b, st, m, base_obj, pos_obj, file, dest, slow, pid, index, hot_count, kc) < 0) return -1;
+        if (apply(b, st, m, bt, dest, slow, pid, index, hot_count, kc) < 0) return -1;
     }
     return 0;
 }
@@ -660,7 +770,9 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     long long n_ctrl = 0; /* control records read by fold_markers (counted in n_records too) */
     staged_t *st = NULL;
     size_t st_cap = 0;
-    kcache_t kc = {NULL, 0, 0};
+    kcache_t kc;
+    memset(&kc, 0, sizeof(kc));
+    kc.latest = t.latest;
     PyObject *whole = NULL; /* memoryview of `data`, made at the first compressed batch */
     int failed = 0;
 
@@ -722,16 +834,21 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
 
         PyObject *base_obj = PyLong_FromLongLong(base_offset);
         PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
+        const batch_t bt = {base_offset, file_base + pos, base_obj, pos_obj, file};
         int rc = pos_obj ? 0 : -1;
         if (rc == 0 && kind == 0) {
-            rc = apply_all(rec, rlen, base_offset, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL,
-                           NULL, &hot_count, &kc);
-            if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            rc = apply_all(rec, rlen, st, count, &bt, t.latest, t.fold_record, NULL, NULL, &hot_count, &kc);
+            if (body != NULL) rc = kc_settle(&kc, rc); /* its records die with it */
+            if (rc == 0 && base_offset <= prev_last) {
+                rc = kc_flush(&kc);
+                if (rc == 0) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            }
             prev_last = last_offset;
             n_records += count;
         } else if (rc == 0) {
+            rc = kc_flush(&kc);
             /* As the walk does for every batch it hands over whole: order first, then the fold. */
-            if (base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
             if (last_offset > prev_last) prev_last = last_offset;
             PyObject *pid_obj = rc == 0 ? PyLong_FromLongLong(pid) : NULL;
             if (pid_obj == NULL) {
@@ -743,8 +860,8 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
                     rc = -1;
                 } else {
                     Py_INCREF(pending);
-                    rc = apply_all(rec, rlen, base_offset, st, count, base_obj, pos_obj, file, pending,
-                                   t.fold_txn_record, pid_obj, t.scala ? NULL : t.txn_keys, &hot_count, &kc);
+                    rc = apply_all(rec, rlen, st, count, &bt, pending, t.fold_txn_record, pid_obj,
+                                   t.scala ? NULL : t.txn_keys, &hot_count, &kc);
                     Py_DECREF(pending);
                 }
                 Py_XDECREF(fresh);
@@ -773,6 +890,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
         last = last_offset;
         pos += total;
     }
+    if (kc_settle(&kc, failed ? -1 : 0) < 0) failed = 1; /* before the buffer is released */
     free(st);
     kc_free(&kc);
     Py_XDECREF(whole);
