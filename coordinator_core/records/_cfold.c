@@ -212,6 +212,8 @@ typedef struct {
     int dirty;
 } kent_t;
 
+#define MAX_DEFERRED_TXNS 64 /* more open at once are indexed as they come */
+
 typedef struct {
     kent_t *ents; /* the distinct keys, in first-seen order */
     size_t n, ent_cap;
@@ -220,10 +222,20 @@ typedef struct {
     uint32_t *dirty; /* the entries with a pending write, in the order of their first one */
     size_t nd;
     PyObject *latest; /* where pending writes go (borrowed) */
+    /* Transactions opened in this run whose hot keys are not in txn_keys yet (Java semantics). One that
+     * is resolved in the same run never needs them there: its marker skips the unindexing too. They are
+     * indexed (kc_sync) before anything Python could look at txn_keys. */
+    struct {
+        int64_t pid;
+        PyObject *pid_obj, *pending; /* owned */
+    } txns[MAX_DEFERRED_TXNS];
+    int ntxns;
+    PyObject *txn_keys; /* borrowed; NULL under Scala semantics (no index) */
 } kcache_t;
 
 /* A word-at-a-time hash of a key; crafted collisions cost at most MAX_PROBE probes per record. */
 static uint64_t khash(const uint8_t *p, Py_ssize_t n) {
+    const Py_ssize_t len = n;
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
     while (n >= 8) {
         uint64_t w;
@@ -234,9 +246,16 @@ static uint64_t khash(const uint8_t *p, Py_ssize_t n) {
         n -= 8;
     }
     uint64_t w = 0;
-    memcpy(&w, p, (size_t)n);
+    if (n > 0 && len >= 8)
+        memcpy(&w, p + n - 8, 8); /* the last 8 bytes of the key (overlapping the words before) */
+    else
+        memcpy(&w, p, (size_t)n);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-    return h ^ (h >> 29);
+    /* MurmurHash3's finaliser: the table takes the low bits, and keys that differ only in their last
+     * bytes (a partition number) differ in the high bits of the product */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
 }
 
 #define MAX_PROBE 32
@@ -245,6 +264,10 @@ enum { NOT_KEPT = -2 };
 
 static void kc_free(kcache_t *c) {
     for (size_t i = 0; i < c->n; i++) Py_DECREF(c->ents[i].key);
+    for (int i = 0; i < c->ntxns; i++) {
+        Py_DECREF(c->txns[i].pid_obj);
+        Py_DECREF(c->txns[i].pending);
+    }
     free(c->ents);
     free(c->index);
     free(c->dirty);
@@ -373,21 +396,10 @@ static int kc_flush(kcache_t *c) {
     return rc;
 }
 
-/* kc_flush after a step that returned rc: a failed step's exception is kept (what it folded before it
- * failed is written all the same, as the per-record fold had written it). */
-static int kc_settle(kcache_t *c, int rc) {
-    if (rc == 0) return kc_flush(c);
-    if (c->nd == 0) return rc;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    if (kc_flush(c) < 0) PyErr_Clear();
-    PyErr_Restore(type, value, tb);
-    return rc;
-}
-
-/* The batch being folded: its base offset and file position, as int64 and as the ints its entries hold. */
+/* The batch being folded: its base offset and file position, as int64 and as the ints its entries hold,
+ * and its producer id. */
 typedef struct {
-    int64_t base, pos;
+    int64_t base, pos, pid;
     PyObject *base_obj, *pos_obj, *file;
 } batch_t;
 
@@ -409,6 +421,64 @@ static int index_txn_key(PyObject *index, PyObject *key, PyObject *pid) {
     return PySet_Add(pids, pid);
 }
 
+/* Index the keys of the transactions deferred in this run: txn_keys as the per-record fold leaves it. */
+static int kc_index_txns(kcache_t *c) {
+    int rc = 0;
+    for (int i = 0; i < c->ntxns; i++) {
+        Py_ssize_t it = 0;
+        PyObject *key, *entry;
+        while (rc == 0 && PyDict_Next(c->txns[i].pending, &it, &key, &entry))
+            rc = index_txn_key(c->txn_keys, key, c->txns[i].pid_obj);
+        Py_DECREF(c->txns[i].pid_obj);
+        Py_DECREF(c->txns[i].pending);
+    }
+    c->ntxns = 0;
+    return rc;
+}
+
+/* Everything the run keeps back, made in the Python objects: before a callback, and at the end. */
+static int kc_sync(kcache_t *c) {
+    if (kc_flush(c) < 0) return -1;
+    return kc_index_txns(c);
+}
+
+/* kc_sync after a step that returned rc: a failed step's exception is kept (what it folded before it
+ * failed is written all the same, as the per-record fold had written it). */
+static int kc_settle(kcache_t *c, int rc) {
+    if (rc == 0) return kc_sync(c);
+    if (c->nd == 0 && c->ntxns == 0) return rc;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (kc_sync(c) < 0) PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return rc;
+}
+
+/* Whether the transaction of producer `pid` is deferred in this run; `forget`: and no longer is. */
+static int kc_txn_deferred(kcache_t *c, int64_t pid, int forget) {
+    for (int i = 0; i < c->ntxns; i++) {
+        if (c->txns[i].pid != pid) continue;
+        if (forget) {
+            Py_DECREF(c->txns[i].pid_obj);
+            Py_DECREF(c->txns[i].pending);
+            c->txns[i] = c->txns[--c->ntxns];
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* Defer the indexing of a transaction opened in this run (its pending dict new and empty); 0 when there
+ * is no room (it is indexed as it comes). */
+static int kc_defer_txn(kcache_t *c, int64_t pid, PyObject *pid_obj, PyObject *pending) {
+    if (c->txn_keys == NULL || c->ntxns == MAX_DEFERRED_TXNS) return 0;
+    c->txns[c->ntxns].pid = pid;
+    c->txns[c->ntxns].pid_obj = Py_NewRef(pid_obj);
+    c->txns[c->ntxns].pending = Py_NewRef(pending);
+    c->ntxns++;
+    return 1;
+}
+
 /* PartitionFold._unindex_txn: a resolved transaction's keys no longer point at its producer. */
 static int unindex_txn(PyObject *index, PyObject *pending, PyObject *pid) {
     Py_ssize_t it = 0;
@@ -427,11 +497,13 @@ static int unindex_txn(PyObject *index, PyObject *pending, PyObject *pid) {
 
 /* Fold one parsed plain or transactional batch into `dest` (latest, or the producer's pending dict);
  * records outside the hot case go to `slow` (with the producer id `pid` first for a transactional
- * batch, whose hot keys are also indexed in `index` when it is not NULL). The hot records of a plain
- * batch (pid NULL) are kept in `kc` as pending writes to `latest`.
+ * batch, whose hot keys are also indexed in `index` when it is not NULL and the transaction is not
+ * deferred in `kc`). The hot records of a plain batch (pid NULL) are kept in `kc` as pending writes to
+ * `latest`.
  * -1 with an exception set if Python failed. */
 static int apply(const uint8_t *b, const staged_t *st, int32_t count, const batch_t *bt, PyObject *dest,
                  PyObject *slow, PyObject *pid, PyObject *index, long long *hot_count, kcache_t *kc) {
+    if (index != NULL && kc_txn_deferred(kc, bt->pid, 0)) index = NULL;
     for (int32_t r = 0; r < count; r++) {
         const uint8_t *k = st[r].klen >= 0 ? b + st[r].kpos : NULL;
         const uint8_t *v = st[r].vlen >= 0 ? b + st[r].vpos : NULL;
@@ -454,11 +526,11 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, const batc
                 continue;
             }
         }
-        /* Written now: whatever is pending goes first, as it came first. */
-        if (kc->nd && kc_flush(kc) < 0) return -1;
-        PyObject *off = PyLong_FromLongLong(st[r].offset);
-        if (off == NULL) return -1;
         if (is_hot) {
+            /* A write to latest made now comes after the pending ones, as it came after them. */
+            if (pid == NULL && kc->nd && kc_flush(kc) < 0) return -1;
+            PyObject *off = PyLong_FromLongLong(st[r].offset);
+            if (off == NULL) return -1;
             PyObject *key = kc_key(kc, k, st[r].klen);
             PyObject *value = key ? PyBytes_FromStringAndSize((const char *)v, st[r].vlen) : NULL;
             if (value == NULL) {
@@ -473,6 +545,10 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, const batc
             (*hot_count)++;
             continue;
         }
+        if (kc_sync(kc) < 0) return -1; /* the callback sees the fold as the per-record fold left it */
+        if (pid != NULL) index = kc->txn_keys; /* no transaction is deferred any more */
+        PyObject *off = PyLong_FromLongLong(st[r].offset);
+        if (off == NULL) return -1;
         PyObject *key = bytes_or_none(b, st[r].kpos, st[r].klen);
         PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
         PyObject *res = NULL;
@@ -687,8 +763,8 @@ static int simple_markers(const uint8_t *b, const staged_t *st, int32_t count) {
 /* PartitionFold.fold_control over a control batch whose keys all parse: COMMIT and ABORT markers resolve
  * the producer's open transaction; other control types (LEADER_CHANGE, KRaft markers) are counted only.
  * The Scala loader reads only up to the first marker of a batch. Adds the records it read to *n_ctrl. */
-static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32_t count, PyObject *pid_obj,
-                        long long *n_ctrl) {
+static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32_t count, int64_t pid,
+                        PyObject *pid_obj, long long *n_ctrl, kcache_t *kc) {
     for (int32_t r = 0; r < count; r++) {
         (*n_ctrl)++;
         const uint8_t *k = b + st[r].kpos;
@@ -713,10 +789,15 @@ static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32
             if (!PyDict_Check(pending)) {
                 PyErr_SetString(PyExc_TypeError, "open transactions are dicts");
                 rc = -1;
-            } else if (PyDict_GET_SIZE(pending) > 0) {
-                if (!t->scala) rc = unindex_txn(t->txn_keys, pending, pid_obj);
-                if (rc == 0 && commit) {
-                    rc = commit_core(t->latest, pending, t->scala, t->scala ? NULL : t->created);
+            } else if (kc_txn_deferred(kc, pid, 1)) {
+                /* opened in this run: its keys never went into txn_keys */
+            } else if (PyDict_GET_SIZE(pending) > 0 && !t->scala) {
+                rc = unindex_txn(t->txn_keys, pending, pid_obj);
+            }
+            if (rc == 0 && PyDict_GET_SIZE(pending) > 0) {
+                if (commit) {
+                    rc = kc_flush(kc); /* latest as the per-record fold left it, and in its order */
+                    if (rc == 0) rc = commit_core(t->latest, pending, t->scala, t->scala ? NULL : t->created);
                 } else if (rc == 0 && !t->scala) {
                     Py_ssize_t it = 0;
                     PyObject *key, *entry;
@@ -730,6 +811,26 @@ static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32
         if (t->scala) break;
     }
     return 0;
+}
+
+/* open_txns.setdefault(pid, {}) (a new reference), as PartitionFold.fold_transactional. A transaction
+ * opened here has the indexing of its keys deferred. */
+static PyObject *open_txn(target_t *t, kcache_t *kc, int64_t pid, PyObject *pid_obj) {
+    PyObject *pending = PyDict_GetItemWithError(t->open_txns, pid_obj); /* borrowed */
+    if (pending != NULL) {
+        if (!PyDict_Check(pending)) {
+            PyErr_SetString(PyExc_TypeError, "open transactions are dicts");
+            return NULL;
+        }
+        return Py_NewRef(pending);
+    }
+    if (PyErr_Occurred() || (pending = PyDict_New()) == NULL) return NULL;
+    if (PyDict_SetItem(t->open_txns, pid_obj, pending) < 0) {
+        Py_DECREF(pending);
+        return NULL;
+    }
+    kc_defer_txn(kc, pid, pid_obj, pending);
+    return pending;
 }
 
 static int report_order(target_t *t, PyObject *file, PyObject *pos_obj, int64_t base_offset, long long prev_last) {
@@ -773,6 +874,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     kcache_t kc;
     memset(&kc, 0, sizeof(kc));
     kc.latest = t.latest;
+    kc.txn_keys = t.scala ? NULL : t.txn_keys;
     PyObject *whole = NULL; /* memoryview of `data`, made at the first compressed batch */
     int failed = 0;
 
@@ -834,42 +936,41 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
 
         PyObject *base_obj = PyLong_FromLongLong(base_offset);
         PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
-        const batch_t bt = {base_offset, file_base + pos, base_obj, pos_obj, file};
+        const batch_t bt = {base_offset, file_base + pos, pid, base_obj, pos_obj, file};
         int rc = pos_obj ? 0 : -1;
         if (rc == 0 && kind == 0) {
             rc = apply_all(rec, rlen, st, count, &bt, t.latest, t.fold_record, NULL, NULL, &hot_count, &kc);
             if (body != NULL) rc = kc_settle(&kc, rc); /* its records die with it */
             if (rc == 0 && base_offset <= prev_last) {
-                rc = kc_flush(&kc);
+                rc = kc_sync(&kc);
                 if (rc == 0) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
             }
             prev_last = last_offset;
             n_records += count;
         } else if (rc == 0) {
-            rc = kc_flush(&kc);
             /* As the walk does for every batch it hands over whole: order first, then the fold. */
-            if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            if (base_offset <= prev_last) {
+                rc = kc_sync(&kc);
+                if (rc == 0) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            }
             if (last_offset > prev_last) prev_last = last_offset;
             PyObject *pid_obj = rc == 0 ? PyLong_FromLongLong(pid) : NULL;
             if (pid_obj == NULL) {
                 rc = -1;
             } else if (kind == TRANSACTIONAL) {
-                PyObject *fresh = PyDict_New();
-                PyObject *pending = fresh ? PyDict_SetDefault(t.open_txns, pid_obj, fresh) : NULL; /* borrowed */
+                PyObject *pending = open_txn(&t, &kc, pid, pid_obj);
                 if (pending == NULL) {
                     rc = -1;
                 } else {
-                    Py_INCREF(pending);
-                    rc = apply_all(rec, rlen, st, count, &bt, pending, t.fold_txn_record, pid_obj,
-                                   t.scala ? NULL : t.txn_keys, &hot_count, &kc);
+                    rc = apply_all(rec, rlen, st, count, &bt, pending, t.fold_txn_record, pid_obj, kc.txn_keys,
+                                   &hot_count, &kc);
                     Py_DECREF(pending);
                 }
-                Py_XDECREF(fresh);
                 n_records += count;
                 n_txn++;
             } else if (simple_markers(rec, st, count)) {
-                rc = fold_markers(&t, rec, st, count, pid_obj, &n_ctrl);
-            } else {
+                rc = fold_markers(&t, rec, st, count, pid, pid_obj, &n_ctrl, &kc);
+            } else if ((rc = kc_sync(&kc)) == 0) {
                 PyObject *records = record_list(rec, st, count, NULL);
                 PyObject *res = records ? PyObject_CallFunctionObjArgs(t.fold_control, pid_obj, records, pos_obj,
                                                                        file, NULL)
