@@ -209,6 +209,7 @@ typedef struct {
     const uint8_t *val; /* the pending write: the value's bytes (in the buffer being folded) */
     Py_ssize_t vlen;
     int64_t off, base, pos; /* record offset, batch base offset and file position of the pending write */
+    PyObject *entry; /* or a committed transaction's entry tuple to write (owned) */
     int dirty;
 } kent_t;
 
@@ -263,7 +264,10 @@ static uint64_t khash(const uint8_t *p, Py_ssize_t n) {
 enum { NOT_KEPT = -2 };
 
 static void kc_free(kcache_t *c) {
-    for (size_t i = 0; i < c->n; i++) Py_DECREF(c->ents[i].key);
+    for (size_t i = 0; i < c->n; i++) {
+        Py_DECREF(c->ents[i].key);
+        Py_XDECREF(c->ents[i].entry);
+    }
     for (int i = 0; i < c->ntxns; i++) {
         Py_DECREF(c->txns[i].pid_obj);
         Py_DECREF(c->txns[i].pending);
@@ -364,6 +368,16 @@ static int store(PyObject *dest, PyObject *key, PyObject *off, PyObject *base_ob
     return rc;
 }
 
+/* The entry of index i, marked as holding a pending write. */
+static inline kent_t *kc_mark(kcache_t *c, Py_ssize_t i) {
+    kent_t *e = &c->ents[i];
+    if (!e->dirty) {
+        e->dirty = 1;
+        c->dirty[c->nd++] = (uint32_t)i;
+    }
+    return e;
+}
+
 /* Make the pending writes in `latest`, in the order of their first write. */
 static int kc_flush(kcache_t *c) {
     PyObject *base_obj = NULL, *pos_obj = NULL; /* shared by the writes of one batch, as before */
@@ -372,7 +386,15 @@ static int kc_flush(kcache_t *c) {
     for (size_t i = 0; i < c->nd; i++) {
         kent_t *e = &c->ents[c->dirty[i]];
         e->dirty = 0;
-        if (rc < 0) continue; /* dropped: the run fails with the exception set */
+        if (rc < 0) { /* dropped: the run fails with the exception set */
+            Py_CLEAR(e->entry);
+            continue;
+        }
+        if (e->entry != NULL) {
+            rc = PyDict_SetItem(c->latest, e->key, e->entry);
+            Py_CLEAR(e->entry);
+            continue;
+        }
         if (base_obj == NULL || e->base != base) {
             Py_XSETREF(base_obj, PyLong_FromLongLong(e->base));
             base = e->base;
@@ -512,11 +534,8 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, const batc
             Py_ssize_t i = kc_find(kc, k, st[r].klen);
             if (i == -1) return -1;
             if (i >= 0) {
-                kent_t *e = &kc->ents[i];
-                if (!e->dirty) {
-                    e->dirty = 1;
-                    kc->dirty[kc->nd++] = (uint32_t)i;
-                }
+                kent_t *e = kc_mark(kc, i);
+                Py_CLEAR(e->entry);
                 e->val = v;
                 e->vlen = st[r].vlen;
                 e->off = st[r].offset;
@@ -708,12 +727,47 @@ static int note_created(PyObject *created, PyObject *key, PyObject *entry) {
     return rc;
 }
 
+/* Whether a pending entry replaces `cur`, the current entry of its key (NULL: none): 1, 0, or -1 with
+ * an exception set. See commit_core. */
+static int commit_takes(PyObject *cur, PyObject *entry, int scala) {
+    if (cur == NULL) return 1;
+    if (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 4) {
+        PyErr_SetString(PyExc_TypeError, "latest entries are (offset, base, position, value) tuples");
+        return -1;
+    }
+    if (scala && PyTuple_GET_ITEM(cur, 3) == Py_None) return 1;
+    return PyObject_RichCompareBool(PyTuple_GET_ITEM(cur, scala ? 1 : 0), PyTuple_GET_ITEM(entry, scala ? 1 : 0),
+                                    Py_LT);
+}
+
+/* The value of an exact int that fits int64, in *out; 0 for anything else. */
+static int int64_of(PyObject *obj, int64_t *out) {
+    if (!PyLong_CheckExact(obj)) return 0;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = (int64_t)v;
+    return 1;
+}
+
+/* The run's entry for a pending key when it can hold its write (-1: NULL with an exception set; NULL
+ * without one: written to latest directly). */
+static kent_t *commit_slot(kcache_t *kc, PyObject *key, Py_ssize_t *index) {
+    if (kc == NULL || !PyBytes_CheckExact(key)) return NULL;
+    Py_ssize_t i = kc_find(kc, (const uint8_t *)PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key));
+    *index = i;
+    return i >= 0 ? &kc->ents[i] : NULL;
+}
+
 /* PartitionFold._commit: a COMMIT marker applies the producer's pending offsets to `latest`. Java
  * (OffsetMetadataManager.replayEndTransactionMarker): an entry replaces the current one only if its record
  * offset is greater, and a losing one still created its group (`created`). Scala (GroupMetadataManager):
- * the batch base offset decides, and a tombstone is always replaced. Pending tombstones are skipped. */
-static int commit_core(PyObject *latest, PyObject *pending, int scala, PyObject *created) {
-    const Py_ssize_t idx = scala ? 1 : 0;
+ * the batch base offset decides, and a tombstone is always replaced. Pending tombstones are skipped.
+ * With a run's `kc`, the current entry may be a write it holds, and a winning entry becomes one. */
+static int commit_core(PyObject *latest, PyObject *pending, int scala, PyObject *created, kcache_t *kc) {
     Py_ssize_t it = 0;
     PyObject *key, *entry;
     int rc = -1;
@@ -724,21 +778,28 @@ static int commit_core(PyObject *latest, PyObject *pending, int scala, PyObject 
             goto done;
         }
         if (PyTuple_GET_ITEM(entry, 3) == Py_None) continue;
-        PyObject *cur = PyDict_GetItemWithError(latest, key); /* borrowed */
-        int take;
-        if (cur == NULL) {
-            if (PyErr_Occurred()) goto done;
-            take = 1;
-        } else if (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 4) {
-            PyErr_SetString(PyExc_TypeError, "latest entries are (offset, base, position, value) tuples");
-            goto done;
-        } else if (scala && PyTuple_GET_ITEM(cur, 3) == Py_None) {
-            take = 1;
-        } else {
-            take = PyObject_RichCompareBool(PyTuple_GET_ITEM(cur, idx), PyTuple_GET_ITEM(entry, idx), Py_LT);
-            if (take < 0) goto done;
+        Py_ssize_t i = NOT_KEPT;
+        kent_t *e = commit_slot(kc, key, &i);
+        if (i == -1) goto done;
+        int64_t mine = 0;
+        if (e != NULL && e->dirty && e->entry == NULL && !int64_of(PyTuple_GET_ITEM(entry, scala ? 1 : 0), &mine)) {
+            if (kc_flush(kc) < 0) goto done; /* an offset past int64: compared as Python compares it */
         }
-        if (take) {
+        if (e == NULL && kc != NULL && kc_flush(kc) < 0) goto done; /* written now, after the pending ones */
+        int take;
+        if (e != NULL && e->dirty && e->entry == NULL) { /* a plain record's write, never a tombstone */
+            take = (scala ? e->base : e->off) < mine;
+        } else if (e != NULL && e->dirty) {
+            take = commit_takes(e->entry, entry, scala);
+        } else {
+            PyObject *cur = PyDict_GetItemWithError(latest, key); /* borrowed */
+            if (cur == NULL && PyErr_Occurred()) goto done;
+            take = commit_takes(cur, entry, scala);
+        }
+        if (take < 0) goto done;
+        if (take && e != NULL) {
+            Py_XSETREF(kc_mark(kc, i)->entry, Py_NewRef(entry));
+        } else if (take) {
             if (PyDict_SetItem(latest, key, entry) < 0) goto done;
         } else if (!scala && created != NULL) {
             if (note_created(created, key, entry) < 0) goto done;
@@ -796,8 +857,7 @@ static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32
             }
             if (rc == 0 && PyDict_GET_SIZE(pending) > 0) {
                 if (commit) {
-                    rc = kc_flush(kc); /* latest as the per-record fold left it, and in its order */
-                    if (rc == 0) rc = commit_core(t->latest, pending, t->scala, t->scala ? NULL : t->created);
+                    rc = commit_core(t->latest, pending, t->scala, t->scala ? NULL : t->created, kc);
                 } else if (rc == 0 && !t->scala) {
                     Py_ssize_t it = 0;
                     PyObject *key, *entry;
@@ -1020,7 +1080,7 @@ static PyObject *commit_pending(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!pO!", &PyDict_Type, &latest, &PyDict_Type, &pending, &scala, &PyDict_Type,
                           &created))
         return NULL;
-    if (commit_core(latest, pending, scala, created) < 0) return NULL;
+    if (commit_core(latest, pending, scala, created, NULL) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
