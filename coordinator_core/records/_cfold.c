@@ -194,14 +194,13 @@ static PyObject *bytes_or_none(const uint8_t *b, Py_ssize_t pos, Py_ssize_t len)
     return PyBytes_FromStringAndSize((const char *)b + pos, len);
 }
 
-/* ---- keys seen in this run, and the hot writes to `latest` not made yet ----
+/* ---- keys seen in this run, and the writes to `latest` and `txn_keys` not made yet ----
  *
  * One bytes object per distinct key (its hash cached), not one per record. The last hot write of a plain
- * batch to a key is kept here as positions in the buffer being folded, and made in `latest` (an entry
- * tuple, an int and a bytes object) once per key when the run flushes: before anything Python could see
- * `latest` through (a callback, a transactional or control batch), after a compressed batch (whose
- * records die with it) and at the end of the run. Keys new to `latest` are inserted in the order of their
- * first write, as the per-record fold inserted them. */
+ * batch to a key is kept here as positions in the buffer being folded (or, from a COMMIT marker, as the
+ * winning entry tuple), and made in `latest` once per key when the run flushes: before a callback, after
+ * a compressed batch (whose records die with it) and at the end of the run. Keys new to `latest` are
+ * inserted in the order of their first write, as the per-record fold inserted them. */
 
 typedef struct {
     uint64_t h;
