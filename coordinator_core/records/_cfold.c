@@ -194,20 +194,48 @@ static PyObject *bytes_or_none(const uint8_t *b, Py_ssize_t pos, Py_ssize_t len)
     return PyBytes_FromStringAndSize((const char *)b + pos, len);
 }
 
-/* ---- keys seen in this run: one bytes object per distinct key (its hash cached), not one per record ---- */
+/* ---- keys seen in this run, and the writes to `latest` and `txn_keys` not made yet ----
+ *
+ * One bytes object per distinct key (its hash cached), not one per record. The last hot write of a plain
+ * batch to a key is kept here as positions in the buffer being folded (or, from a COMMIT marker, as the
+ * winning entry tuple), and made in `latest` once per key when the run flushes: before a callback, after
+ * a compressed batch (whose records die with it) and at the end of the run. Keys new to `latest` are
+ * inserted in the order of their first write, as the per-record fold inserted them. */
 
 typedef struct {
     uint64_t h;
     PyObject *key; /* owned */
-} kslot_t;
+    const uint8_t *val; /* the pending write: the value's bytes (in the buffer being folded) */
+    Py_ssize_t vlen;
+    int64_t off, base, pos; /* record offset, batch base offset and file position of the pending write */
+    PyObject *entry; /* or a committed transaction's entry tuple to write (owned) */
+    int dirty;
+} kent_t;
+
+#define MAX_DEFERRED_TXNS 64 /* more open at once are indexed as they come */
 
 typedef struct {
-    kslot_t *slots;
-    size_t cap, n;
+    kent_t *ents; /* the distinct keys, in first-seen order */
+    size_t n, ent_cap;
+    uint32_t *index; /* open addressing: 0 is empty, else one more than an index into ents */
+    size_t cap;
+    uint32_t *dirty; /* the entries with a pending write, in the order of their first one */
+    size_t nd;
+    PyObject *latest; /* where pending writes go (borrowed) */
+    /* Transactions opened in this run whose hot keys are not in txn_keys yet (Java semantics). One that
+     * is resolved in the same run never needs them there: its marker skips the unindexing too. They are
+     * indexed (kc_sync) before anything Python could look at txn_keys. */
+    struct {
+        int64_t pid;
+        PyObject *pid_obj, *pending; /* owned */
+    } txns[MAX_DEFERRED_TXNS];
+    int ntxns;
+    PyObject *txn_keys; /* borrowed; NULL under Scala semantics (no index) */
 } kcache_t;
 
 /* A word-at-a-time hash of a key; crafted collisions cost at most MAX_PROBE probes per record. */
 static uint64_t khash(const uint8_t *p, Py_ssize_t n) {
+    const Py_ssize_t len = n;
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
     while (n >= 8) {
         uint64_t w;
@@ -218,58 +246,139 @@ static uint64_t khash(const uint8_t *p, Py_ssize_t n) {
         n -= 8;
     }
     uint64_t w = 0;
-    memcpy(&w, p, (size_t)n);
+    if (n > 0 && len >= 8)
+        memcpy(&w, p + n - 8, 8); /* the last 8 bytes of the key (overlapping the words before) */
+    else
+        memcpy(&w, p, (size_t)n);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    /* MurmurHash3's finaliser: the table takes the low bits, and keys that differ only in their last
+     * bytes (a partition number) differ in the high bits of the product */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    return h ^ (h >> 33);
+}
+
+#ifdef HAVE_HW_CRC
+/* khash with the CPU's CRC-32C instruction, one word per instruction (a 32-bit hash, mixed into 64). */
+__attribute__((target("sse4.2"))) static uint64_t khash_hw(const uint8_t *p, Py_ssize_t n) {
+    uint64_t c = 0xFFFFFFFFu, w = 0;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        c = __builtin_ia32_crc32di(c, w);
+    }
+    if (i < n) {
+        w = 0;
+        if (n >= 8)
+            memcpy(&w, p + n - 8, 8); /* the last 8 bytes of the key (overlapping the words before) */
+        else
+            memcpy(&w, p, (size_t)n);
+        c = __builtin_ia32_crc32di(c, w);
+    }
+    uint64_t h = (c ^ ((uint64_t)n << 32)) * 0x9E3779B97F4A7C15ULL;
     return h ^ (h >> 29);
+}
+#endif
+
+static int hw_khash; /* set at import when the CPU has SSE4.2 */
+
+static inline uint64_t kc_hash(const uint8_t *p, Py_ssize_t n) {
+#ifdef HAVE_HW_CRC
+    if (hw_khash) return khash_hw(p, n);
+#endif
+    return khash(p, n);
+}
+
+/* a[0:n] == b[0:n], a word at a time (keys are tens of bytes: no library call) */
+static inline int same_bytes(const uint8_t *a, const uint8_t *b, Py_ssize_t n) {
+    if (n < 8) return memcmp(a, b, (size_t)n) == 0;
+    uint64_t x, y;
+    for (Py_ssize_t i = 0; i + 8 <= n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) return 0;
+    }
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
 }
 
 #define MAX_PROBE 32
+#define MAX_KEYS ((size_t)1 << 30) /* distinct keys remembered per run; more are written as they come */
+enum { NOT_KEPT = -2 };
 
 static void kc_free(kcache_t *c) {
-    for (size_t i = 0; i < c->cap; i++) Py_XDECREF(c->slots[i].key);
-    free(c->slots);
-    c->slots = NULL;
-    c->cap = c->n = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        Py_DECREF(c->ents[i].key);
+        Py_XDECREF(c->ents[i].entry);
+    }
+    for (int i = 0; i < c->ntxns; i++) {
+        Py_DECREF(c->txns[i].pid_obj);
+        Py_DECREF(c->txns[i].pending);
+    }
+    free(c->ents);
+    free(c->index);
+    free(c->dirty);
+    memset(c, 0, sizeof(*c));
 }
 
 static int kc_grow(kcache_t *c) {
-    size_t cap = c->cap ? c->cap * 2 : 1024;
-    kslot_t *slots = (kslot_t *)calloc(cap, sizeof(kslot_t));
-    if (slots == NULL) return -1;
-    for (size_t i = 0; i < c->cap; i++) {
-        if (c->slots[i].key == NULL) continue;
-        size_t j = (size_t)c->slots[i].h & (cap - 1);
-        while (slots[j].key != NULL) j = (j + 1) & (cap - 1);
-        slots[j] = c->slots[i];
+    if (c->n == c->ent_cap) {
+        size_t cap = c->ent_cap ? c->ent_cap * 2 : 512;
+        kent_t *ents = (kent_t *)realloc(c->ents, cap * sizeof(kent_t));
+        if (ents == NULL) return -1;
+        c->ents = ents;
+        uint32_t *dirty = (uint32_t *)realloc(c->dirty, cap * sizeof(uint32_t));
+        if (dirty == NULL) return -1;
+        c->dirty = dirty;
+        c->ent_cap = cap;
     }
-    free(c->slots);
-    c->slots = slots;
-    c->cap = cap;
+    if (c->n * 2 >= c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1024;
+        uint32_t *index = (uint32_t *)calloc(cap, sizeof(uint32_t));
+        if (index == NULL) return -1;
+        for (size_t i = 0; i < c->n; i++) {
+            size_t j = (size_t)c->ents[i].h & (cap - 1);
+            while (index[j] != 0) j = (j + 1) & (cap - 1);
+            index[j] = (uint32_t)(i + 1);
+        }
+        free(c->index);
+        c->index = index;
+        c->cap = cap;
+    }
     return 0;
+}
+
+/* The entry of the key k[0:n] (made, with its bytes object, at its first sight), NOT_KEPT when it cannot
+ * be remembered (no room, or MAX_PROBE collisions), or -1 with an exception set. */
+static Py_ssize_t kc_find(kcache_t *c, const uint8_t *k, Py_ssize_t n) {
+    if ((c->n == c->ent_cap || c->n * 2 >= c->cap) && (c->n >= MAX_KEYS || kc_grow(c) < 0)) return NOT_KEPT;
+    uint64_t h = kc_hash(k, n);
+    size_t j = (size_t)h & (c->cap - 1);
+    for (int probe = 0; c->index[j] != 0; probe++) {
+        size_t i = c->index[j] - 1;
+        PyObject *key = c->ents[i].key;
+        if (c->ents[i].h == h && PyBytes_GET_SIZE(key) == n && same_bytes((const uint8_t *)PyBytes_AS_STRING(key), k, n))
+            return (Py_ssize_t)i;
+        if (probe >= MAX_PROBE) return NOT_KEPT;
+        j = (j + 1) & (c->cap - 1);
+    }
+    PyObject *key = PyBytes_FromStringAndSize((const char *)k, n);
+    if (key == NULL) return -1;
+    kent_t *e = &c->ents[c->n];
+    memset(e, 0, sizeof(*e));
+    e->h = h;
+    e->key = key;
+    c->index[j] = (uint32_t)(c->n + 1);
+    return (Py_ssize_t)c->n++;
 }
 
 /* A new reference to a bytes object equal to k[0:n]: the one seen before in this run, or a new one. */
 static PyObject *kc_key(kcache_t *c, const uint8_t *k, Py_ssize_t n) {
-    if (c->n * 2 >= c->cap && kc_grow(c) < 0) /* no room to remember it: a plain new object */
-        return PyBytes_FromStringAndSize((const char *)k, n);
-    uint64_t h = khash(k, n);
-    size_t j = (size_t)h & (c->cap - 1);
-    for (int probe = 0; c->slots[j].key != NULL; probe++) {
-        PyObject *key = c->slots[j].key;
-        if (c->slots[j].h == h && PyBytes_GET_SIZE(key) == n && memcmp(PyBytes_AS_STRING(key), k, (size_t)n) == 0) {
-            Py_INCREF(key);
-            return key;
-        }
-        if (probe >= MAX_PROBE) return PyBytes_FromStringAndSize((const char *)k, n); /* not remembered */
-        j = (j + 1) & (c->cap - 1);
-    }
-    PyObject *key = PyBytes_FromStringAndSize((const char *)k, n);
-    if (key == NULL) return NULL;
-    Py_INCREF(key);
-    c->slots[j].h = h;
-    c->slots[j].key = key;
-    c->n++;
-    return key;
+    Py_ssize_t i = kc_find(c, k, n);
+    if (i == -1) return NULL;
+    if (i == NOT_KEPT) return PyBytes_FromStringAndSize((const char *)k, n);
+    return Py_NewRef(c->ents[i].key);
 }
 
 /* dest[key] = (off, base, pos, value), stealing `off` and `value`. An entry tuple that only `dest` holds
@@ -303,6 +412,63 @@ static int store(PyObject *dest, PyObject *key, PyObject *off, PyObject *base_ob
     return rc;
 }
 
+/* The entry of index i, marked as holding a pending write. */
+static inline kent_t *kc_mark(kcache_t *c, Py_ssize_t i) {
+    kent_t *e = &c->ents[i];
+    if (!e->dirty) {
+        e->dirty = 1;
+        c->dirty[c->nd++] = (uint32_t)i;
+    }
+    return e;
+}
+
+/* Make the pending writes in `latest`, in the order of their first write. */
+static int kc_flush(kcache_t *c) {
+    PyObject *base_obj = NULL, *pos_obj = NULL; /* shared by the writes of one batch, as before */
+    int64_t base = 0, pos = 0;
+    int rc = 0;
+    for (size_t i = 0; i < c->nd; i++) {
+        kent_t *e = &c->ents[c->dirty[i]];
+        e->dirty = 0;
+        if (rc < 0) { /* dropped: the run fails with the exception set */
+            Py_CLEAR(e->entry);
+            continue;
+        }
+        if (e->entry != NULL) {
+            rc = PyDict_SetItem(c->latest, e->key, e->entry);
+            Py_CLEAR(e->entry);
+            continue;
+        }
+        if (base_obj == NULL || e->base != base) {
+            Py_XSETREF(base_obj, PyLong_FromLongLong(e->base));
+            base = e->base;
+        }
+        if (pos_obj == NULL || e->pos != pos) {
+            Py_XSETREF(pos_obj, PyLong_FromLongLong(e->pos));
+            pos = e->pos;
+        }
+        PyObject *off = base_obj && pos_obj ? PyLong_FromLongLong(e->off) : NULL;
+        PyObject *value = off ? PyBytes_FromStringAndSize((const char *)e->val, e->vlen) : NULL;
+        if (value == NULL) {
+            Py_XDECREF(off);
+            rc = -1;
+            continue;
+        }
+        rc = store(c->latest, e->key, off, base_obj, pos_obj, value);
+    }
+    c->nd = 0;
+    Py_XDECREF(base_obj);
+    Py_XDECREF(pos_obj);
+    return rc;
+}
+
+/* The batch being folded: its base offset and file position, as int64 and as the ints its entries hold,
+ * and its producer id. */
+typedef struct {
+    int64_t base, pos, pid;
+    PyObject *base_obj, *pos_obj, *file;
+} batch_t;
+
 /* PartitionFold._index_txn_key: txn_keys[key].add(pid), so that a tombstone visits only the open
  * transactions that stage its key. */
 static int index_txn_key(PyObject *index, PyObject *key, PyObject *pid) {
@@ -319,6 +485,64 @@ static int index_txn_key(PyObject *index, PyObject *key, PyObject *pid) {
         return -1;
     }
     return PySet_Add(pids, pid);
+}
+
+/* Index the keys of the transactions deferred in this run: txn_keys as the per-record fold leaves it. */
+static int kc_index_txns(kcache_t *c) {
+    int rc = 0;
+    for (int i = 0; i < c->ntxns; i++) {
+        Py_ssize_t it = 0;
+        PyObject *key, *entry;
+        while (rc == 0 && PyDict_Next(c->txns[i].pending, &it, &key, &entry))
+            rc = index_txn_key(c->txn_keys, key, c->txns[i].pid_obj);
+        Py_DECREF(c->txns[i].pid_obj);
+        Py_DECREF(c->txns[i].pending);
+    }
+    c->ntxns = 0;
+    return rc;
+}
+
+/* Everything the run keeps back, made in the Python objects: before a callback, and at the end. */
+static int kc_sync(kcache_t *c) {
+    if (kc_flush(c) < 0) return -1;
+    return kc_index_txns(c);
+}
+
+/* kc_sync after a step that returned rc: a failed step's exception is kept (what it folded before it
+ * failed is written all the same, as the per-record fold had written it). */
+static int kc_settle(kcache_t *c, int rc) {
+    if (rc == 0) return kc_sync(c);
+    if (c->nd == 0 && c->ntxns == 0) return rc;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (kc_sync(c) < 0) PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return rc;
+}
+
+/* Whether the transaction of producer `pid` is deferred in this run; `forget`: and no longer is. */
+static int kc_txn_deferred(kcache_t *c, int64_t pid, int forget) {
+    for (int i = 0; i < c->ntxns; i++) {
+        if (c->txns[i].pid != pid) continue;
+        if (forget) {
+            Py_DECREF(c->txns[i].pid_obj);
+            Py_DECREF(c->txns[i].pending);
+            c->txns[i] = c->txns[--c->ntxns];
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* Defer the indexing of a transaction opened in this run (its pending dict new and empty); 0 when there
+ * is no room (it is indexed as it comes). */
+static int kc_defer_txn(kcache_t *c, int64_t pid, PyObject *pid_obj, PyObject *pending) {
+    if (c->txn_keys == NULL || c->ntxns == MAX_DEFERRED_TXNS) return 0;
+    c->txns[c->ntxns].pid = pid;
+    c->txns[c->ntxns].pid_obj = Py_NewRef(pid_obj);
+    c->txns[c->ntxns].pending = Py_NewRef(pending);
+    c->ntxns++;
+    return 1;
 }
 
 /* PartitionFold._unindex_txn: a resolved transaction's keys no longer point at its producer. */
@@ -339,17 +563,37 @@ static int unindex_txn(PyObject *index, PyObject *pending, PyObject *pid) {
 
 /* Fold one parsed plain or transactional batch into `dest` (latest, or the producer's pending dict);
  * records outside the hot case go to `slow` (with the producer id `pid` first for a transactional
- * batch, whose hot keys are also indexed in `index` when it is not NULL).
+ * batch, whose hot keys are also indexed in `index` when it is not NULL and the transaction is not
+ * deferred in `kc`). The hot records of a plain batch (pid NULL) are kept in `kc` as pending writes to
+ * `latest`.
  * -1 with an exception set if Python failed. */
-static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *base_obj, PyObject *pos_obj,
-                 PyObject *file, PyObject *dest, PyObject *slow, PyObject *pid, PyObject *index,
-                 long long *hot_count, kcache_t *kc) {
+static int apply(const uint8_t *b, const staged_t *st, int32_t count, const batch_t *bt, PyObject *dest,
+                 PyObject *slow, PyObject *pid, PyObject *index, long long *hot_count, kcache_t *kc) {
+    if (index != NULL && kc_txn_deferred(kc, bt->pid, 0)) index = NULL;
     for (int32_t r = 0; r < count; r++) {
         const uint8_t *k = st[r].klen >= 0 ? b + st[r].kpos : NULL;
         const uint8_t *v = st[r].vlen >= 0 ? b + st[r].vpos : NULL;
-        PyObject *off = PyLong_FromLongLong(st[r].offset);
-        if (off == NULL) return -1;
-        if (hot(k, st[r].klen, v, st[r].vlen)) {
+        const int is_hot = hot(k, st[r].klen, v, st[r].vlen);
+        if (is_hot && pid == NULL) {
+            Py_ssize_t i = kc_find(kc, k, st[r].klen);
+            if (i == -1) return -1;
+            if (i >= 0) {
+                kent_t *e = kc_mark(kc, i);
+                Py_CLEAR(e->entry);
+                e->val = v;
+                e->vlen = st[r].vlen;
+                e->off = st[r].offset;
+                e->base = bt->base;
+                e->pos = bt->pos;
+                (*hot_count)++;
+                continue;
+            }
+        }
+        if (is_hot) {
+            /* A write to latest made now comes after the pending ones, as it came after them. */
+            if (pid == NULL && kc->nd && kc_flush(kc) < 0) return -1;
+            PyObject *off = PyLong_FromLongLong(st[r].offset);
+            if (off == NULL) return -1;
             PyObject *key = kc_key(kc, k, st[r].klen);
             PyObject *value = key ? PyBytes_FromStringAndSize((const char *)v, st[r].vlen) : NULL;
             if (value == NULL) {
@@ -357,21 +601,26 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
                 Py_DECREF(off);
                 return -1;
             }
-            int rc = store(dest, key, off, base_obj, pos_obj, value);
+            int rc = store(dest, key, off, bt->base_obj, bt->pos_obj, value);
             if (rc == 0 && index != NULL) rc = index_txn_key(index, key, pid);
             Py_DECREF(key);
             if (rc < 0) return -1;
             (*hot_count)++;
             continue;
         }
+        if (kc_sync(kc) < 0) return -1; /* the callback sees the fold as the per-record fold left it */
+        if (pid != NULL) index = kc->txn_keys; /* no transaction is deferred any more */
+        PyObject *off = PyLong_FromLongLong(st[r].offset);
+        if (off == NULL) return -1;
         PyObject *key = bytes_or_none(b, st[r].kpos, st[r].klen);
         PyObject *value = key ? bytes_or_none(b, st[r].vpos, st[r].vlen) : NULL;
         PyObject *res = NULL;
         if (value != NULL) {
             if (pid != NULL)
-                res = PyObject_CallFunctionObjArgs(slow, pid, off, key, value, base_obj, pos_obj, file, NULL);
+                res = PyObject_CallFunctionObjArgs(slow, pid, off, key, value, bt->base_obj, bt->pos_obj, bt->file,
+                                                   NULL);
             else
-                res = PyObject_CallFunctionObjArgs(slow, off, key, value, base_obj, pos_obj, file, NULL);
+                res = PyObject_CallFunctionObjArgs(slow, off, key, value, bt->base_obj, bt->pos_obj, bt->file, NULL);
         }
         Py_XDECREF(value);
         Py_XDECREF(key);
@@ -384,18 +633,18 @@ static int apply(const uint8_t *b, const staged_t *st, int32_t count, PyObject *
 
 /* apply() over a batch: in one go when its records are all staged (count <= STAGE_CHUNK), else staging
  * and folding STAGE_CHUNK records at a time (the section was checked whole by check_records). */
-static int apply_all(const uint8_t *b, Py_ssize_t n, int64_t base_offset, staged_t *st, int32_t count,
-                     PyObject *base_obj, PyObject *pos_obj, PyObject *file, PyObject *dest, PyObject *slow,
-                     PyObject *pid, PyObject *index, long long *hot_count, kcache_t *kc) {
-    if (count <= STAGE_CHUNK) return apply(b, st, count, base_obj, pos_obj, file, dest, slow, pid, index, hot_count, kc);
+static int apply_all(const uint8_t *b, Py_ssize_t n, staged_t *st, int32_t count, const batch_t *bt,
+                     PyObject *dest, PyObject *slow, PyObject *pid, PyObject *index, long long *hot_count,
+                     kcache_t *kc) {
+    if (count <= STAGE_CHUNK) return apply(b, st, count, bt, dest, slow, pid, index, hot_count, kc);
     Py_ssize_t q = 0;
     for (int32_t done = 0; done < count; done += STAGE_CHUNK) {
         int32_t m = count - done < STAGE_CHUNK ? count - done : STAGE_CHUNK;
-        if (parse_range(b, n, &q, m, base_offset, st) != OK) {
+        if (parse_range(b, n, &q, m, bt->base, st) != OK) {
             PyErr_SetString(PyExc_RuntimeError, "records section changed between its check and its fold");
             return -1;
         }
-        if (apply(b, st, m, base_obj, pos_obj, file, dest, slow, pid, index, hot_count, kc) < 0) return -1;
+        if (apply(b, st, m, bt, dest, slow, pid, index, hot_count, kc) < 0) return -1;
     }
     return 0;
 }
@@ -522,12 +771,47 @@ static int note_created(PyObject *created, PyObject *key, PyObject *entry) {
     return rc;
 }
 
+/* Whether a pending entry replaces `cur`, the current entry of its key (NULL: none): 1, 0, or -1 with
+ * an exception set. See commit_core. */
+static int commit_takes(PyObject *cur, PyObject *entry, int scala) {
+    if (cur == NULL) return 1;
+    if (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 4) {
+        PyErr_SetString(PyExc_TypeError, "latest entries are (offset, base, position, value) tuples");
+        return -1;
+    }
+    if (scala && PyTuple_GET_ITEM(cur, 3) == Py_None) return 1;
+    return PyObject_RichCompareBool(PyTuple_GET_ITEM(cur, scala ? 1 : 0), PyTuple_GET_ITEM(entry, scala ? 1 : 0),
+                                    Py_LT);
+}
+
+/* The value of an exact int that fits int64, in *out; 0 for anything else. */
+static int int64_of(PyObject *obj, int64_t *out) {
+    if (!PyLong_CheckExact(obj)) return 0;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = (int64_t)v;
+    return 1;
+}
+
+/* The run's entry for a pending key when it can hold its write (-1: NULL with an exception set; NULL
+ * without one: written to latest directly). */
+static kent_t *commit_slot(kcache_t *kc, PyObject *key, Py_ssize_t *index) {
+    if (kc == NULL || !PyBytes_CheckExact(key)) return NULL;
+    Py_ssize_t i = kc_find(kc, (const uint8_t *)PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key));
+    *index = i;
+    return i >= 0 ? &kc->ents[i] : NULL;
+}
+
 /* PartitionFold._commit: a COMMIT marker applies the producer's pending offsets to `latest`. Java
  * (OffsetMetadataManager.replayEndTransactionMarker): an entry replaces the current one only if its record
  * offset is greater, and a losing one still created its group (`created`). Scala (GroupMetadataManager):
- * the batch base offset decides, and a tombstone is always replaced. Pending tombstones are skipped. */
-static int commit_core(PyObject *latest, PyObject *pending, int scala, PyObject *created) {
-    const Py_ssize_t idx = scala ? 1 : 0;
+ * the batch base offset decides, and a tombstone is always replaced. Pending tombstones are skipped.
+ * With a run's `kc`, the current entry may be a write it holds, and a winning entry becomes one. */
+static int commit_core(PyObject *latest, PyObject *pending, int scala, PyObject *created, kcache_t *kc) {
     Py_ssize_t it = 0;
     PyObject *key, *entry;
     int rc = -1;
@@ -538,21 +822,28 @@ static int commit_core(PyObject *latest, PyObject *pending, int scala, PyObject 
             goto done;
         }
         if (PyTuple_GET_ITEM(entry, 3) == Py_None) continue;
-        PyObject *cur = PyDict_GetItemWithError(latest, key); /* borrowed */
-        int take;
-        if (cur == NULL) {
-            if (PyErr_Occurred()) goto done;
-            take = 1;
-        } else if (!PyTuple_Check(cur) || PyTuple_GET_SIZE(cur) != 4) {
-            PyErr_SetString(PyExc_TypeError, "latest entries are (offset, base, position, value) tuples");
-            goto done;
-        } else if (scala && PyTuple_GET_ITEM(cur, 3) == Py_None) {
-            take = 1;
-        } else {
-            take = PyObject_RichCompareBool(PyTuple_GET_ITEM(cur, idx), PyTuple_GET_ITEM(entry, idx), Py_LT);
-            if (take < 0) goto done;
+        Py_ssize_t i = NOT_KEPT;
+        kent_t *e = commit_slot(kc, key, &i);
+        if (i == -1) goto done;
+        int64_t mine = 0;
+        if (e != NULL && e->dirty && e->entry == NULL && !int64_of(PyTuple_GET_ITEM(entry, scala ? 1 : 0), &mine)) {
+            if (kc_flush(kc) < 0) goto done; /* an offset past int64: compared as Python compares it */
         }
-        if (take) {
+        if (e == NULL && kc != NULL && kc_flush(kc) < 0) goto done; /* written now, after the pending ones */
+        int take;
+        if (e != NULL && e->dirty && e->entry == NULL) { /* a plain record's write, never a tombstone */
+            take = (scala ? e->base : e->off) < mine;
+        } else if (e != NULL && e->dirty) {
+            take = commit_takes(e->entry, entry, scala);
+        } else {
+            PyObject *cur = PyDict_GetItemWithError(latest, key); /* borrowed */
+            if (cur == NULL && PyErr_Occurred()) goto done;
+            take = commit_takes(cur, entry, scala);
+        }
+        if (take < 0) goto done;
+        if (take && e != NULL) {
+            Py_XSETREF(kc_mark(kc, i)->entry, Py_NewRef(entry));
+        } else if (take) {
             if (PyDict_SetItem(latest, key, entry) < 0) goto done;
         } else if (!scala && created != NULL) {
             if (note_created(created, key, entry) < 0) goto done;
@@ -577,8 +868,8 @@ static int simple_markers(const uint8_t *b, const staged_t *st, int32_t count) {
 /* PartitionFold.fold_control over a control batch whose keys all parse: COMMIT and ABORT markers resolve
  * the producer's open transaction; other control types (LEADER_CHANGE, KRaft markers) are counted only.
  * The Scala loader reads only up to the first marker of a batch. Adds the records it read to *n_ctrl. */
-static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32_t count, PyObject *pid_obj,
-                        long long *n_ctrl) {
+static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32_t count, int64_t pid,
+                        PyObject *pid_obj, long long *n_ctrl, kcache_t *kc) {
     for (int32_t r = 0; r < count; r++) {
         (*n_ctrl)++;
         const uint8_t *k = b + st[r].kpos;
@@ -603,10 +894,14 @@ static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32
             if (!PyDict_Check(pending)) {
                 PyErr_SetString(PyExc_TypeError, "open transactions are dicts");
                 rc = -1;
-            } else if (PyDict_GET_SIZE(pending) > 0) {
-                if (!t->scala) rc = unindex_txn(t->txn_keys, pending, pid_obj);
-                if (rc == 0 && commit) {
-                    rc = commit_core(t->latest, pending, t->scala, t->scala ? NULL : t->created);
+            } else if (kc_txn_deferred(kc, pid, 1)) {
+                /* opened in this run: its keys never went into txn_keys */
+            } else if (PyDict_GET_SIZE(pending) > 0 && !t->scala) {
+                rc = unindex_txn(t->txn_keys, pending, pid_obj);
+            }
+            if (rc == 0 && PyDict_GET_SIZE(pending) > 0) {
+                if (commit) {
+                    rc = commit_core(t->latest, pending, t->scala, t->scala ? NULL : t->created, kc);
                 } else if (rc == 0 && !t->scala) {
                     Py_ssize_t it = 0;
                     PyObject *key, *entry;
@@ -620,6 +915,26 @@ static int fold_markers(target_t *t, const uint8_t *b, const staged_t *st, int32
         if (t->scala) break;
     }
     return 0;
+}
+
+/* open_txns.setdefault(pid, {}) (a new reference), as PartitionFold.fold_transactional. A transaction
+ * opened here has the indexing of its keys deferred. */
+static PyObject *open_txn(target_t *t, kcache_t *kc, int64_t pid, PyObject *pid_obj) {
+    PyObject *pending = PyDict_GetItemWithError(t->open_txns, pid_obj); /* borrowed */
+    if (pending != NULL) {
+        if (!PyDict_Check(pending)) {
+            PyErr_SetString(PyExc_TypeError, "open transactions are dicts");
+            return NULL;
+        }
+        return Py_NewRef(pending);
+    }
+    if (PyErr_Occurred() || (pending = PyDict_New()) == NULL) return NULL;
+    if (PyDict_SetItem(t->open_txns, pid_obj, pending) < 0) {
+        Py_DECREF(pending);
+        return NULL;
+    }
+    kc_defer_txn(kc, pid, pid_obj, pending);
+    return pending;
 }
 
 static int report_order(target_t *t, PyObject *file, PyObject *pos_obj, int64_t base_offset, long long prev_last) {
@@ -660,7 +975,10 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
     long long n_ctrl = 0; /* control records read by fold_markers (counted in n_records too) */
     staged_t *st = NULL;
     size_t st_cap = 0;
-    kcache_t kc = {NULL, 0, 0};
+    kcache_t kc;
+    memset(&kc, 0, sizeof(kc));
+    kc.latest = t.latest;
+    kc.txn_keys = t.scala ? NULL : t.txn_keys;
     PyObject *whole = NULL; /* memoryview of `data`, made at the first compressed batch */
     int failed = 0;
 
@@ -722,37 +1040,41 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
 
         PyObject *base_obj = PyLong_FromLongLong(base_offset);
         PyObject *pos_obj = base_obj ? PyLong_FromLongLong(file_base + pos) : NULL;
+        const batch_t bt = {base_offset, file_base + pos, pid, base_obj, pos_obj, file};
         int rc = pos_obj ? 0 : -1;
         if (rc == 0 && kind == 0) {
-            rc = apply_all(rec, rlen, base_offset, st, count, base_obj, pos_obj, file, t.latest, t.fold_record, NULL,
-                           NULL, &hot_count, &kc);
-            if (rc == 0 && base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            rc = apply_all(rec, rlen, st, count, &bt, t.latest, t.fold_record, NULL, NULL, &hot_count, &kc);
+            if (body != NULL) rc = kc_settle(&kc, rc); /* its records die with it */
+            if (rc == 0 && base_offset <= prev_last) {
+                rc = kc_sync(&kc);
+                if (rc == 0) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            }
             prev_last = last_offset;
             n_records += count;
         } else if (rc == 0) {
             /* As the walk does for every batch it hands over whole: order first, then the fold. */
-            if (base_offset <= prev_last) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            if (base_offset <= prev_last) {
+                rc = kc_sync(&kc);
+                if (rc == 0) rc = report_order(&t, file, pos_obj, base_offset, prev_last);
+            }
             if (last_offset > prev_last) prev_last = last_offset;
             PyObject *pid_obj = rc == 0 ? PyLong_FromLongLong(pid) : NULL;
             if (pid_obj == NULL) {
                 rc = -1;
             } else if (kind == TRANSACTIONAL) {
-                PyObject *fresh = PyDict_New();
-                PyObject *pending = fresh ? PyDict_SetDefault(t.open_txns, pid_obj, fresh) : NULL; /* borrowed */
+                PyObject *pending = open_txn(&t, &kc, pid, pid_obj);
                 if (pending == NULL) {
                     rc = -1;
                 } else {
-                    Py_INCREF(pending);
-                    rc = apply_all(rec, rlen, base_offset, st, count, base_obj, pos_obj, file, pending,
-                                   t.fold_txn_record, pid_obj, t.scala ? NULL : t.txn_keys, &hot_count, &kc);
+                    rc = apply_all(rec, rlen, st, count, &bt, pending, t.fold_txn_record, pid_obj, kc.txn_keys,
+                                   &hot_count, &kc);
                     Py_DECREF(pending);
                 }
-                Py_XDECREF(fresh);
                 n_records += count;
                 n_txn++;
             } else if (simple_markers(rec, st, count)) {
-                rc = fold_markers(&t, rec, st, count, pid_obj, &n_ctrl);
-            } else {
+                rc = fold_markers(&t, rec, st, count, pid, pid_obj, &n_ctrl, &kc);
+            } else if ((rc = kc_sync(&kc)) == 0) {
                 PyObject *records = record_list(rec, st, count, NULL);
                 PyObject *res = records ? PyObject_CallFunctionObjArgs(t.fold_control, pid_obj, records, pos_obj,
                                                                        file, NULL)
@@ -773,6 +1095,7 @@ static PyObject *fold_run(PyObject *self, PyObject *args) {
         last = last_offset;
         pos += total;
     }
+    if (kc_settle(&kc, failed ? -1 : 0) < 0) failed = 1; /* before the buffer is released */
     free(st);
     kc_free(&kc);
     Py_XDECREF(whole);
@@ -801,7 +1124,7 @@ static PyObject *commit_pending(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!pO!", &PyDict_Type, &latest, &PyDict_Type, &pending, &scala, &PyDict_Type,
                           &created))
         return NULL;
-    if (commit_core(latest, pending, scala, created) < 0) return NULL;
+    if (commit_core(latest, pending, scala, created, NULL) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -969,7 +1292,10 @@ PyMODINIT_FUNC PyInit__cfold(void) {
     if (ZERO == NULL || MINUS_ONE == NULL) return NULL;
 #ifdef HAVE_HW_CRC
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("sse4.2")) crc32c_fn = crc32c_hw;
+    if (__builtin_cpu_supports("sse4.2")) {
+        crc32c_fn = crc32c_hw;
+        hw_khash = 1;
+    }
 #endif
     PyObject *m = PyModule_Create(&module);
     /* The calling convention of fold_run; records/fold.py refuses a build with another one. */

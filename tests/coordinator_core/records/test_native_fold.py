@@ -348,3 +348,123 @@ def test_record_sections_parse_identically_or_fall_back() -> None:
             assert native_out == python_out
             same += 1
     assert same > 400 and fell_back > 200, (same, fell_back)
+
+
+def _interleaved(rng: random.Random, producers: int) -> bytes:
+    """Plain commits, tombstones and the transactions of many producers, interleaved in one segment:
+    transactions open and resolve in the same run, or stay open at its end."""
+    out = bytearray()
+    base = 0
+    open_pids: set[int] = set()
+    for _ in range(rng.randint(20, 400)):
+        pid = rng.randrange(1, producers + 1)
+        roll = rng.random()
+        if pid in open_pids and roll < 0.25:
+            commit = rng.random() < 0.7
+            out += build_control_batch(
+                commit, base_offset=base, producer_id=pid, producer_epoch=0, coordinator_epoch=0, timestamp=0
+            )
+            open_pids.discard(pid)
+            base += 1
+            continue
+        txn = roll < 0.6
+        records = [
+            (
+                _key(f"g{rng.randrange(12)}", "t", rng.randrange(4), rtype=rng.choice([1, 1, 1, 1, 0])),
+                None if rng.random() < 0.08 else _value(rng.randrange(1 << 30)),
+                1_700_000_000_000 + base,
+            )
+            for _ in range(rng.randint(1, 4))
+        ]
+        out += build_record_batch(
+            records, base_offset=base, compression=rng.choice([0, 0, 0, 0, 1]), is_transactional=txn,
+            producer_id=pid if txn else -1, producer_epoch=0 if txn else -1,
+        )  # fmt: skip
+        if txn:
+            open_pids.add(pid)
+        base += len(records)
+    return bytes(out)
+
+
+def _fold_in_order(data: bytes, native: bool, monkeypatch, semantics: str) -> tuple:
+    """The fold's containers as item lists: their order is part of what both paths must agree on."""
+    monkeypatch.setattr(twin, "NATIVE", native)
+    f = PartitionFold(partition=0, semantics=semantics)
+    f.add_buffer(data, file="seg.log")
+    return (
+        list(f.latest.items()),
+        [(pid, list(pending.items())) for pid, pending in f.open_txns.items()],
+        {key: sorted(pids) for key, pids in f.txn_keys.items()},
+        list(f.created.items()),
+        list(f.first_marker.items()),
+        list(f.tomb_max.items()),
+    )
+
+
+@needs_native
+@pytest.mark.parametrize("producers", [3, 100])  # 100: more transactions open at once than the C fold defers
+def test_interleaved_transactions_fold_identically_in_order(monkeypatch, producers: int) -> None:
+    """The C fold keeps hot writes to latest and the txn_keys entries of the transactions it opens until
+    Python could see them: the result, insertion order included, is the per-record fold's."""
+    rng = random.Random(producers)
+    still_open = 0
+    for _ in range(60):
+        data = _interleaved(rng, producers)
+        for semantics in ("java", "scala"):
+            native = _fold_in_order(data, True, monkeypatch, semantics)
+            assert native == _fold_in_order(data, False, monkeypatch, semantics), semantics
+            still_open += bool(native[1])
+    assert still_open > 20  # runs that end with open transactions (and their txn_keys) were compared
+
+
+def _colliding_keys(count: int) -> list[bytes]:
+    """Offset-commit keys of 32 bytes with one CRC-32C: the partition's four bytes are solved for it.
+    The C fold hashes keys with the CRC-32C instruction when the CPU has it, so these share one hash."""
+    from offsetops.coordinator_core.records.crc import crc32c
+
+    poly, mask = 0x82F63B78, 0xFFFFFFFF
+
+    def unshift(reg: int) -> int:  # the inverse of 32 register steps of the reflected CRC
+        for _ in range(32):
+            reg = (((reg ^ poly) << 1) | 1) & mask if reg & 0x80000000 else (reg << 1) & mask
+        return reg
+
+    topic = b"topic-collisions1"
+    keys = []
+    for i in range(count):
+        group = f"g{i:04d}".encode()
+        prefix = struct.pack(">hh", 1, len(group)) + group + struct.pack(">h", len(topic)) + topic
+        word = unshift(0x12345678 ^ mask) ^ crc32c(prefix) ^ mask
+        keys.append(prefix + word.to_bytes(4, "little"))
+    return keys
+
+
+@needs_native
+def test_keys_with_one_hash_fold_identically(monkeypatch) -> None:
+    """Past the key cache's probe limit, a key is written as it comes (after the writes kept back): a
+    crafted set of keys with one hash folds as the Python fold does, order included."""
+    from offsetops.coordinator_core.records.crc import crc32c
+
+    keys = _colliding_keys(80)
+    assert len(set(keys)) == 80 and {len(k) for k in keys} == {32}
+    assert {crc32c(k) for k in keys} == {0x12345678}
+    rng = random.Random(5)
+    out = bytearray()
+    base = 0
+    for _ in range(120):
+        txn = rng.random() < 0.3
+        records = [(rng.choice(keys), _value(rng.randrange(1 << 30)), 0) for _ in range(rng.randint(1, 6))]
+        out += build_record_batch(
+            records, base_offset=base, is_transactional=txn, producer_id=9 if txn else -1,
+            producer_epoch=0 if txn else -1,
+        )  # fmt: skip
+        base += len(records)
+        if txn and rng.random() < 0.5:
+            out += build_control_batch(
+                True, base_offset=base, producer_id=9, producer_epoch=0, coordinator_epoch=0, timestamp=0
+            )
+            base += 1
+    for semantics in ("java", "scala"):
+        native = _fold_in_order(bytes(out), True, monkeypatch, semantics)
+        assert native == _fold_in_order(bytes(out), False, monkeypatch, semantics), semantics
+        assert len(native[0]) == 80
