@@ -73,19 +73,24 @@ VERDICT_RANK = RANK
 
 
 def table(columns: Sequence[tuple[str, str]], rows: Iterable[Mapping[str, Any]]) -> TableMetadataValue:
-    """A ``TableMetadataValue`` with ``columns`` as ``(name, type)``; cells of None are left out."""
+    """A ``TableMetadataValue`` with ``columns`` as ``(name, type)``. Every record has every field (Dagster
+    refuses records with different fields): the declared columns, then any other key a row has, in the
+    order first seen; an empty cell is None."""
+    rows = list(rows)
+    names = list(dict.fromkeys([name for name, _kind in columns] + [k for row in rows for k in row]))
     return MetadataValue.table(
-        records=[TableRecord({k: v for k, v in row.items() if v is not None}) for row in rows],
+        records=[TableRecord({k: row.get(k) for k in names}) for row in rows],
         schema=TableSchema(columns=[TableColumn(name, kind) for name, kind in columns]),
     )
 
 
 def plain_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """Metadata values as plain Python: a table becomes a list of dicts, the rest its ``.value``."""
+    """Metadata values as plain Python: a table becomes a list of dicts (its empty cells left out), the
+    rest its ``.value``."""
     out: dict[str, Any] = {}
     for key, value in metadata.items():
         if isinstance(value, TableMetadataValue):
-            out[key] = [dict(r.data) for r in value.records]
+            out[key] = [{k: v for k, v in r.data.items() if v is not None} for r in value.records]
         else:
             out[key] = getattr(value, "value", value)
     return out

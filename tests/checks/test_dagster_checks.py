@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from dagster import AssetCheckSeverity
-from offsetops.checks.dagster_checks import GX_ERROR_CHECK, GX_WARNING_CHECK, gx_result, plain_metadata
+from offsetops.checks.dagster_checks import GX_ERROR_CHECK, GX_WARNING_CHECK, gx_result, plain_metadata, table
 from offsetops.checks.report import ValidationReport
 
 from tests.checks.conftest import CORRUPTIONS
@@ -40,3 +40,19 @@ def test_a_corrupted_cache_fails_the_error_level_with_error_severity_worst_first
     warning = gx_result(corrupted_report, "warning", "0")
     assert warning.severity == AssetCheckSeverity.WARN
     assert all(f["severity"] == "warning" for f in plain_metadata(warning.metadata)["failed"])
+
+
+def test_a_table_whose_rows_leave_different_cells_empty_is_still_a_table() -> None:
+    """Groups where one has a next expiry and another none (Dagster refuses records whose fields differ)."""
+    rows = [
+        {"group_id": "a", "offsets": 3, "next_expiry": "2023-11-15T04:00:00Z"},
+        {"group_id": "b", "offsets": 1, "next_expiry": None},
+        {"group_id": "c", "offsets": 2, "extra": "kept"},
+    ]
+    value = table([("group_id", "string"), ("offsets", "int"), ("next_expiry", "string")], rows)
+    assert [list(r.data) for r in value.records] == [["group_id", "offsets", "next_expiry", "extra"]] * 3
+    assert plain_metadata({"t": value})["t"] == [
+        {"group_id": "a", "offsets": 3, "next_expiry": "2023-11-15T04:00:00Z"},
+        {"group_id": "b", "offsets": 1},
+        {"group_id": "c", "offsets": 2, "extra": "kept"},
+    ]
