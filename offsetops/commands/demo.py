@@ -365,16 +365,26 @@ def _verdict_lines(topic: dict[str, Any], checks: dict[str, list[Any]]) -> list[
     why = []
     if int(meta.get("groups_lost") or 0):
         why.append(f"{meta['groups_lost']} groups lost committed offsets")
-    cleaner = topic.get("cleaner_verdict")
-    bad = int(topic.get("critical_partitions") or 0) + int(topic.get("degraded_partitions") or 0)
-    if cleaner and bad and cleaner == "CRITICAL":
-        why.append(f"Log Cleaner CRITICAL on {bad} partitions")
+    critical = int(topic.get("critical_partitions") or 0)
+    degraded = int(topic.get("degraded_partitions") or 0)
+    if critical:
+        why.append(_cleaner_counts(critical, degraded))
     if int(topic.get("forecast_groups") or 0):
         why.append(f"{topic['forecast_groups']} groups lose offsets within the window")
-    if cleaner and bad and cleaner != "CRITICAL":
-        why.append(f"Log Cleaner {cleaner} on {bad} partitions")
+    if degraded and not critical:
+        why.append(_cleaner_counts(critical, degraded))
     verdict = topic.get("topic_verdict") or "unknown"
     return [f"topic verdict        {verdict}" + (f": {'; '.join(why)}" if why else "")]
+
+
+def _cleaner_counts(critical: int, degraded: int) -> str:
+    """``Log Cleaner CRITICAL on 1 partition, DEGRADED on 3``: each verdict with its own count."""
+    parts = [
+        f"{verdict} on {n} partition{'' if n == 1 else 's'}"
+        for verdict, n in (("CRITICAL", critical), ("DEGRADED", degraded))
+        if n
+    ]
+    return "Log Cleaner " + ", ".join(parts)
 
 
 def plain_metadata_of(evaluation: Any) -> dict[str, Any]:

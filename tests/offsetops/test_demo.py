@@ -102,3 +102,17 @@ def test_demo_resume_points_the_reload_at_the_state_volume(tmp_path: Path, monke
     assert run.source("resume_state_dir") == "env OFFSETOPS_RESUME_STATE_DIR"
     args.resume = False
     assert "OFFSETOPS_RESUME_STATE_DIR" not in ui_environment(args, tmp_path, tmp_path / "logdir")
+
+
+def test_the_verdict_line_counts_each_cleaner_verdict_on_its_own() -> None:
+    """One CRITICAL and three DEGRADED partitions are not "CRITICAL on 4 partitions"."""
+    from offsetops.commands.demo import _verdict_lines
+
+    topic = {"topic_verdict": "CRITICAL", "cleaner_verdict": "CRITICAL", "critical_partitions": 1,
+             "degraded_partitions": 3, "forecast_groups": 6}  # fmt: skip
+    [line] = _verdict_lines(topic, {})
+    assert line.endswith(": Log Cleaner CRITICAL on 1 partition, DEGRADED on 3 partitions; 6 groups lose "
+                         "offsets within the window"), line  # fmt: skip
+    topic = {"topic_verdict": "DEGRADED", "cleaner_verdict": "DEGRADED", "degraded_partitions": 7}
+    [line] = _verdict_lines(topic, {})
+    assert line == "topic verdict        DEGRADED: Log Cleaner DEGRADED on 7 partitions"
