@@ -26,9 +26,9 @@ from dagster import (
     MetadataValue,
     asset,
 )
-from offsetops.assets.cleaner_audit import AUDIT_REPORT, worst_copy
+from offsetops.assets.cleaner_audit import AUDIT_REPORT, cleaner_audit, worst_copy
 from offsetops.assets.metadata import bytes_read_by, run_config_flags, settings_metadata
-from offsetops.assets.reload import published_caches
+from offsetops.assets.reload import coordinator_cache, published_caches
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.assets.summary import offsets_topic_summary
 from offsetops.coordinator_core.escape import for_log
@@ -135,7 +135,9 @@ def published_cleaner_figures(state: StateResource) -> CleanerFigures | None:
 
 @asset(
     group_name=GROUP,
-    deps=[offsets_topic_summary],
+    # It reads the published cache tables and the cleaner audit's report itself: both are upstream, so a
+    # run that selects them and not the summary still writes the textfile after them.
+    deps=[offsets_topic_summary, coordinator_cache, cleaner_audit],
     kinds={"python", "prometheus"},
     description="The numbers `offsetops exporter` serves (lag, offsets out of range, reload stats, cleaner "
     "audit, expiration risk, coordinator failover forecast), as a Prometheus textfile for node-exporter's "
