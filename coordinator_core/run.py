@@ -185,10 +185,6 @@ class RunSettings:
 EXPIRATION_SETTINGS = ("now", "retention_minutes", "coordinator", "forecast_hours")
 
 
-#: how a setting without a value reads where "unknown" would mislead: no resume state is a choice
-_UNSET = {"resume_state_dir": "none"}
-
-
 def settings_line(doc: Mapping[str, Any] | None, names: tuple[str, ...] | None = None) -> str | None:
     """``settings: retention_minutes 120 (env OFFSETOPS_RETENTION_MINUTES); ...`` from the JSON of
     :meth:`RunSettings.to_json` (as reports carry it), for ``names`` (default all); None without one."""
@@ -200,8 +196,10 @@ def settings_line(doc: Mapping[str, Any] | None, names: tuple[str, ...] | None =
         if not isinstance(entry, Mapping):
             continue
         value = entry.get("iso") or entry.get("value")
-        shown = _UNSET.get(name, "unknown") if value is None else value
-        parts.append(f"{name} {shown} ({entry.get('source')})")
+        source = entry.get("source")
+        # no value is "unknown" when nothing declared one, "none" when a default chose none (no resume state)
+        unset = "unknown" if str(source or "unknown").startswith("unknown") else "none"
+        parts.append(f"{name} {unset if value is None else value} ({source})")
     return "settings: " + "; ".join(parts) if parts else None
 
 

@@ -216,3 +216,16 @@ def test_a_broker_may_keep_offsets_for_kafkas_longest_retention(tmp_path: Path) 
     props = _props(tmp_path / "server.properties", f"offsets.retention.minutes={2**31 - 1}\n")
     run = resolve_run(server_properties=props, environ={}, now=(NOW, "t"))
     assert run["retention_minutes"] == 2**31 - 1
+
+
+def test_a_setting_without_a_value_reads_unknown_or_none_by_its_source() -> None:
+    """Nothing declared a value: unknown; a default that chooses none (no resume state): none."""
+    doc = {
+        "broker_version": {"value": None, "source": "unknown (no flag, variable, config file declares it)"},
+        "resume_state_dir": {"value": None, "source": "offsetops default (no resume state)"},
+        "semantics": {"value": None, "source": None},
+    }
+    assert settings_line(doc) == (
+        "settings: broker_version unknown (unknown (no flag, variable, config file declares it)); "
+        "resume_state_dir none (offsetops default (no resume state)); semantics unknown (None)"
+    )
