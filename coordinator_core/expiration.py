@@ -8,8 +8,9 @@ Kafka up to 3.x) and the Java coordinator of Kafka 4.x (``OffsetMetadataManager.
 * otherwise an offset expires when ``now - base >= offsets.retention.ms``, where ``base`` depends on
   the group: ``currentStateTimestamp`` (or the commit time when unknown) for Empty groups with a
   protocol type, the commit time for topics no member of a Stable ``consumer`` group subscribes to,
-  the commit time for groups without a protocol type, and the commit time for unsubscribed topics of
-  a KIP-848 consumer group (new coordinator only);
+  the commit time for groups without a protocol type, the commit time for unsubscribed topics of
+  a KIP-848 consumer group, and the commit time for the topics a KIP-1071 streams group does not read
+  (new coordinator only: ``StreamsGroup.isSubscribedToTopic``, every topic once the group is Empty);
 * open transactions: the Java coordinator never expires an offset whose partition has a pending
   transactional commit (``OffsetMetadataManager.cleanupExpiredOffsets``); the legacy one only skips
   in-flight plain commits (``pendingOffsetCommits``, never part of a reloaded state), so it does expire
@@ -18,8 +19,9 @@ Kafka up to 3.x) and the Java coordinator of Kafka 4.x (``OffsetMetadataManager.
   tombstone(s) (legacy: ``GroupMetadata.hasOffsets`` counts pending transactional commits; Java:
   ``cleanupExpiredOffsets`` returns false while the group has an open transaction, also when it has no
   committed offset at all, as in Kafka 4.0.1+ and 4.1, KAFKA-19163): never for generation 0 with the
-  legacy coordinator; for KIP-848 groups in the order ``ConsumerGroup.createGroupTombstoneRecords``
-  requires.
+  legacy coordinator; for KIP-848 and streams groups in the order ``ConsumerGroup`` /
+  ``StreamsGroup.createGroupTombstoneRecords`` requires. Share groups never expire here
+  (``ShareGroup.shouldExpire``).
 
 The output is a plan (a list of :class:`Tombstone`) plus a forecast of what expires soon.
 """
@@ -53,6 +55,7 @@ R_EMPTY_COMMIT_TS = "empty_group_commit_timestamp"
 R_STABLE_UNSUBSCRIBED = "stable_consumer_group_unsubscribed_topic"
 R_STANDALONE = "no_protocol_type_commit_timestamp"
 R_KIP848_UNSUBSCRIBED = "consumer_group_unsubscribed_topic"
+R_STREAMS_UNSUBSCRIBED = "streams_group_unread_topic"
 R_LEGACY_FOREIGN = "legacy_coordinator_ignores_group_records"
 R_DEAD_GROUP = "dead_group"
 
@@ -66,6 +69,19 @@ _KIP848_RECORD_NAMES = {
     _MEMBER_METADATA: "member_metadata",
     _PARTITION_METADATA: "partition_metadata",
     _GROUP_EPOCH: "consumer_group_metadata",
+}
+# KIP-1071 streams group tombstones, in StreamsGroup.createGroupTombstoneRecords order (per member: current
+# assignment, then per member: target assignment; the target assignment epoch; per member: member
+# metadata; the group epoch; the topology).
+_STREAMS_CURRENT, _STREAMS_TARGET_MEMBER, _STREAMS_TARGET_METADATA = 22, 21, 20
+_STREAMS_MEMBER, _STREAMS_GROUP, _STREAMS_TOPOLOGY = 19, 17, 23
+_STREAMS_RECORD_NAMES = {
+    _STREAMS_CURRENT: "streams_current_member_assignment",
+    _STREAMS_TARGET_MEMBER: "streams_target_assignment_member",
+    _STREAMS_TARGET_METADATA: "streams_target_assignment_metadata",
+    _STREAMS_MEMBER: "streams_member_metadata",
+    _STREAMS_GROUP: "streams_group_metadata",
+    _STREAMS_TOPOLOGY: "streams_group_topology",
 }
 
 
@@ -220,7 +236,9 @@ def offset_expiration_condition(group: GroupMetadata, coordinator: str) -> Expir
             return ExpirationCondition(
                 R_KIP848_UNSUBSCRIBED, False, None, frozenset(group.subscribed_topics or ())
             )
-        return None  # share groups throw in Kafka; streams groups are not modelled here
+        if group.group_type == "streams":
+            return ExpirationCondition(R_STREAMS_UNSUBSCRIBED, False, None, _streams_read_topics(group))
+        return None  # share groups: ShareGroup.shouldExpire is false
     if group.protocol_type is None:
         return ExpirationCondition(R_STANDALONE, False, None)
     if group.state == "Empty":
@@ -231,6 +249,18 @@ def offset_expiration_condition(group: GroupMetadata, coordinator: str) -> Expir
             return None  # an unparseable subscription leaves subscribedTopics unknown (KAFKA-13636)
         return ExpirationCondition(R_STABLE_UNSUBSCRIBED, False, None, frozenset(subscribed))
     return None
+
+
+def _streams_read_topics(group: GroupMetadata) -> frozenset[str]:
+    """The topics a streams group is subscribed to (``StreamsGroup.isSubscribedToTopic``, KAFKA-19372 and
+    KAFKA-19779): none while Empty or Dead or without a topology, else every source and repartition
+    source topic of its topology (``StreamsTopology.sourceTopicMap``)."""
+    from offsetops.coordinator_core.streams_group import StreamsGroup
+
+    detail = group.detail
+    if group.state in ("Empty", "Dead") or not isinstance(detail, StreamsGroup) or detail.topology is None:
+        return frozenset()
+    return frozenset(t for s in detail.topology.subtopologies for t in s.input_topics)
 
 
 def _pending_partitions(group: GroupMetadata, coordinator: str) -> set[tuple[str, int]]:
@@ -270,9 +300,11 @@ def _group_tombstone_keys(group: GroupMetadata, coordinator: str) -> list[tuple[
         if coordinator == LEGACY and group.generation <= 0:
             return []  # cleanupGroupMetadata: `generationId > 0` guards the GroupMetadata tombstone
         return [(2, encode_key(GroupMetadataKey(gid)), "group_metadata")]
-    if coordinator == LEGACY or group.group_type != "consumer":
+    if coordinator == LEGACY or group.group_type not in ("consumer", "streams"):
         return []
     member_ids = sorted(m.member_id for m in group.members)
+    if group.group_type == "streams":
+        return _keys(gid, _streams_tombstone_order(member_ids), _STREAMS_RECORD_NAMES)
     order: list[tuple[int, str | None]] = []
     order += [(_CURRENT_ASSIGNMENT, m) for m in member_ids]
     order += [(_TARGET_MEMBER, m) for m in member_ids]
@@ -280,12 +312,31 @@ def _group_tombstone_keys(group: GroupMetadata, coordinator: str) -> list[tuple[
     order += [(_MEMBER_METADATA, m) for m in member_ids]
     order.append((_PARTITION_METADATA, None))
     order.append((_GROUP_EPOCH, None))
+    return _keys(gid, order, _KIP848_RECORD_NAMES)
+
+
+def _streams_tombstone_order(member_ids: list[str]) -> list[tuple[int, str | None]]:
+    """``StreamsGroup.createGroupTombstoneRecords``: which record of which member, in write order."""
+    order: list[tuple[int, str | None]] = []
+    order += [(_STREAMS_CURRENT, m) for m in member_ids]
+    order += [(_STREAMS_TARGET_MEMBER, m) for m in member_ids]
+    order.append((_STREAMS_TARGET_METADATA, None))
+    order += [(_STREAMS_MEMBER, m) for m in member_ids]
+    order.append((_STREAMS_GROUP, None))
+    order.append((_STREAMS_TOPOLOGY, None))
+    return order
+
+
+def _keys(
+    gid: str, order: list[tuple[int, str | None]], names: dict[int, str]
+) -> list[tuple[int, bytes, str]]:
+    """The encoded keys of ``order``'s records of group ``gid``."""
     keys = []
     for rtype, member in order:
         fields: dict[str, Any] = {"groupId": gid}
         if member is not None:
             fields["memberId"] = member
-        keys.append((rtype, encode_key(GroupKey(rtype, gid, fields)), _KIP848_RECORD_NAMES[rtype]))
+        keys.append((rtype, encode_key(GroupKey(rtype, gid, fields)), names[rtype]))
     return keys
 
 
@@ -327,7 +378,7 @@ def cleanup_group_metadata(
                     committed_metadata=om.metadata,
                 )
             )
-        if group.group_type in ("share", "streams") and coordinator == KIP848:
+        if group.group_type == "share" and coordinator == KIP848:
             continue
         offsets_left = len(group.offsets) - len(expired)
         if offsets_left or group.pending_offsets or not _is_empty(group, coordinator):
