@@ -97,6 +97,8 @@ def as_stored(rows: Sequence[Row]) -> list[Row]:
             return {k: text(v) for k, v in value.items()}
         return value
 
+    if "\\ud" not in repr(rows):  # repr writes every surrogate as an escape: none here (the usual case)
+        return list(rows)
     return [tuple(text(v) for v in r) if _has_surrogate(r) else r for r in rows]
 
 
