@@ -200,3 +200,19 @@ def test_a_resumed_run_publishes_from_the_driver_and_plans_without_reading_throu
     # nothing appended: only load_stats, whose row carries the load's elapsed time, is written again
     assert second[("coordinator_cache", "0")]["table_partitions_unchanged"] == 6 * NUM_PARTITIONS
     assert second[("coordinator_cache", "0")]["table_partitions_written"] == NUM_PARTITIONS
+
+
+@pytest.mark.parametrize(
+    ("tables_uri", "on_driver"),
+    [
+        (None, True),
+        ("file:///srv/offsetops/tables", True),
+        ("s3a://bucket/tables", False),
+        ("hdfs://nn/t", False),
+    ],
+)
+def test_only_tables_on_a_local_disk_are_published_from_the_driver(tmp_path, tables_uri, on_driver) -> None:
+    from offsetops.assets.published_tables import publishes_on_driver
+    from offsetops.assets.resources import StateResource
+
+    assert publishes_on_driver(StateResource(output_dir=str(tmp_path), tables_uri=tables_uri)) is on_driver
