@@ -40,7 +40,8 @@ from offsetops.assets.partitions import (
     run_partitions,
     scope_metadata,
 )
-from offsetops.assets.reload import coordinator_cache, published_caches
+from offsetops.assets.published_tables import published_caches
+from offsetops.assets.reload import coordinator_cache
 from offsetops.assets.resources import (
     SCHEDULE_STATUS,
     OffsetsSourceResource,
@@ -200,9 +201,10 @@ def expiration_plan(
     clock = offsets_source.clock()
     run = offsets_source.settings(config.flags())
     hours = run["forecast_hours"]
-    caches, _rows = published_caches(
-        spark.get_session(), state, partitions, offsets_source.settings()["num_partitions"]
+    published = published_caches(
+        spark.get_session, state, partitions, offsets_source.settings()["num_partitions"]
     )
+    caches = published.caches
     plan = plan_for_run(caches, run, now_ms=clock.as_of_ms)
     report_path = _write_plan(state, plan, caches, partitions, run=run, clock=clock, run_id=context.run_id)
     errors = {c.partition: count_errors(c.stats.errors) for c in caches}  # notices are not errors
@@ -213,6 +215,7 @@ def expiration_plan(
         "retention_minutes": MetadataValue.float(float(run["retention_minutes"])),
         "coordinator": run["coordinator"],
         "forecast_horizon_hours": MetadataValue.float(float(hours)),
+        "tables_read_by": published.read_by,
         **settings_metadata(run),
         "plan": MetadataValue.path(str(report_path)),
         "report": MetadataValue.path(str(state.reports_path / PLAN_REPORT)),

@@ -28,7 +28,8 @@ from dagster import (
 )
 from offsetops.assets.cleaner_audit import AUDIT_REPORT, cleaner_audit, worst_copy
 from offsetops.assets.metadata import bytes_read_by, run_config_flags, settings_metadata
-from offsetops.assets.reload import coordinator_cache, published_caches
+from offsetops.assets.published_tables import published_caches
+from offsetops.assets.reload import coordinator_cache
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.assets.summary import offsets_topic_summary
 from offsetops.coordinator_core.escape import for_log
@@ -167,7 +168,8 @@ def offsets_metrics(
         )
     )
     num_partitions = offsets_source.settings()["num_partitions"]
-    caches, rows = published_caches(spark.get_session(), state, list(range(num_partitions)), num_partitions)
+    published = published_caches(spark.get_session, state, list(range(num_partitions)), num_partitions)
+    caches, rows = published.caches, published.rows
     # offsetops_reload_bytes_read: what this run's reload read of each partition (this asset reads none)
     reads = bytes_read_by(state.reports_path, "coordinator_cache", context.run.run_id)
     for cache in caches:
@@ -208,6 +210,7 @@ def offsets_metrics(
             "series": MetadataValue.int(series),
             # what the snapshot read of __consumer_offsets: nothing, the run's tables and reports
             "bytes_read": MetadataValue.int(0),
+            "tables_read_by": published.read_by,
             "textfile": MetadataValue.path(str(target)),
             "as_of": clock.describe(),
             **settings_metadata(run),

@@ -23,17 +23,21 @@ from dagster import (
 )
 from offsetops.assets.metadata import record_bytes_read, settings_metadata, write_json
 from offsetops.assets.partitions import OFFSETS_PARTITIONS, run_partitions, scope_metadata
-from offsetops.assets.reload_resume import resume_summary, resumed_to_staging
+from offsetops.assets.published_tables import (
+    empty_table,
+    publish_rows_on_driver,
+    publish_tables,
+    publishes_on_driver,
+)
+from offsetops.assets.reload_resume import resume_summary, resumed_rows, resumed_to_staging
 from offsetops.assets.reload_scan import cleaner_scan_request
 from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
 from offsetops.coordinator_core.cleaner.model import format_bytes
-from offsetops.coordinator_core.errors import NOTICE_KINDS
 from offsetops.coordinator_core.escape import for_log
 from offsetops.coordinator_core.timefmt import iso_utc
 from offsetops.coordinator_core.untrusted import read_regular_file
 
 if TYPE_CHECKING:
-    from offsetops.coordinator_core.cache import CoordinatorCache
     from offsetops.pipelines.reload import ReloadOptions
     from offsetops.pipelines.reload_scan import CleanerScanRequest
     from pyspark.sql import DataFrame, SparkSession
@@ -212,12 +216,6 @@ def _merge_partitions(path: Path, update: dict[int, dict[str, Any]], **extra: An
 # -- the reloaded cache tables ---------------------------------------------------------------------
 
 
-def _empty(spark: "SparkSession", table: str) -> "DataFrame":
-    from offsetops.pipelines.schemas import TABLE_SCHEMAS
-
-    return spark.createDataFrame([], TABLE_SCHEMAS[table])
-
-
 def _present_partitions(
     spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int]
 ) -> list[int]:
@@ -259,7 +257,7 @@ def _reload_to_staging(
         return resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]))
     present = _present_partitions(spark, source, partitions)
     if not present:
-        return {t: _empty(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark", "bytes_read": {}}
+        return {t: empty_table(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark", "bytes_read": {}}
     result = run_reload(spark, str(source.log_dir), staging, options, partitions=present, scan=scan)
     return read_tables(spark, staging), {"read_by": "spark", "bytes_read": result.bytes_read}
 
@@ -305,148 +303,74 @@ def _live_to_staging(
     return tables, {"read_by": "executors", "fetch_ranges": len(ranges)}
 
 
-def publish_tables(
-    spark: "SparkSession", tables: dict[str, "DataFrame"], state: StateResource, partitions: list[int]
-) -> None:
-    """Replace ``partitions`` of every canonical table with ``tables`` (other partitions are kept).
-
-    The tables are independent, so each is replaced from a thread of its own: Spark runs the writes side
-    by side and their fixed costs overlap. Every one is waited for; the first failure is raised after
-    the others have finished."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def replace(name: str, df: "DataFrame") -> None:
-        location = state.table_location(name)
-        _delete_partition_dirs(spark, location, partitions)
-        df.write.mode("append").partitionBy("offsets_partition").parquet(location)
-
-    with ThreadPoolExecutor(max_workers=max(len(tables), 1), thread_name_prefix="offsetops-publish") as pool:
-        futures = [pool.submit(replace, name, df) for name, df in tables.items()]
-    for future in futures:
-        future.result()
+def _publishes_from_driver(source: OffsetsSourceResource, state: StateResource) -> bool:
+    """Whether the run's tables are built on the driver (a resumed read of a log dir on this machine)
+    and published there (the tables are on a local disk): then the step starts no Spark session."""
+    run = source.settings()
+    return (
+        bool(run["resume_state_dir"])
+        and not source.is_live
+        and "://" not in str(source.log_dir)
+        and publishes_on_driver(state)
+    )
 
 
-def _delete_partition_dirs(spark: "SparkSession", location: str, partitions: list[int]) -> None:
-    """Delete the ``offsets_partition=N`` dirs of ``partitions`` under ``location``: on a local disk
-    directly; elsewhere one listing through its Hadoop FileSystem, then only the dirs that exist (not
-    one round trip to the JVM per partition)."""
-    import shutil
-
-    from offsetops.pipelines.source import hadoop_fs, is_local, local_file
-
-    if is_local(location):
-        for p in partitions:
-            old = Path(local_file(location)) / f"offsets_partition={p}"
-            if old.exists():
-                shutil.rmtree(old)
-        return
-    root, fs = hadoop_fs(spark, location)
-    if not fs.exists(root):
-        return
-    wanted = {f"offsets_partition={p}" for p in partitions}
-    for status in fs.listStatus(root):
-        path = status.getPath()
-        if path.getName() in wanted:
-            fs.delete(path, True)
-
-
-def read_cache_tables(
-    spark: "SparkSession", state: StateResource, partitions: list[int] | None = None
-) -> dict[str, "DataFrame"]:
-    """The canonical reload tables (optionally only some offsets partitions), with their schemas."""
+def _reload_on_driver(
+    context: AssetExecutionContext, source: OffsetsSourceResource, state: StateResource, partitions: list[int]
+) -> tuple[dict[int, dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """The resumed read's rows published with pyarrow (unchanged partitions left alone), and their facts
+    and summary computed from the same rows: the figures the Spark path gives, without Spark."""
+    from offsetops.pipelines.cache_facts import partition_facts_from_rows, summarise
     from offsetops.pipelines.schemas import TABLE_SCHEMAS
-    from offsetops.pipelines.source import path_exists
-    from pyspark.sql import functions as F
 
-    out = {}
-    for name, schema in TABLE_SCHEMAS.items():
-        location = state.table_location(name)
-        if path_exists(spark, location):
-            df = spark.read.schema(schema).parquet(location).select(*schema.fieldNames())
-        else:
-            df = _empty(spark, name)
-        if partitions is not None:
-            df = df.where(F.col("offsets_partition").isin(partitions))
-        out[name] = df
-    return out
-
-
-def published_caches(
-    spark: "SparkSession", state: StateResource, partitions: list[int], num_partitions: int
-) -> tuple[list["CoordinatorCache"], dict[str, list[Any]]]:
-    """The caches ``coordinator_cache`` published for ``partitions`` (an empty one for a partition
-    without rows), rebuilt from the tables rather than by reading the log again; and the rows."""
-    from offsetops.pipelines.source import path_exists
-    from offsetops.pipelines.tables import caches_from_rows
-
-    if not path_exists(spark, state.table_location("load_stats")):
-        raise Failure(
-            f"no reload tables under {state.table_location('load_stats')}: materialize coordinator_cache "
-            "for these partitions first"
-        )
-    key = (state.tables_location, tuple(partitions), _local_files(state))
-    if key[2] is not None and _LAST_READ.get("key") == key:
-        rows = {name: list(got) for name, got in _LAST_READ["rows"].items()}
-    else:
-        rows = {name: df.collect() for name, df in read_cache_tables(spark, state, partitions).items()}
-        _LAST_READ.update(key=key, rows={name: list(got) for name, got in rows.items()})
-    return caches_from_rows(rows, num_partitions=num_partitions, partitions=partitions), rows
+    rows, read = resumed_rows(source, partitions, str(source.settings()["resume_state_dir"]))
+    outcome = publish_rows_on_driver(state, rows, partitions)
+    for warning in outcome.warnings:
+        context.log.warning(for_log(warning))
+    facts = partition_facts_from_rows(outcome.rows)
+    read.update(
+        published_by="driver",
+        table_partitions_written=sum(outcome.written.values()),
+        table_partitions_unchanged=sum(outcome.unchanged.values()),
+        publish_warnings=list(outcome.warnings),
+    )
+    return facts, summarise(TABLE_SCHEMAS, facts), read
 
 
-#: The rows :func:`published_caches` read last and what they were read from (the tables location, the
-#: partitions and every file with its size and modification time): the expiration plan and the metrics
-#: of one run read the same tables, which the second gets from here instead of a Spark read.
-_LAST_READ: dict[str, Any] = {}
+def _reload_with_spark(
+    context: AssetExecutionContext,
+    source: OffsetsSourceResource,
+    spark: SparkResource,
+    state: StateResource,
+    partitions: list[int],
+) -> tuple[dict[int, dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """The reload through Spark (the job from files, live fetches, or a resumed read published to a remote
+    location), its facts and summary from Spark jobs, and the tables published by Spark."""
+    from offsetops.pipelines.cache_facts import partition_facts, summarise
+    from offsetops.pipelines.source import delete_path
+
+    session = spark.get_session()
+    # Staging sits next to the tables, so cluster executors can reach it (s3a://, hdfs://, a volume).
+    staging = f"{state.tables_location}/_staging/reload-{context.run.run_id[:8]}-{uuid.uuid4().hex[:6]}"
+    try:
+        scan = cleaner_scan_request(context, source, state)
+        tables, read = _reload_to_staging(session, source, partitions, staging, scan)
+        facts = partition_facts(tables)
+        summary = summarise(tables, facts)
+        publish_tables(session, tables, state, partitions)
+    finally:
+        delete_path(session, staging)
+    read["published_by"] = "spark"
+    return facts, summary, read
 
 
-def _local_files(state: StateResource) -> tuple[tuple[str, int, int], ...] | None:
-    """Every file of the reload tables with its size and modification time, when they are on a local
-    disk (each write adds files under new names); None elsewhere (never taken as unchanged)."""
-    import os
-
-    from offsetops.pipelines.schemas import TABLE_SCHEMAS
-    from offsetops.pipelines.source import is_local, local_file
-
-    if not is_local(state.tables_location):
-        return None
-    out = []
-    for name in TABLE_SCHEMAS:
-        for folder, _dirs, files in os.walk(local_file(state.table_location(name))):
-            for file in files:
-                st = os.stat(os.path.join(folder, file), follow_symlinks=False)
-                out.append((os.path.join(folder, file), st.st_size, st.st_mtime_ns))
-    return tuple(sorted(out))
-
-
-def _problems() -> Any:
-    """How many problems a ``decode_errors`` row stands for (its count; 1 in tables without one)."""
-    from pyspark.sql import functions as F
-
-    return F.coalesce(F.col("count"), F.lit(1))
-
-
-def _summarise(
-    tables: dict[str, "DataFrame"], by_partition: dict[int, dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """The run's totals: rows per table (decode errors as problems, notices left out), load statistics,
-    group states and types, and problems by kind; added up from :func:`_per_partition`'s facts."""
-    facts = _per_partition(tables) if by_partition is None else by_partition
-    counts = {name: _total(facts, name) for name in tables}
-    counts["decode_errors"] = _total(facts, "errors")
-    counts["load_stats"] = sum(1 for f in facts.values() if "segments" in f)
-    summary: dict[str, Any] = {"counts": counts}
-    summary.update({c: _total(facts, c) for c in _LOAD_STATS})
-    for key in ("group_states", "group_types", "error_kinds"):
-        merged: dict[str, int] = {}
-        for f in facts.values():
-            for name, n in f.get(key, {}).items():
-                merged[name] = merged.get(name, 0) + n
-        summary[key] = merged
-    return summary
-
-
-def _total(facts: dict[int, dict[str, Any]], key: str) -> int:
-    return sum(int(f.get(key, 0)) for f in facts.values())
+def _publish_metadata(read: dict[str, Any]) -> dict[str, Any]:
+    """Who wrote the tables; from the driver, how many table partitions it wrote and left unchanged."""
+    meta: dict[str, Any] = {"published_by": read["published_by"]}
+    for key in ("table_partitions_written", "table_partitions_unchanged"):
+        if key in read:
+            meta[key] = MetadataValue.int(int(read[key]))
+    return meta
 
 
 def _offsets_table_schema() -> TableSchema:
@@ -476,28 +400,25 @@ def coordinator_cache(
     spark: SparkResource,
     state: StateResource,
 ) -> MaterializeResult:
-    """Run the Spark reload for this run's partitions and publish them into the canonical tables."""
+    """Reload this run's partitions and publish them into the canonical tables: through Spark, or, for a
+    resumed read into local tables, from the driver's rows without starting Spark."""
     from offsetops.coordinator_core.kafka_client import KafkaClientError
-    from offsetops.pipelines.source import InputPathError, delete_path
+    from offsetops.pipelines.source import InputPathError
 
     partitions = run_partitions(context)
     state.ensure()
-    session = spark.get_session()
-    # Staging sits next to the tables, so cluster executors can reach it (s3a://, hdfs://, a volume).
-    staging = f"{state.tables_location}/_staging/reload-{context.run.run_id[:8]}-{uuid.uuid4().hex[:6]}"
     started = time.perf_counter()
     try:
-        scan = cleaner_scan_request(context, offsets_source, state)
-        tables, read = _reload_to_staging(session, offsets_source, partitions, staging, scan)
-        by_partition = _per_partition(tables)
-        summary = _summarise(tables, by_partition)
-        publish_tables(session, tables, state, partitions)
+        if _publishes_from_driver(offsets_source, state):
+            by_partition, summary, read = _reload_on_driver(context, offsets_source, state, partitions)
+        else:
+            by_partition, summary, read = _reload_with_spark(
+                context, offsets_source, spark, state, partitions
+            )
     except InputPathError as exc:
         raise Failure(f"reload of {offsets_source.describe()} failed: {exc}") from exc
     except KafkaClientError as exc:
         raise Failure(f"reload failed: {exc}") from None
-    finally:
-        delete_path(session, staging)
     elapsed = time.perf_counter() - started
     counts = summary["counts"]
     # From files: each segment file the job read; live: the batch bytes fetched (the load's own count).
@@ -536,6 +457,7 @@ def coordinator_cache(
     return MaterializeResult(
         metadata={
             "read_by": read["read_by"],
+            **_publish_metadata(read),
             **read_meta,
             **resume_summary(resume),
             "tables": MetadataValue.path(state.tables_location),
@@ -558,48 +480,6 @@ _CACHE_FACTS = (
     "bytes",
     "tombstones",
 )
-
-
-#: load_stats columns summed into the run's figures
-_LOAD_STATS = ("segments", "batches", "records", "bytes", "tombstones")
-#: tables whose rows are only counted per partition
-_COUNTED = ("offsets", "pending_offsets", "members", "group_assignments")
-
-
-def _per_partition(tables: dict[str, "DataFrame"]) -> dict[int, dict[str, Any]]:
-    """Row counts, decode errors (problems, notices left out, as ``count_errors`` counts them, and by
-    kind), group states and types and load statistics of each offsets partition in ``tables``: four
-    small Spark jobs, one per kind of fact."""
-    from offsetops.pipelines.tables import row_counts
-    from pyspark.sql import functions as F
-
-    out: dict[int, dict[str, Any]] = {}
-
-    def put(p: int, key: str, value: Any) -> None:
-        out.setdefault(int(p), {})[key] = value
-
-    def bump(p: int, key: str, name: str, n: int) -> None:
-        counts = out.setdefault(int(p), {}).setdefault(key, {})
-        counts[name] = counts.get(name, 0) + n
-
-    counted = row_counts({t: tables[t] for t in _COUNTED if t in tables}, "offsets_partition")
-    for (table, p), n in counted.items():
-        put(p, table, n)
-    for row in tables["groups"].groupBy("offsets_partition", "state", "group_type").count().collect():
-        p, n = row["offsets_partition"], int(row["count"])
-        put(p, "groups", out.get(int(p), {}).get("groups", 0) + n)
-        bump(p, "group_states", row["state"], n)
-        bump(p, "group_types", row["group_type"], n)
-    errors = tables["decode_errors"].groupBy("offsets_partition", "kind").agg(F.sum(_problems()).alias("n"))
-    for row in errors.collect():
-        p, n = row["offsets_partition"], int(row["n"])
-        bump(p, "error_kinds", row["kind"], n)
-        if row["kind"] not in NOTICE_KINDS:
-            put(p, "errors", out.get(int(p), {}).get("errors", 0) + n)
-    for row in tables["load_stats"].select("offsets_partition", *_LOAD_STATS).collect():
-        for c in _LOAD_STATS:
-            put(row["offsets_partition"], c, int(row[c] or 0))
-    return out
 
 
 def _read_metadata(n: int) -> dict[str, Any]:

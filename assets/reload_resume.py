@@ -16,7 +16,17 @@ if TYPE_CHECKING:
 def resumed_to_staging(
     spark: "SparkSession", source: OffsetsSourceResource, partitions: list[int], state_dir: str
 ) -> tuple[dict[str, "DataFrame"], dict[str, Any]]:
-    """The reload tables of ``partitions`` read on the driver through the one :class:`Source` with the
+    """:func:`resumed_rows` as DataFrames (for tables Spark publishes)."""
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+
+    rows, read = resumed_rows(source, partitions, state_dir)
+    return {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}, read
+
+
+def resumed_rows(
+    source: OffsetsSourceResource, partitions: list[int], state_dir: str
+) -> tuple[dict[str, list[Any]], dict[str, Any]]:
+    """The reload tables' rows of ``partitions`` read on the driver through the one :class:`Source` with the
     resume state in ``state_dir`` (``coordinator_core.resume``, as ``offsetops reload --state``): each
     partition goes on from its saved fold and reads only what was appended, or reads from the start and
     says why (``resume_reason``); either way its next state is saved. A fresh read seeds the state here
@@ -24,7 +34,6 @@ def resumed_to_staging(
     from dataclasses import replace
 
     from offsetops.coordinator_core.sources.logdir import LogDirError
-    from offsetops.pipelines.schemas import TABLE_SCHEMAS
     from offsetops.pipelines.tables import all_cache_rows
 
     run = source.settings()
@@ -34,9 +43,7 @@ def resumed_to_staging(
         )
     except LogDirError as exc:
         raise Failure(f"reload of {source.describe()} failed: {exc}") from None
-    rows = all_cache_rows(caches)
-    tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
-    return tables, {
+    return all_cache_rows(caches), {
         "read_by": "driver (resume state)",
         "resume_state_dir": state_dir,
         "bytes_read": {c.partition: c.stats.bytes_read for c in caches},

@@ -28,7 +28,8 @@ from offsetops.assets.partitions import (
     partitions_label,
     run_partitions,
 )
-from offsetops.assets.reload import coordinator_cache, raw_segments, read_cache_tables
+from offsetops.assets.published_tables import read_cache_tables
+from offsetops.assets.reload import coordinator_cache, raw_segments
 from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
 from offsetops.checks.dagster_checks import gx_results, table, validation_check_specs
 from offsetops.checks.report import ExpectationOutcome, ValidationReport

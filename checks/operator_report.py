@@ -14,6 +14,8 @@ alerts use.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,10 +41,11 @@ from offsetops.checks.report_verdicts import (
     sorted_partitions,
     worst_verdict,
 )
-from offsetops.coordinator_core.atomic import write_text_atomic
+from offsetops.coordinator_core.atomic import write_json_atomic, write_text_atomic
 from offsetops.coordinator_core.cleaner.model import DEGRADED, HEALTHY
 from offsetops.coordinator_core.failover import format_load_time
 from offsetops.coordinator_core.findings import and_more
+from offsetops.coordinator_core.untrusted import read_regular_file
 
 __all__ = [
     "ENV_REPORTS_BASE_URL",
@@ -56,6 +59,7 @@ __all__ = [
     "render_operator_report",
     "report_url",
     "reports_base_url",
+    "reuse_operator_report",
     "run_report_relative",
     "worst_verdict",
     "write_operator_report",
@@ -65,6 +69,10 @@ REPORT_FILE = "report.html"
 """The latest run's report, at the top of the reports dir."""
 RUNS_DIR = "runs"
 """``runs/<run id>/report.html``: one kept per run."""
+STAMP_FILE = "report-inputs.json"
+"""Beside ``runs/<run id>/report.html``: digests of the reports it was drawn from and of the pages written."""
+#: changes whenever the page's rendering changes, so a report drawn by other code is never reused
+REPORT_FORMAT = 1
 ENV_REPORTS_BASE_URL = "OFFSETOPS_REPORTS_BASE_URL"
 _ROOT = "\x00reports-root\x00"  # the path from a page back to the reports dir (escaped in the page)
 
@@ -245,33 +253,96 @@ def write_operator_report(
     run_id: str | None = None,
     base_url: str | None = None,
 ) -> OperatorReport:
-    """Write ``report.html`` (and ``runs/<run id>/report.html``) from the JSON reports in ``reports_dir``."""
+    """Write ``report.html`` (and ``runs/<run id>/report.html``) from the JSON reports in ``reports_dir``;
+    with a run id, also what they were drawn from (:data:`STAMP_FILE`), so the run's report can be reused."""
     reports = Path(reports_dir)
     inputs = ReportInputs.from_reports_dir(reports)
-    targets = [reports / REPORT_FILE]
-    if run_id:
-        targets.append(reports / run_report_relative(run_id))
-    docs = reports / "data_docs" / "index.html"
-    summary = reports / "index.html"
+    targets = _targets(reports, run_id)
+    links = _links(reports)
     # Drawn once; only the relative links differ between report.html and runs/<id>/report.html.
     page = render_operator_report(
         inputs,
         run_id=run_id,
-        docs_href=f"{_ROOT}data_docs/index.html" if docs.exists() else None,
-        summary_href=f"{_ROOT}index.html" if summary.exists() else None,
+        docs_href=f"{_ROOT}data_docs/index.html" if links["docs"] else None,
+        summary_href=f"{_ROOT}index.html" if links["summary"] else None,
     )
+    pages = {}
     for target in targets:
         root = os.path.relpath(reports, target.parent)
-        write_text_atomic(target, page.replace(esc(_ROOT), "" if root == "." else f"{root}/"))
+        text = page.replace(esc(_ROOT), "" if root == "." else f"{root}/")
+        write_text_atomic(target, text)
+        pages[target.relative_to(reports).as_posix()] = _sha256(text.encode("utf-8"))
+    if run_id:
+        stamp = {"format": 1, "run_id": run_id, "inputs": _inputs_digest(inputs, links), "pages": pages}
+        write_json_atomic(targets[1].parent / STAMP_FILE, stamp)
+    return _described(reports, inputs, targets, run_id, base_url)
+
+
+def reuse_operator_report(
+    reports_dir: str | Path, *, run_id: str, base_url: str | None = None
+) -> tuple[OperatorReport | None, str]:
+    """The report :func:`write_operator_report` wrote for ``run_id``, when its pages are still the ones it
+    wrote and the reports it was drawn from have not changed since; else None and why not."""
+    reports = Path(reports_dir)
+    targets = _targets(reports, run_id)
+    stamp_path = targets[1].parent / STAMP_FILE
+    if not stamp_path.exists():
+        return None, f"no report was written for run {run_id}"
+    try:
+        stamp = json.loads(read_regular_file(stamp_path, kind="report"))
+    except (OSError, ValueError) as exc:
+        return None, f"{stamp_path} unreadable ({exc})"
+    if not isinstance(stamp, dict) or stamp.get("format") != 1 or stamp.get("run_id") != run_id:
+        return None, f"{stamp_path} is not this run's"
+    inputs = ReportInputs.from_reports_dir(reports)
+    if stamp.get("inputs") != _inputs_digest(inputs, _links(reports)):
+        return None, "the reports it was drawn from changed since"
+    for target in targets:
+        relative = target.relative_to(reports).as_posix()
+        try:
+            digest = _sha256(read_regular_file(target, kind="report"))
+        except OSError as exc:
+            return None, f"{relative} unreadable ({exc})"
+        if digest != (stamp.get("pages") or {}).get(relative):
+            return None, f"{relative} changed since"
+    return _described(reports, inputs, targets, run_id, base_url), ""
+
+
+def _targets(reports: Path, run_id: str | None) -> list[Path]:
+    """``report.html``, and the run's own copy when there is a run id."""
+    return [reports / REPORT_FILE, *([reports / run_report_relative(run_id)] if run_id else [])]
+
+
+def _links(reports: Path) -> dict[str, bool]:
+    """Which pages the report links to exist (the Data Docs, the validation summary)."""
+    return {
+        "docs": (reports / "data_docs" / "index.html").exists(),
+        "summary": (reports / "index.html").exists(),
+    }
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _inputs_digest(inputs: ReportInputs, links: dict[str, bool]) -> str:
+    """A digest of everything a page is drawn from: the four reports and which linked pages exist."""
+    doc = [inputs.audit, inputs.plan, inputs.reload, inputs.validation, links, REPORT_FORMAT]
+    return _sha256(json.dumps(doc, sort_keys=True, default=str).encode("utf-8", "surrogatepass"))
+
+
+def _described(
+    reports: Path, inputs: ReportInputs, targets: list[Path], run_id: str | None, base_url: str | None
+) -> OperatorReport:
+    """What the pages at ``targets`` show: the verdicts, the worst partition, the link."""
     sections = section_verdicts(inputs)
-    verdict = worst_verdict(*sections.values())
     parts = sorted_partitions(inputs.audit) if inputs.audit else []
     worst = parts[0]["partition"] if parts and parts[0]["verdict"] != HEALTHY else None
     relative = run_report_relative(run_id) if run_id else REPORT_FILE
     return OperatorReport(
         path=targets[0],
         run_path=targets[1] if run_id else None,
-        verdict=verdict,
+        verdict=worst_verdict(*sections.values()),
         sections=sections,
         worst_partition=worst,
         url=report_url(reports, relative, base_url=base_url),

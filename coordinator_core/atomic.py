@@ -35,7 +35,8 @@ class UnsafeWriteError(OSError):
     """A path offsetops will not write through: a symbolic link or not a regular file."""
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a rename in ``path`` durable (an fsync of the directory), where the filesystem allows."""
     # Some filesystems refuse to open or fsync a directory; the rename is then as durable as they allow.
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
@@ -74,7 +75,7 @@ def write_bytes_atomic(
             os.unlink(tmp)
         raise
     if durable:
-        _fsync_dir(target.parent)
+        fsync_dir(target.parent)
     return target
 
 

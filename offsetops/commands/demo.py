@@ -273,6 +273,26 @@ def _materialize(args: argparse.Namespace, out: Path, log_dir: Path, started: fl
     return 0 if result.success else 1
 
 
+def _operator_report(reports: Path, run_id: str) -> Any:
+    """The run's operator report: the one offsets_topic_summary wrote in the run, when the reports it was
+    drawn from are unchanged since; else written again from them, saying why."""
+    from offsetops.checks.operator_report import (
+        ReportInputError,
+        reuse_operator_report,
+        write_operator_report,
+    )
+
+    try:
+        operator, why_not = reuse_operator_report(reports, run_id=run_id)
+        if operator is None:
+            print(f"operator report written again: {escape(why_not)}", flush=True)
+            operator = write_operator_report(reports, run_id=run_id)
+    except ReportInputError as exc:
+        print(f"operator report not written: {escape(exc)}", file=sys.stderr)
+        return None
+    return operator
+
+
 def _print_report(
     result: Any,
     out: Path,
@@ -283,15 +303,8 @@ def _print_report(
     ui_env: dict[str, str],
     log_dir: Path,
 ) -> None:
-    from offsetops.checks.operator_report import ReportInputError, write_operator_report
-
     reports = state.reports_path
-    # After every asset of the run wrote its JSON: the one page an operator opens first.
-    try:
-        operator = write_operator_report(reports, run_id=result.run_id)
-    except ReportInputError as exc:
-        operator = None
-        print(f"operator report not written: {exc}", file=sys.stderr)
+    operator = _operator_report(reports, result.run_id)
     print()
     print(f"main job {'SUCCEEDED' if result.success else 'FAILED'}: run {result.run_id} in {run_s:.0f} s")
     for line in summary_lines(result):

@@ -1,4 +1,4 @@
-"""The reload's summary and per-partition facts count decode errors as problems, not table rows."""
+"""The reload asset: a resumed reload reads only what was appended, and publishes what a fresh one does."""
 
 from __future__ import annotations
 
@@ -7,12 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from offsetops.assets.reload import _per_partition, _summarise
-from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
-from offsetops.coordinator_core.errors import count_errors
 
 from tests.assets.conftest import NUM_PARTITIONS
-from tests.support.error_storm import error_storm_cache
 
 
 @pytest.fixture(scope="module")
@@ -22,20 +18,6 @@ def spark() -> Iterator[Any]:
     from offsetops.pipelines.session import build_session
 
     yield build_session("local[1]", app_name="offsetops-tests", quiet=True, ship_code=False)
-
-
-def test_an_error_summary_counts_as_the_problems_it_stands_for(spark) -> None:
-    """Six repeats summarised in one row, one example and a notice: seven errors, as count_errors says."""
-    from offsetops.pipelines.schemas import TABLE_SCHEMAS
-    from offsetops.pipelines.tables import all_cache_rows
-
-    cache = error_storm_cache(4)
-    rows = all_cache_rows([cache])
-    tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
-    assert _per_partition(tables)[4]["errors"] == count_errors(cache.stats.errors) == 7
-    summary = _summarise(tables)
-    assert summary["counts"]["decode_errors"] == 7
-    assert summary["error_kinds"] == {"corrupt_record": 7, "zero_tail": 1}
 
 
 def _reload_run(log_dir: Any, output_dir: Any, resume_dir: Any = None) -> dict[int, dict[str, Any]]:
@@ -71,7 +53,7 @@ def _reload_run(log_dir: Any, output_dir: Any, resume_dir: Any = None) -> dict[i
 
 def _published(spark: Any, output_dir: Any) -> dict[str, list[Any]]:
     """Every published reload table's rows, comparable (the load's elapsed time left out)."""
-    from offsetops.assets.reload import read_cache_tables
+    from offsetops.assets.published_tables import read_cache_tables
     from offsetops.assets.resources import StateResource
     from offsetops.pipelines.schemas import TABLE_SCHEMAS
     from offsetops.pipelines.tables import comparable
@@ -116,41 +98,3 @@ def test_a_resumed_reload_reads_only_what_was_appended_and_publishes_a_fresh_rel
     resumed_tables, fresh_tables = _published(spark, tmp_path / "out"), _published(spark, tmp_path / "fresh")
     assert any(r[1].startswith("resumed-") for r in resumed_tables["offsets"])
     assert resumed_tables == fresh_tables
-
-
-def _jobs_in(spark: Any, group: str, fn: Any) -> tuple[Any, int]:
-    """``fn()`` and the Spark jobs it ran (under job group ``group``)."""
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        return fn(), len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-
-
-def test_published_tables_are_read_again_only_when_their_files_changed(spark, tmp_path) -> None:
-    """The expiration plan and the metrics of one run read the same published tables: the second read
-    runs no Spark job; after a new publish the read is a new one, with the new rows."""
-    from offsetops.assets.reload import publish_tables, published_caches
-    from offsetops.assets.resources import StateResource
-    from offsetops.pipelines.schemas import TABLE_SCHEMAS
-    from offsetops.pipelines.tables import all_cache_rows
-
-    state = StateResource(output_dir=str(tmp_path))
-
-    def publish(cache: Any) -> None:
-        rows = all_cache_rows([cache])
-        tables = {t: spark.createDataFrame(rows[t], schema) for t, schema in TABLE_SCHEMAS.items()}
-        publish_tables(spark, tables, state, [4])
-
-    def read() -> Any:
-        return published_caches(spark, state, [4], NUM_PARTITIONS)
-
-    publish(error_storm_cache(4))
-    (_caches, first), jobs = _jobs_in(spark, "first", read)
-    (_caches, again), jobs_again = _jobs_in(spark, "again", read)
-    assert jobs > 0 and jobs_again == 0
-    assert again == first and len(first["decode_errors"]) > 0
-
-    publish(CoordinatorCache(partition=4, groups={}, stats=LoadStats(), num_partitions=NUM_PARTITIONS))
-    (_caches, after), jobs_after = _jobs_in(spark, "after", read)
-    assert jobs_after > 0 and after["decode_errors"] == []

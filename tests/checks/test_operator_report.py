@@ -12,6 +12,7 @@ from offsetops.checks.operator_report import (
     NOT_RUN,
     ReportInputError,
     report_url,
+    reuse_operator_report,
     worst_verdict,
     write_operator_report,
 )
@@ -180,3 +181,46 @@ def test_reload_section_counts_groups_per_type_and_says_where_share_offsets_are(
     assert XSS not in page  # group types come from the data: escaped
     note = re.search(r'<p id="reload-share-note">(.*?)</p>', page)
     assert note is not None and "__share_group_state" in note.group(1)
+
+
+def test_the_run_s_report_is_reused_while_its_inputs_and_pages_are_unchanged(tmp_path: Path) -> None:
+    """What the demo prints after the run: the report offsets_topic_summary wrote, not drawn again."""
+    reports = tmp_path / "reports"
+    _write(reports, cleaner_audit=_audit(), expiration_plan=_plan(expired=False))
+    written = write_operator_report(reports, run_id="r1")
+    assert written.run_path is not None
+    stamps = {p: p.stat().st_mtime_ns for p in (written.path, written.run_path)}
+    reused, why_not = reuse_operator_report(reports, run_id="r1")
+    assert (reused, why_not) == (written, "")
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (lambda r: _write(r, expiration_plan=_plan(expired=True)), "the reports it was drawn from changed"),
+        (
+            lambda r: _write(r, reload={"counts": {"decode_errors": 3}}),
+            "the reports it was drawn from changed",
+        ),
+        (lambda r: (r / "index.html").write_text("summary"), "the reports it was drawn from changed"),
+        (lambda r: (r / "report.html").write_text("another run's page"), "report.html changed since"),
+        (lambda r: (r / "runs" / "r1" / "report-inputs.json").write_text('{"format": 1, "ru'), "unreadable"),
+        (lambda r: (r / "runs" / "r1" / "report-inputs.json").unlink(), "no report was written for run r1"),
+    ],
+)
+def test_the_run_s_report_is_drawn_again_when_anything_it_shows_changed(tmp_path: Path, change, why) -> None:
+    reports = tmp_path / "reports"
+    _write(reports, cleaner_audit=_audit(), expiration_plan=_plan(expired=False))
+    write_operator_report(reports, run_id="r1")
+    change(reports)
+    reused, why_not = reuse_operator_report(reports, run_id="r1")
+    assert reused is None and why in why_not
+
+
+def test_another_run_s_report_is_not_reused(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    _write(reports, cleaner_audit=_audit())
+    write_operator_report(reports, run_id="r1")
+    reused, why_not = reuse_operator_report(reports, run_id="r2")
+    assert reused is None and why_not == "no report was written for run r2"
