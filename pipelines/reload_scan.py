@@ -131,8 +131,6 @@ def plan_scan(
             partition=p,
             dirty_from=dirty_from(ckpt, start, first),
             active_base=actives[p],
-            delete_retention_ms=request.config.delete_retention_ms,
-            now_ms=request.now_ms,
             verify_crc=request.verify_crc,
         )
     return ScanPlan(request.config, request.now_ms, inputs, trio)

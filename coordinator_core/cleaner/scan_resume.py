@@ -1,0 +1,290 @@
+"""The cleaner scan read once, then followed: it rides along the fold's resumed read (``--state DIR``).
+
+A partition's scan (:mod:`.scan`) is saved beside its fold's resume state, in the same directory under
+the same lock, at the same point (``DIR/<topic>-<partition>.scan``, :mod:`.scan_state`), and the next run
+goes on from that point with the fold, so each appended byte is read once for both. The saved scan holds
+only what does not move between runs (see :mod:`.scan`); it is refused, and the scan made from the start
+with the reason, when what it does depend on moved:
+
+- whatever made the fold read from the start (the fold's own reason, :data:`~..resume.REASONS`);
+- ``scan_stale``: the scan was saved at another point than the fold's (a run that stopped between
+  the two files, or a fold saved by a read that did not scan);
+- ``scan_inputs_changed``: the cleaner's first dirty offset (its checkpoint, the log start) or the
+  read limits differ from the ones the scan was made with;
+- ``segment_rewritten``: the cleaner rewrote segments before the point (the fold finds its place
+  again by offset; the scan's facts of the rewritten bytes are gone);
+- ``active_segment_moved``: a new active segment begins at or below an offset already counted;
+- ``no_state``, ``state_unreadable``, ``state_corrupt``, ``state_foreign``, ``state_version``: as for the
+  fold's file (a corrupt or foreign file is reported and ignored, never trusted).
+
+A fresh scan while the fold resumes reads the bytes before the fold's point itself, then rides along.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import mmap
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from offsetops.coordinator_core.atomic import write_bytes_atomic
+from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cleaner.scan import (
+    PartitionScan,
+    ScanInputs,
+    scan_into,
+    scan_partition,
+)
+from offsetops.coordinator_core.cleaner.scan_state import decode_scan, encode_scan
+from offsetops.coordinator_core.errors import DecodeError
+from offsetops.coordinator_core.records.reader import Scan, page_release
+from offsetops.coordinator_core.resume.codec import StateFormatError
+from offsetops.coordinator_core.resume.logdir import Plan, load_partition_dir_resumable, stop_in
+from offsetops.coordinator_core.resume.point import Refusal, ResumePoint
+from offsetops.coordinator_core.resume.store import StateStore
+from offsetops.coordinator_core.sources.logdir import PartitionDir
+from offsetops.coordinator_core.untrusted import UntrustedFileError, open_regular_file, read_regular_file
+
+__all__ = ["SCAN_REASONS", "ScanOutcome", "ScanRider", "load_and_scan", "scan_state_path"]
+
+#: why a partition's scan was made from the start rather than resumed, beside the fold's REASONS
+SCAN_REASONS: dict[str, str] = {
+    "scan_stale": "the scan state was saved at another point than the fold's",
+    "scan_inputs_changed": "the cleaner's first dirty offset or the read limits changed",
+    "segment_rewritten": "the cleaner rewrote segments before the point",
+    "active_segment_moved": "a new active segment begins at or below an offset already counted",
+    "no_scan_store": "the resume state is kept in memory, where no scan is kept",
+}
+
+
+@dataclass(frozen=True)
+class ScanOutcome:
+    """A partition's scan after a read, whether it went on from its saved state, and if not why."""
+
+    scan: PartitionScan
+    resumed: bool
+    reason: str | None
+    detail: str
+    #: bytes the scan read on its own (before the fold's point, or alone); it shares the fold's read
+    own_bytes: int = 0
+    state_error: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """``scan_resumed``, ``scan_resume_reason``, ``scan_resume_detail``, ``scan_state_error``."""
+        return {
+            "scan_resumed": self.resumed,
+            "scan_resume_reason": self.reason,
+            "scan_resume_detail": self.detail,
+            "scan_state_error": self.state_error,
+        }
+
+
+def scan_state_path(store: StateStore, topic: str, partition: int) -> Path:
+    """The scan state beside the fold's: ``DIR/<topic>-<partition>.scan``."""
+    return store.path(topic, partition).with_suffix(".scan")
+
+
+def _inputs(inputs: ScanInputs) -> dict[str, Any]:
+    """What a saved scan depends on beside its point (the active segment is applied when resumed)."""
+    return {k: v for k, v in dataclasses.asdict(inputs).items() if k != "active_base"}
+
+
+def _short(value: Any) -> str:
+    """Something read from a state file, for a message: at most 200 characters."""
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+class ScanRider:
+    """The cleaner scan of one partition dir riding along its fold's resumed read
+    (:class:`~offsetops.coordinator_core.resume.logdir.ResumeRider`)."""
+
+    def __init__(self, pdir: PartitionDir, store: Any, inputs: ScanInputs) -> None:
+        self.pdir, self.store, self.inputs = pdir, store, inputs
+        self.scan = PartitionScan(active_base=inputs.active_base)
+        self.riding = False
+        self.resumed, self.reason, self.detail = False, None, ""
+        self.own_bytes, self.state_error = 0, None
+        self._saved: ResumePoint | None = None
+        self._read: set[int] = set()
+        self._walked: dict[int, int] = {}
+
+    def outcome(self) -> ScanOutcome:
+        return ScanOutcome(
+            self.scan, self.resumed, self.reason, self.detail, self.own_bytes, self.state_error
+        )
+
+    def _fresh(self, refusal: Refusal) -> None:
+        self.scan = PartitionScan(active_base=self.inputs.active_base)
+        self.resumed, self.reason, self.detail = False, refusal.code, refusal.detail
+
+    # -- ResumeRider ------------------------------------------------------------------------------
+
+    def begin(self, plan: Plan | None, saved: ResumePoint | None, refusal: Refusal | None) -> None:
+        if plan is None:  # the fold reads alone (the state is locked): so does the scan, and saves nothing
+            self._fresh(refusal or Refusal("state_locked", "the state is locked"))
+            inputs = self.inputs
+            self.scan = scan_partition(self.pdir, dirty_from=inputs.dirty_from, verify_crc=inputs.verify_crc,
+                                       max_batch_bytes=inputs.max_batch_bytes)  # fmt: skip
+            self.own_bytes = self.pdir.size_bytes
+            return
+        self.riding, self._saved = True, saved
+        if refusal is not None or saved is None:
+            self._fresh(refusal or Refusal("no_state", "no resume state for this partition yet"))
+            return
+        if (plan.index, plan.start) == (0, 0):  # nothing was folded: the fold reads from the start too
+            self.resumed, self.detail = True, "resumed with the fold at offset 0"
+            return
+        restored = self._restore(plan, saved)
+        if isinstance(restored, Refusal):
+            self._fresh(restored)
+            self._scan_before(plan)
+            return
+        self.scan = restored
+        self.resumed, self.reason, self.detail = (
+            True,
+            None,
+            f"resumed with the fold at offset {plan.next_offset}",
+        )
+
+    def read(self, seg: Any, start: int, mapping: mmap.mmap, walker: Scan) -> None:
+        if not self.riding:
+            return
+        self._read.add(seg.base_offset)
+        self._walked[seg.base_offset] = len(mapping)
+        scan_into(self.scan, mapping, self.inputs, file=str(seg.path), base_offset=seg.base_offset,
+                  size=seg.size, mtime_ms=seg.mtime_ms, start=start, walker=walker)  # fmt: skip
+
+    def done(self, seg: Any, start: int, size: int | None) -> None:
+        if not self.riding or seg.base_offset in self._read:
+            return
+        if size is None:
+            self.scan.errors.append(
+                DecodeError(
+                    "io", "cannot be read (the load's errors say why)", str(seg.path), self.pdir.partition
+                )
+            )
+        self._walked[seg.base_offset] = size or 0
+        scan_into(self.scan, b"", self.inputs, file=str(seg.path), base_offset=seg.base_offset, size=seg.size,
+                  mtime_ms=seg.mtime_ms, start=start)  # fmt: skip
+
+    def saved(self, point: ResumePoint | None, bytes_read: int) -> None:
+        if not self.riding or point is None or not point.segments:
+            return
+        if not isinstance(self.store, StateStore):
+            self.state_error = SCAN_REASONS["no_scan_store"]
+            return
+        if self.resumed and bytes_read == 0 and not self._read and point == self._saved:
+            return  # the saved scan is this one: nothing was read
+        last = self.pdir.segments[len(point.segments) - 1]
+        position, kept = stop_in(self.scan.errors, str(last.path), self._walked.get(last.base_offset, 0))
+        bases = [s.base_offset for s in self.scan.segments]
+        if position != point.position or bases != [b for b, _ in point.segments]:
+            self.state_error = (
+                f"scan state not saved: the scan stopped at byte {position} of {last.path}, the fold at "
+                f"byte {point.position}"
+            )
+            return
+        try:
+            data = encode_scan(self.scan, {"point": point.to_json(), "inputs": _inputs(self.inputs)}, kept)
+            write_bytes_atomic(scan_state_path(self.store, point.topic, point.partition), data, durable=False)
+        except (OSError, ValueError) as exc:
+            self.state_error = f"scan state not saved: {exc}"
+
+    # -- the saved scan -------------------------------------------------------------------------------
+
+    def _restore(self, plan: Plan, saved: ResumePoint) -> PartitionScan | Refusal:
+        """The saved scan, when it was saved at ``saved`` with these inputs and the log allows it."""
+        path = scan_state_path(self.store, self.pdir.topic, self.pdir.partition)
+        if not isinstance(self.store, StateStore):
+            return Refusal("no_scan_store", SCAN_REASONS["no_scan_store"])
+        if plan.compacted:
+            return Refusal(
+                "segment_rewritten", "the cleaner rewrote segments before the point since the scan"
+            )
+        try:
+            data = read_regular_file(path, kind="resume state")
+        except FileNotFoundError:
+            return Refusal("no_state", f"no scan state {path} yet")
+        except (UntrustedFileError, OSError) as exc:
+            return Refusal("state_unreadable", f"{path}: {exc}")
+        listed = [(s.size, s.mtime_ms) for s in self.pdir.segments]
+        try:
+            head, scan = decode_scan(data, listed)
+        except StateFormatError as exc:
+            return Refusal(exc.code, f"{path}: {exc}")
+        if head.get("point") != saved.to_json():
+            return Refusal("scan_stale", f"{path} was saved at another point than the fold's state")
+        if head.get("inputs") != _inputs(self.inputs):
+            return Refusal(
+                "scan_inputs_changed",
+                f"{path} was made with {_short(head.get('inputs'))}, "
+                f"this run scans with {_inputs(self.inputs)}",
+            )
+        return self._active(scan, path)
+
+    def _active(self, scan: PartitionScan, path: Path) -> PartitionScan | Refusal:
+        """The saved scan with this run's active segment: its reclaimable bytes counted again from
+        scratch when a new segment became the active one."""
+        now = self.inputs.active_base
+        if now == scan.active_base:
+            return scan
+        if now < scan.active_base or now <= scan.top_reclaimed:
+            return Refusal(
+                "active_segment_moved", f"{path}: the active segment begins at offset {now}, the scan "
+                f"counted offsets up to {scan.top_reclaimed} with the active segment at {scan.active_base}",
+            )  # fmt: skip
+        scan.active_base, scan.active_reclaimable_bytes = now, 0.0
+        return scan
+
+    def _scan_before(self, plan: Plan) -> None:
+        """A fresh scan while the fold resumes: the bytes before the fold's point, read here."""
+        for i, seg in enumerate(self.pdir.segments[: plan.index + 1]):
+            end = plan.start if i == plan.index else None
+            if end == 0:
+                break
+            self._scan_file(seg, end)
+
+    def _scan_file(self, seg: Any, end: int | None) -> None:
+        file = str(seg.path)
+        try:
+            with open_regular_file(seg.path, kind="segment", follow_symlinks=True) as fh:
+                size = os.fstat(fh.fileno()).st_size
+                stop = size if end is None else min(end, size)
+                meta = {
+                    "file": file,
+                    "base_offset": seg.base_offset,
+                    "size": seg.size,
+                    "mtime_ms": seg.mtime_ms,
+                }
+                if size == 0:
+                    scan_into(self.scan, b"", self.inputs, **meta)
+                    return
+                with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                    walker = Scan(fh.fileno(), page_release(mm))
+                    scan_into(self.scan, mm, self.inputs, stop=stop, walker=walker, **meta)
+                self.own_bytes += stop
+        except (OSError, ValueError) as exc:
+            self.scan.errors.append(DecodeError("io", f"cannot read: {exc}", file, self.pdir.partition))
+            self.riding = False
+            self.state_error = f"scan state not saved: {file} cannot be read"
+
+
+def load_and_scan(
+    pdir: PartitionDir,
+    store: StateStore,
+    inputs: ScanInputs,
+    *,
+    num_partitions: int,
+    semantics: str,
+) -> tuple[CoordinatorCache, ScanOutcome]:
+    """The partition's resumed load (``load_partition_dir_resumable``) and its cleaner scan from one
+    read: both go on from the saved point when it holds (``inputs``' read limits are the fold's too)."""
+    rider = ScanRider(pdir, store, inputs)
+    cache = load_partition_dir_resumable(
+        pdir, store, num_partitions=num_partitions, semantics=semantics, verify_crc=inputs.verify_crc,
+        max_batch_bytes=inputs.max_batch_bytes, rider=rider,
+    )  # fmt: skip
+    return cache, rider.outcome()
