@@ -256,7 +256,7 @@ def _reload_to_staging(
     if source.is_live:
         return _live_to_staging(spark, source, partitions, staging, options)
     if run["resume_state_dir"] and "://" not in str(source.log_dir):
-        return resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]))
+        return resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]), scan)
     present = _present_partitions(spark, source, partitions)
     if not present:
         return {t: _empty(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark", "bytes_read": {}}

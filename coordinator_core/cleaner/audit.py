@@ -57,6 +57,7 @@ __all__ = [
     "audit_log_dirs",
     "audit_partition",
     "audit_partition_isolated",
+    "high_watermarks",
     "merge_broker_audits",
     "scan_log_dir",
 ]
@@ -231,7 +232,7 @@ def audit_partition_isolated(pdir: PartitionDir, **kwargs: Any) -> PartitionAudi
         return PartitionFailure(pdir.partition, str(pdir.path), f"{type(exc).__name__}: {exc}")
 
 
-def _high_watermarks(logdir: LogDir, notes: list[str]) -> dict[tuple[str, int], int]:
+def high_watermarks(logdir: LogDir, notes: list[str]) -> dict[tuple[str, int], int]:
     """The log dir's ``replication-offset-checkpoint`` (high watermarks); an unreadable one is a note."""
     try:
         return read_offset_checkpoint(Path(logdir.path) / REPLICATION_CHECKPOINT)
@@ -252,7 +253,7 @@ def scan_log_dir(
     """:func:`audit_partition_isolated` of every partition of a log dir, with the log dir's checkpoints
     (``hw``: its high watermarks, read here when not given; an unreadable file goes to ``notes``)."""
     if hw is None:
-        hw = _high_watermarks(logdir, notes if notes is not None else [])
+        hw = high_watermarks(logdir, notes if notes is not None else [])
     out: dict[int, PartitionAudit | PartitionFailure | None] = {}
     for pdir in logdir.partitions:
         tp = (pdir.topic, pdir.partition)
@@ -354,7 +355,7 @@ def audit_log_dir(
     notes = list(logdir.checkpoint_errors)
     if live is not None:
         notes.extend(live.notes)
-    hw_ckpt = _high_watermarks(logdir, notes) if files_at_hand else {}
+    hw_ckpt = high_watermarks(logdir, notes) if files_at_hand else {}
     if partition_audits is None:
         partition_audits = scan_log_dir(logdir, config=cfg, now_ms=now, verify_crc=verify_crc, hw=hw_ckpt)
     history = AuditHistory.load(state_dir) if state_dir is not None else None

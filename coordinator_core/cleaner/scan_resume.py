@@ -25,15 +25,20 @@ from __future__ import annotations
 import dataclasses
 import mmap
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from offsetops.coordinator_core.atomic import write_bytes_atomic
 from offsetops.coordinator_core.cache import CoordinatorCache
+from offsetops.coordinator_core.cleaner.audit import audit_from_scan, high_watermarks
+from offsetops.coordinator_core.cleaner.config import CleanerConfig
+from offsetops.coordinator_core.cleaner.model import PartitionAudit, PartitionFailure
 from offsetops.coordinator_core.cleaner.scan import (
     PartitionScan,
     ScanInputs,
+    dirty_from,
     scan_into,
     scan_partition,
 )
@@ -44,10 +49,18 @@ from offsetops.coordinator_core.resume.codec import StateFormatError
 from offsetops.coordinator_core.resume.logdir import Plan, load_partition_dir_resumable, stop_in
 from offsetops.coordinator_core.resume.point import Refusal, ResumePoint
 from offsetops.coordinator_core.resume.store import StateStore
-from offsetops.coordinator_core.sources.logdir import PartitionDir
+from offsetops.coordinator_core.sources.logdir import LogDir, PartitionDir
 from offsetops.coordinator_core.untrusted import UntrustedFileError, open_regular_file, read_regular_file
 
-__all__ = ["SCAN_REASONS", "ScanOutcome", "ScanRider", "load_and_scan", "scan_state_path"]
+__all__ = [
+    "SCAN_REASONS",
+    "ScanOutcome",
+    "ScanRider",
+    "ScanRiders",
+    "audit_partitions_resumed",
+    "load_and_scan",
+    "scan_state_path",
+]
 
 #: why a partition's scan was made from the start rather than resumed, beside the fold's REASONS
 SCAN_REASONS: dict[str, str] = {
@@ -270,6 +283,85 @@ class ScanRider:
             self.scan.errors.append(DecodeError("io", f"cannot read: {exc}", file, self.pdir.partition))
             self.riding = False
             self.state_error = f"scan state not saved: {file} cannot be read"
+
+
+class ScanRiders:
+    """A :class:`ScanRider` for each partition a :class:`~..sources.source.Source`'s resumed read goes
+    through (``Source(scan_riders=)``), with the partition's inputs; then each partition's outcome."""
+
+    def __init__(self, inputs: Mapping[int, ScanInputs]) -> None:
+        self.inputs = dict(inputs)
+        self._riders: dict[int, ScanRider] = {}
+
+    def rider(self, pdir: PartitionDir, store: Any) -> ScanRider | None:
+        """The rider of ``pdir`` (None for a partition without scan inputs: no segment was listed)."""
+        inputs = self.inputs.get(pdir.partition)
+        if inputs is None:
+            return None
+        rider = self._riders[pdir.partition] = ScanRider(pdir, store, inputs)
+        return rider
+
+    def outcomes(self) -> dict[int, ScanOutcome]:
+        return {p: r.outcome() for p, r in sorted(self._riders.items())}
+
+
+def audit_partitions_resumed(
+    logdir: LogDir,
+    store: StateStore,
+    *,
+    config: CleanerConfig,
+    now_ms: int,
+    num_partitions: int,
+    semantics: str,
+    max_batch_bytes: int,
+    progress: Callable[[int, PartitionDir], None] | None = None,
+) -> tuple[dict[int, PartitionAudit | PartitionFailure | None], dict[int, dict[str, Any]]]:
+    """Each partition's unjudged audit (``scan_log_dir``'s) from its scan resumed with its fold, and
+    what each read: ``bytes_read`` (this run, the fold's and the scan's own), ``resumed`` (the scan),
+    ``resume_reason`` / ``resume_detail`` (why not) and ``state_error``."""
+    hw = high_watermarks(logdir, [])
+    audits: dict[int, PartitionAudit | PartitionFailure | None] = {}
+    reads: dict[int, dict[str, Any]] = {}
+    for pdir in logdir.partitions:
+        if pdir.segments:
+            audits[pdir.partition], reads[pdir.partition] = _audit_resumed(
+                logdir, pdir, store, hw, config=config, now_ms=now_ms, num_partitions=num_partitions,
+                semantics=semantics, max_batch_bytes=max_batch_bytes,
+            )  # fmt: skip
+        else:
+            audits[pdir.partition] = None
+        if progress is not None:
+            progress(len(logdir.partitions), pdir)
+    return audits, reads
+
+
+def _audit_resumed(
+    logdir: LogDir, pdir: PartitionDir, store: StateStore, hw: Mapping[tuple[str, int], int], *,
+    config: CleanerConfig, now_ms: int, num_partitions: int, semantics: str, max_batch_bytes: int,
+) -> tuple[PartitionAudit | PartitionFailure, dict[str, Any]]:  # fmt: skip
+    tp = (pdir.topic, pdir.partition)
+    checkpoint, log_start = logdir.cleaner_checkpoint.get(tp), logdir.log_start_checkpoint.get(tp)
+    first = dirty_from(checkpoint, log_start, pdir.segments[0].base_offset)
+    inputs = ScanInputs(pdir.partition, first, pdir.segments[-1].base_offset, True, max_batch_bytes)
+    try:
+        cache, outcome = load_and_scan(
+            pdir, store, inputs, num_partitions=num_partitions, semantics=semantics
+        )
+        audit = audit_from_scan(
+            pdir.partition, outcome.scan, config=config, now_ms=now_ms, checkpoint=checkpoint,
+            log_start_checkpoint=log_start, high_watermark=hw.get(tp),
+        )  # fmt: skip
+    except Exception as exc:  # reported per partition, as audit_partition_isolated does
+        failure = PartitionFailure(pdir.partition, str(pdir.path), f"{type(exc).__name__}: {exc}")
+        return failure, {"bytes_read": 0, "resumed": False, "resume_reason": "unverifiable",
+                         "resume_detail": failure.error, "state_error": None}  # fmt: skip
+    return audit, {
+        "bytes_read": cache.stats.bytes_read + outcome.own_bytes,
+        "resumed": outcome.resumed,
+        "resume_reason": outcome.reason,
+        "resume_detail": outcome.detail,
+        "state_error": outcome.state_error or cache.stats.state_error,
+    }
 
 
 def load_and_scan(
