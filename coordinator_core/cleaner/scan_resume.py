@@ -7,8 +7,9 @@ only what does not move between runs (see :mod:`.scan`); it is refused, and the 
 with the reason, when what it does depend on moved:
 
 - whatever made the fold read from the start (the fold's own reason, :data:`~..resume.REASONS`);
-- ``scan_stale``: the scan was saved at another point than the fold's (a run that stopped between
-  the two files, or a fold saved by a read that did not scan);
+- ``scan_stale``: the scan was saved at a point the fold's is not past in the log as it is now (a scan
+  saved before the fold went on, by a read that saved the fold alone, goes on from its own point
+  instead: it reads up to the fold's point itself, then rides along);
 - ``scan_inputs_changed``: the cleaner's first dirty offset (its checkpoint, the log start) or the
   read limits differ from the ones the scan was made with;
 - ``segment_rewritten``: the cleaner rewrote segments before the point (the fold finds its place
@@ -46,7 +47,13 @@ from offsetops.coordinator_core.cleaner.scan_state import decode_scan, encode_sc
 from offsetops.coordinator_core.errors import DecodeError
 from offsetops.coordinator_core.records.reader import Scan, page_release
 from offsetops.coordinator_core.resume.codec import StateFormatError
-from offsetops.coordinator_core.resume.logdir import Plan, load_partition_dir_resumable, stop_in
+from offsetops.coordinator_core.resume.logdir import (
+    Plan,
+    load_partition_dir_resumable,
+    log_state,
+    plan_resume,
+    stop_in,
+)
 from offsetops.coordinator_core.resume.point import Refusal, ResumePoint
 from offsetops.coordinator_core.resume.store import StateStore
 from offsetops.coordinator_core.sources.logdir import LogDir, PartitionDir
@@ -64,7 +71,7 @@ __all__ = [
 
 #: why a partition's scan was made from the start rather than resumed, beside the fold's REASONS
 SCAN_REASONS: dict[str, str] = {
-    "scan_stale": "the scan state was saved at another point than the fold's",
+    "scan_stale": "the scan state was saved at a point the fold's state is not past",
     "scan_inputs_changed": "the cleaner's first dirty offset or the read limits changed",
     "segment_rewritten": "the cleaner rewrote segments before the point",
     "active_segment_moved": "a new active segment begins at or below an offset already counted",
@@ -153,14 +160,16 @@ class ScanRider:
         restored = self._restore(plan, saved)
         if isinstance(restored, Refusal):
             self._fresh(restored)
-            self._scan_before(plan)
+            self._scan_span(Plan(0, 0), plan)
             return
-        self.scan = restored
-        self.resumed, self.reason, self.detail = (
-            True,
-            None,
-            f"resumed with the fold at offset {plan.next_offset}",
-        )
+        self.scan, at = restored
+        self.resumed, self.reason = True, None
+        self.detail = f"resumed with the fold at offset {plan.next_offset}"
+        if at != plan:
+            self._scan_span(at, plan)
+            self.detail = (
+                f"resumed at offset {at.next_offset}, read on to the fold's offset {plan.next_offset}"
+            )
 
     def read(self, seg: Any, start: int, mapping: mmap.mmap, walker: Scan) -> None:
         if not self.riding:
@@ -208,8 +217,11 @@ class ScanRider:
 
     # -- the saved scan -------------------------------------------------------------------------------
 
-    def _restore(self, plan: Plan, saved: ResumePoint) -> PartitionScan | Refusal:
-        """The saved scan, when it was saved at ``saved`` with these inputs and the log allows it."""
+    def _restore(self, plan: Plan, saved: ResumePoint) -> tuple[PartitionScan, Plan] | Refusal:
+        """The saved scan and where it goes on from: at the fold's ``plan`` when it was saved at the
+        fold's ``saved`` point, or at its own point, behind the fold's, while the log still holds the
+        bytes before it (a read that saved the fold alone went on since: the scan reads up to the fold's
+        point itself); or why it cannot be used."""
         path = scan_state_path(self.store, self.pdir.topic, self.pdir.partition)
         if not isinstance(self.store, StateStore):
             return Refusal("no_scan_store", SCAN_REASONS["no_scan_store"])
@@ -228,15 +240,31 @@ class ScanRider:
             head, scan = decode_scan(data, listed)
         except StateFormatError as exc:
             return Refusal(exc.code, f"{path}: {exc}")
-        if head.get("point") != saved.to_json():
-            return Refusal("scan_stale", f"{path} was saved at another point than the fold's state")
         if head.get("inputs") != _inputs(self.inputs):
             return Refusal(
                 "scan_inputs_changed",
                 f"{path} was made with {_short(head.get('inputs'))}, "
                 f"this run scans with {_inputs(self.inputs)}",
             )
-        return self._active(scan, path)
+        at = plan if head.get("point") == saved.to_json() else self._behind(head.get("point"), plan, saved)
+        if at is None:
+            return Refusal("scan_stale", f"{path} was saved at a point the fold's state is not past")
+        if (at.index, at.start) == (0, 0):  # it had read nothing: going on is reading from the start
+            return PartitionScan(active_base=self.inputs.active_base), at
+        active = self._active(scan, path)
+        return active if isinstance(active, Refusal) else (active, at)
+
+    def _behind(self, doc: Any, plan: Plan, saved: ResumePoint) -> Plan | None:
+        """Where a scan saved at the point ``doc`` goes on from, when that point is before the fold's
+        ``plan`` in the log as it is now (the fold's own resume checks); else None."""
+        try:
+            theirs = ResumePoint.from_json(doc)
+        except StateFormatError:
+            return None
+        at = plan_resume(theirs, self.pdir, log_state(self.pdir), saved.settings)
+        if isinstance(at, Refusal) or at.compacted:
+            return None
+        return at if (at.index, at.start) <= (plan.index, plan.start) else None
 
     def _active(self, scan: PartitionScan, path: Path) -> PartitionScan | Refusal:
         """The saved scan with this run's active segment: its reclaimable bytes counted again from
@@ -252,33 +280,29 @@ class ScanRider:
         scan.active_base, scan.active_reclaimable_bytes = now, 0.0
         return scan
 
-    def _scan_before(self, plan: Plan) -> None:
-        """A fresh scan while the fold resumes: the bytes before the fold's point, read here."""
-        for i, seg in enumerate(self.pdir.segments[: plan.index + 1]):
-            end = plan.start if i == plan.index else None
-            if end == 0:
+    def _scan_span(self, start: Plan, end: Plan) -> None:
+        """Read from ``start`` to ``end`` (where the fold goes on from) into the scan, here."""
+        for i in range(start.index, end.index + 1):
+            frm = start.start if i == start.index else 0
+            to = end.start if i == end.index else None
+            if to is not None and to <= frm:
                 break
-            self._scan_file(seg, end)
+            self._scan_file(self.pdir.segments[i], frm, to)
 
-    def _scan_file(self, seg: Any, end: int | None) -> None:
+    def _scan_file(self, seg: Any, start: int, end: int | None) -> None:
         file = str(seg.path)
+        meta = {"file": file, "base_offset": seg.base_offset, "size": seg.size, "mtime_ms": seg.mtime_ms}
         try:
             with open_regular_file(seg.path, kind="segment", follow_symlinks=True) as fh:
                 size = os.fstat(fh.fileno()).st_size
                 stop = size if end is None else min(end, size)
-                meta = {
-                    "file": file,
-                    "base_offset": seg.base_offset,
-                    "size": seg.size,
-                    "mtime_ms": seg.mtime_ms,
-                }
-                if size == 0:
-                    scan_into(self.scan, b"", self.inputs, **meta)
+                if size == 0 or stop <= start:
+                    scan_into(self.scan, b"", self.inputs, start=start, **meta)
                     return
                 with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                     walker = Scan(fh.fileno(), page_release(mm))
-                    scan_into(self.scan, mm, self.inputs, stop=stop, walker=walker, **meta)
-                self.own_bytes += stop
+                    scan_into(self.scan, mm, self.inputs, start=start, stop=stop, walker=walker, **meta)
+                self.own_bytes += stop - start
         except (OSError, ValueError) as exc:
             self.scan.errors.append(DecodeError("io", f"cannot read: {exc}", file, self.pdir.partition))
             self.riding = False

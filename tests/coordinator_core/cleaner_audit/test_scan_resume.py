@@ -17,7 +17,7 @@ from offsetops.coordinator_core.cleaner.scan import PartitionScan, ScanInputs, d
 from offsetops.coordinator_core.cleaner.scan_resume import ScanOutcome, load_and_scan, scan_state_path
 from offsetops.coordinator_core.loader import load_partition_dir
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
-from offsetops.coordinator_core.resume import StateStore
+from offsetops.coordinator_core.resume import StateStore, load_partition_dir_resumable
 from offsetops.coordinator_core.sources.logdir import PartitionDir, open_log_dir
 
 from tests.coordinator_core.cleaner_audit.scenarios import (
@@ -87,6 +87,7 @@ def _run(
     cut_batch=st.integers(0, 30),
     cut_byte=st.integers(0, 200),
     later_roll=st.booleans(),
+    middle=st.one_of(st.none(), st.integers(0, 30)),
     dirty=st.floats(0, 1),
     clocks=st.tuples(st.integers(-2 * DAY_MS, 2 * DAY_MS), st.integers(0, 3 * DAY_MS)),
 )
@@ -97,6 +98,7 @@ def test_a_resumed_scan_judges_as_a_fresh_scan_of_the_same_bytes(
     cut_batch: int,
     cut_byte: int,
     later_roll: bool,
+    middle: int | None,
     dirty: float,
     clocks: tuple[int, int],
 ) -> None:
@@ -117,10 +119,16 @@ def test_a_resumed_scan_judges_as_a_fresh_scan_of_the_same_bytes(
     first_dirty = dirty_from(checkpoint, None, part.segments[0].base_offset)
     assert _judged(part, first.scan, now1, checkpoint) == _fresh(part, first_dirty, now1, checkpoint)
 
+    if middle is not None:
+        # a read that saves the fold alone (the follow sensor) goes on in between: the scan catches up
+        _write(pdir, _prefix(final, cut + middle % (len(batches) - cut + 1), cut_byte), now1)
+        load_partition_dir_resumable(
+            _part(root), store, num_partitions=50, max_batch_bytes=DEFAULT_MAX_BATCH_BYTES
+        )
     _write(pdir, [(base, b"".join(data)) for base, data in final], now2)
     part, second, cache = _run(root, store, checkpoint)
     assert _judged(part, second.scan, now2, checkpoint) == _fresh(part, first_dirty, now2, checkpoint)
-    event(f"scan resumed: {second.resumed}, reason {second.reason}")
+    event(f"scan resumed: {second.resumed}, reason {second.reason}, caught up: {'read on' in second.detail}")
     assert second.resumed == cache.stats.resumed, second.detail
     if not cache.stats.resumed:
         assert second.reason == cache.stats.resume_reason
@@ -207,12 +215,29 @@ def _foreign(root: Path, store: StateStore) -> None:
     scan_state_path(store, "__consumer_offsets", 0).write_bytes(b"PK\x03\x04" + os.urandom(200))
 
 
-def _stale(root: Path, store: StateStore) -> None:
-    from offsetops.coordinator_core.resume import load_partition_dir_resumable
-
+def _fold_alone(root: Path, store: StateStore) -> None:
+    """A read that saves the fold alone (``groups --resume-state``, the follow sensor) goes on, then
+    more is appended."""
     load_partition_dir_resumable(
         _part(root), store, num_partitions=50, max_batch_bytes=DEFAULT_MAX_BATCH_BYTES
     )
+    _small_log(root, appended=5)
+
+
+def test_a_scan_behind_the_fold_reads_up_to_the_folds_point_and_resumes(tmp_path: Path) -> None:
+    outcome, judged, fresh = _twice(tmp_path, _fold_alone)
+    assert outcome.resumed and "read on to the fold's offset" in outcome.detail, outcome.detail
+    # only what the fold alone read since the scan was saved (3 commits of one batch each)
+    assert 0 < outcome.own_bytes < 3 * 150
+    assert judged == fresh
+
+
+def _older_fold(root: Path, store: StateStore) -> None:
+    """The fold's state is put back to an older copy, behind the scan's (a restored backup)."""
+    state = store.path("__consumer_offsets", 0)
+    older = state.read_bytes()
+    _run(root, store, 2)
+    state.write_bytes(older)
     _small_log(root, appended=5)
 
 
@@ -223,7 +248,7 @@ def _stale(root: Path, store: StateStore) -> None:
         (_corrupt, "state_corrupt"),
         (_version, "state_version"),
         (_foreign, "state_foreign"),
-        (_stale, "scan_stale"),
+        (_older_fold, "scan_stale"),
     ],
 )
 def test_a_scan_state_it_cannot_trust_gives_the_fresh_result_and_the_reason(
