@@ -128,6 +128,7 @@ class ScanRider:
         self.resumed, self.reason, self.detail = False, None, ""
         self.own_bytes, self.state_error = 0, None
         self._saved: ResumePoint | None = None
+        self._at_fold = False  # the saved scan was at the fold's point (nothing read before it here)
         self._read: set[int] = set()
         self._walked: dict[int, int] = {}
 
@@ -163,7 +164,7 @@ class ScanRider:
             self._scan_span(Plan(0, 0), plan)
             return
         self.scan, at = restored
-        self.resumed, self.reason = True, None
+        self.resumed, self.reason, self._at_fold = True, None, at == plan
         self.detail = f"resumed with the fold at offset {plan.next_offset}"
         if at != plan:
             self._scan_span(at, plan)
@@ -198,7 +199,7 @@ class ScanRider:
         if not isinstance(self.store, StateStore):
             self.state_error = SCAN_REASONS["no_scan_store"]
             return
-        if self.resumed and bytes_read == 0 and not self._read and point == self._saved:
+        if self.resumed and self._at_fold and bytes_read == 0 and not self._read and point == self._saved:
             return  # the saved scan is this one: nothing was read
         last = self.pdir.segments[len(point.segments) - 1]
         position, kept = stop_in(self.scan.errors, str(last.path), self._walked.get(last.base_offset, 0))

@@ -230,6 +230,26 @@ def test_a_scan_behind_the_fold_reads_up_to_the_folds_point_and_resumes(tmp_path
     # only what the fold alone read since the scan was saved (3 commits of one batch each)
     assert 0 < outcome.own_bytes < 3 * 150
     assert judged == fresh
+    # caught up and saved at the fold's point: the next run with nothing appended reads nothing
+    _part, again, cache = _run(tmp_path / "log", StateStore.at(tmp_path / "state"), 2)
+    assert again.resumed and again.own_bytes == 0 and cache.stats.bytes_read == 0, again.detail
+
+
+def test_a_scan_behind_a_fold_that_reads_nothing_more_is_saved_at_the_folds_point(tmp_path: Path) -> None:
+    root, store = tmp_path / "log", StateStore.at(tmp_path / "state")
+    _small_log(root)
+    checkpoints(root, {0: 2})
+    _run(root, store, 2)
+    _small_log(root, appended=3)
+    _fold_alone(root, store)  # the fold reads everything appended; nothing is appended after it
+    _small_log(root, appended=5)
+    from offsetops.coordinator_core.resume import load_partition_dir_resumable as fold_only
+
+    fold_only(_part(root), store, num_partitions=50, max_batch_bytes=DEFAULT_MAX_BATCH_BYTES)
+    _part1, caught_up, _ = _run(root, store, 2)
+    assert caught_up.resumed and caught_up.own_bytes > 0
+    _part2, again, _ = _run(root, store, 2)
+    assert again.resumed and again.own_bytes == 0, again.detail
 
 
 def _older_fold(root: Path, store: StateStore) -> None:
