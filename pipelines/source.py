@@ -304,14 +304,19 @@ def parse_checkpoint(text: str | None, name: str) -> dict[tuple[str, int], int]:
 def read_checkpoints(
     spark: SparkSession, listing: LogDirListing
 ) -> tuple[dict[str, dict[int, int]], list[str]]:
-    """``{checkpoint name: {partition: offset}}`` for our topic, plus notes for unusable files."""
+    """``{checkpoint name: {partition: offset}}`` for our topic, plus notes for unusable files. A local log
+    dir's files are read directly by the core reader (checked, size-bounded: the same rules and errors),
+    others through Spark."""
     out: dict[str, dict[int, int]] = {}
     notes: list[str] = []
     for name in (CLEANER_CHECKPOINT, LOG_START_CHECKPOINT, REPLICATION_CHECKPOINT):
         try:
-            entries = parse_checkpoint(read_checkpoint_text(spark, listing.root, name), name)
+            if listing.local:
+                entries = read_offset_checkpoint(Path(listing.root) / name)
+            else:
+                entries = parse_checkpoint(read_checkpoint_text(spark, listing.root, name), name)
         except LogDirError as exc:
-            notes.append(f"{listing.root}/{exc}")
+            notes.append(str(exc) if listing.local else f"{listing.root}/{exc}")
             entries = {}
         out[name] = {p: off for (t, p), off in entries.items() if t == OFFSETS_TOPIC}
     return out, notes
