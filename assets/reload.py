@@ -254,7 +254,7 @@ def _reload_to_staging(
     if source.is_live:
         return _live_to_staging(spark, source, partitions, staging, options)
     if run["resume_state_dir"] and "://" not in str(source.log_dir):
-        return resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]))
+        return resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]), scan)
     present = _present_partitions(spark, source, partitions)
     if not present:
         return {t: empty_table(spark, t) for t in TABLE_SCHEMAS}, {"read_by": "spark", "bytes_read": {}}
@@ -323,7 +323,8 @@ def _reload_on_driver(
     from offsetops.pipelines.cache_facts import partition_facts_from_rows, summarise
     from offsetops.pipelines.schemas import TABLE_SCHEMAS
 
-    rows, read = resumed_rows(source, partitions, str(source.settings()["resume_state_dir"]))
+    scan = cleaner_scan_request(context, source, state)
+    rows, read = resumed_rows(source, partitions, str(source.settings()["resume_state_dir"]), scan)
     outcome = publish_rows_on_driver(state, rows, partitions)
     for warning in outcome.warnings:
         context.log.warning(for_log(warning))

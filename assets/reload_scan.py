@@ -9,6 +9,7 @@ why in its metadata. Runs of ``cleaner_audit`` alone (its hourly schedule) and b
 unchanged.
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from offsetops.assets.resources import OffsetsSourceResource, StateResource
 if TYPE_CHECKING:
     from offsetops.coordinator_core.cleaner.config import CleanerConfig
     from offsetops.coordinator_core.cleaner.model import PartitionAudit, PartitionFailure
+    from offsetops.coordinator_core.cleaner.scan_resume import ScanRiders
     from offsetops.pipelines.reload_scan import CleanerScanRequest
     from offsetops.pipelines.source import LogDirListing
     from pyspark.sql import SparkSession
@@ -86,6 +88,47 @@ def scans_from_reload(
     checkpoints, _notes = read_checkpoints(session, listing)
     identity = scan_identity(run_id, listing, checkpoints, config, now_ms)
     return read_reload_scan(reload_scan_file(state), identity)
+
+
+def resumed_scan_riders(
+    session: "SparkSession | None",
+    source: OffsetsSourceResource,
+    partitions: list[int],
+    request: "CleanerScanRequest",
+) -> "tuple[ScanRiders, Callable[[], dict[int, dict[str, Any]]]] | None":
+    """The cleaner scan of a reload read through the resume state (``assets/reload_resume.py``): riders
+    that go on with each partition's fold (``cleaner.scan_resume``), and what then writes their audits
+    to :func:`reload_scan_file`, stamped as the Spark pass stamps its own (``scan_identity`` of the
+    same listing and checkpoints the audit reads), and gives each partition's scan facts. None when no
+    partition of the run has segments."""
+    import dataclasses
+
+    from offsetops.coordinator_core.cleaner.scan_resume import ScanRiders
+    from offsetops.pipelines.reload_scan import ScanMerger, plan_scan, scan_identity, write_reload_scan
+    from offsetops.pipelines.source import list_log_dir, read_checkpoints
+
+    wanted = set(partitions)
+    present = [
+        pd.partition for pd in source.open_log_dir().partitions if pd.segments and pd.partition in wanted
+    ]
+    if not present:
+        return None
+    listing = list_log_dir(session, str(source.log_dir), partitions=present)
+    checkpoints, _notes = read_checkpoints(session, listing)  # an unusable file: the audit notes it
+    plan = plan_scan(listing, checkpoints, request)
+    limit = source.settings()["max_batch_bytes"]
+    riders = ScanRiders({p: dataclasses.replace(i, max_batch_bytes=limit) for p, i in plan.inputs.items()})
+    identity = scan_identity(
+        request.run_id, listing, checkpoints, request.config, request.now_ms, request.verify_crc
+    )
+
+    def finish() -> dict[int, dict[str, Any]]:
+        merger = ScanMerger(plan)
+        outcomes = riders.outcomes()
+        write_reload_scan(request.output, identity, {p: merger.entry(p, o.scan) for p, o in outcomes.items()})
+        return {p: o.facts() for p, o in outcomes.items()}
+
+    return riders, finish
 
 
 def scan_metadata(source: str, why: str) -> dict[str, Any]:

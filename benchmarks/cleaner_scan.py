@@ -25,9 +25,7 @@ DAY_MS = 86_400_000
 
 
 def _whole(part: PartitionDir, inputs: ScanInputs) -> object:
-    return scan_partition(
-        part, dirty_from=inputs.dirty_from, delete_retention_ms=DAY_MS, now_ms=inputs.now_ms, verify_crc=True
-    )
+    return scan_partition(part, dirty_from=inputs.dirty_from, verify_crc=True)
 
 
 def _per_segment(part: PartitionDir, inputs: ScanInputs) -> object:
@@ -80,8 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     first = dirty_from(
         logdir.cleaner_checkpoint.get(tp), logdir.log_start_checkpoint.get(tp), part.segments[0].base_offset
     )
-    now = max(s.mtime_ms for s in part.segments) + DAY_MS
-    inputs = ScanInputs(part.partition, first, part.segments[-1].base_offset, DAY_MS, now, True)
+    inputs = ScanInputs(part.partition, first, part.segments[-1].base_offset, True)
     digest = scan_module.key_id
     variants: dict[str, tuple[Callable[..., object], Callable[[bytes], object]]] = {
         "whole, BLAKE2b-64 key id": (_whole, digest),

@@ -30,6 +30,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from offsetops.coordinator_core.cache import CoordinatorCache, LoadStats
 from offsetops.coordinator_core.embedded import CORRUPT as EMBEDDED_KIND
@@ -683,6 +684,16 @@ class SegmentsRead:
     sizes: tuple[int | None, ...]
 
 
+class SegmentRider(Protocol):
+    """A second reader of the segments a fold reads, handed each mapping (the cleaner's scan)."""
+
+    def read(self, seg: Any, start: int, mapping: mmap.mmap, walker: Scan) -> None:
+        """The mapped bytes of ``seg`` from byte ``start``, after the fold read them."""
+
+    def done(self, seg: Any, start: int, size: int | None) -> None:
+        """``seg`` is folded (``size``: as walked; None when it could not be read)."""
+
+
 def fold_segments(
     fold: PartitionFold,
     pdir,
@@ -691,10 +702,12 @@ def fold_segments(
     start: int = 0,
     verify_crc: bool = True,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    rider: SegmentRider | None = None,
 ) -> SegmentsRead:
     """Fold ``pdir.segments[first:]`` in log order, the first of them from byte ``start`` (a resumed
     read goes on inside the segment it stopped in); each segment read from its start is checked
-    against its name and the segment before it (``segment_order_errors``)."""
+    against its name and the segment before it (``segment_order_errors``). ``rider`` reads each
+    segment's bytes from the same mapping."""
     from offsetops.coordinator_core.sources.logdir import segment_order_errors
 
     read, sizes = 0, []
@@ -704,7 +717,10 @@ def fold_segments(
         size = fold.add_segment(
             seg.path, verify_crc=verify_crc, max_batch_bytes=max_batch_bytes, start=at,
             prev_last=-1 if at == 0 or previous_last is None else previous_last,
+            also=None if rider is None else functools.partial(rider.read, seg, at),
         )  # fmt: skip
+        if rider is not None:
+            rider.done(seg, at, size)
         sizes.append(size)
         read += max((size or 0) - at, 0)
         if at == 0:

@@ -29,13 +29,18 @@ class ReadSummary:
 
     @classmethod
     def of(cls, caches: Iterable[CoordinatorCache]) -> ReadSummary:
-        stats = [c.stats for c in caches]
-        asked = [s for s in stats if s.resume_reason != _NOT_ASKED]
-        fresh = Counter(s.resume_reason or "" for s in asked if not s.resumed)
+        return cls.tally((c.stats.bytes_read, c.stats.resumed, c.stats.resume_reason) for c in caches)
+
+    @classmethod
+    def tally(cls, reads: Iterable[tuple[int, bool, str | None]]) -> ReadSummary:
+        """Of each partition's (bytes read, resumed, why not)."""
+        rows = list(reads)
+        asked = [r for r in rows if r[2] != _NOT_ASKED]
+        fresh = Counter(reason or "" for _n, resumed, reason in asked if not resumed)
         return cls(
-            bytes_read=sum(s.bytes_read for s in stats),
-            partitions=len(stats),
-            resumed=sum(s.resumed for s in stats),
+            bytes_read=sum(r[0] for r in rows),
+            partitions=len(rows),
+            resumed=sum(r[1] for r in rows),
             resume_asked=bool(asked),
             read_fresh=dict(sorted(fresh.items(), key=lambda kv: (-kv[1], kv[0]))),
         )

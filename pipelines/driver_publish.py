@@ -308,7 +308,12 @@ def _parse_digests(doc: Any, schema_id: str) -> dict[int, PartitionFile]:
             raise ValueError(f"partition {key}: bad digest")
         if not (file is None or (isinstance(file, str) and _PART_FILE.match(file))):
             raise ValueError(f"partition {key}: bad file name")
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (size, mtime)):
+        if not (isinstance(size, int) and isinstance(mtime, int) and _count(size) and _count(mtime)):
             raise ValueError(f"partition {key}: bad size or mtime_ns")
         out[int(key)] = PartitionFile(digest, file, size, mtime)
     return out
+
+
+def _count(value: object) -> bool:
+    """A non-negative integer (not a bool) as JSON gives it."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -131,8 +131,6 @@ def plan_scan(
             partition=p,
             dirty_from=dirty_from(ckpt, start, first),
             active_base=actives[p],
-            delete_retention_ms=request.config.delete_retention_ms,
-            now_ms=request.now_ms,
             verify_crc=request.verify_crc,
         )
     return ScanPlan(request.config, request.now_ms, inputs, trio)
@@ -226,9 +224,14 @@ class ScanMerger:
         """The partition's audit entry (``partition_entry_json``), or None when it had no segment."""
         if partition != self.partition or self.running is None:
             return None
-        entry = partition_entry_json(self.audit(partition, self.running))
+        entry = self.entry(partition, self.running)
         self.running = None
-        return json.dumps(entry, separators=(",", ":"), allow_nan=False).encode()
+        return entry
+
+    def entry(self, partition: int, scan: PartitionScan) -> bytes:
+        """The partition's audit entry of ``scan`` (a whole partition's), as JSON."""
+        doc = partition_entry_json(self.audit(partition, scan))
+        return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
 
     def audit(self, partition: int, scan: PartitionScan) -> PartitionAudit | PartitionFailure:
         """``audit_from_scan``; a failure is the partition's :class:`PartitionFailure`, never the job's."""

@@ -145,14 +145,18 @@ def _list_local(path: str, partitions: list[int] | None) -> LogDirListing:
     return LogDirListing(str(logdir.path), tuple(found), anomalies, local=True)
 
 
-def list_log_dir(spark: SparkSession, path: str, *, partitions: list[int] | None = None) -> LogDirListing:
-    """List the segments of a broker log dir, or of one ``__consumer_offsets-N`` dir.
+def list_log_dir(
+    spark: SparkSession | None, path: str, *, partitions: list[int] | None = None
+) -> LogDirListing:
+    """List the segments of a broker log dir, or of one ``__consumer_offsets-N`` dir (a local one without
+    a Spark session).
 
     Raises InputPathError naming ``path`` when it does not exist or holds no segment.
     """
     if is_local(path):
         return _list_local(path, partitions)
-    hpath, fs = hadoop_fs(spark, path)
+    session = _session_for(spark, path)
+    hpath, fs = hadoop_fs(session, path)
     if not fs.exists(hpath):
         raise InputPathError(f"{path}: no such file or directory")
     if not fs.getFileStatus(hpath).isDirectory():
@@ -166,7 +170,7 @@ def list_log_dir(spark: SparkSession, path: str, *, partitions: list[int] | None
     else:
         pattern = qualified.toString() + f"/{OFFSETS_TOPIC}-*/*.log*"
         root = qualified.toString()
-    statuses = fs.globStatus(hadoop_path(spark, pattern)) or []
+    statuses = fs.globStatus(hadoop_path(session, pattern)) or []
     candidates: list[SegmentFile] = []
     anomalies: list[tuple[int, DecodeError]] = []
     for st in statuses:
@@ -301,8 +305,15 @@ def parse_checkpoint(text: str | None, name: str) -> dict[tuple[str, int], int]:
             raise LogDirError(str(exc).replace(str(path), name)) from None
 
 
+def _session_for(spark: SparkSession | None, path: str) -> SparkSession:
+    """The session that reads ``path`` through Hadoop (only local files are read without one)."""
+    if spark is None:
+        raise ValueError(f"{path}: not on a local disk, and no Spark session to read it with")
+    return spark
+
+
 def read_checkpoints(
-    spark: SparkSession, listing: LogDirListing
+    spark: SparkSession | None, listing: LogDirListing
 ) -> tuple[dict[str, dict[int, int]], list[str]]:
     """``{checkpoint name: {partition: offset}}`` for our topic, plus notes for unusable files. A local log
     dir's files are read directly by the core reader (checked, size-bounded: the same rules and errors),
@@ -314,7 +325,8 @@ def read_checkpoints(
             if listing.local:
                 entries = read_offset_checkpoint(Path(listing.root) / name)
             else:
-                entries = parse_checkpoint(read_checkpoint_text(spark, listing.root, name), name)
+                session = _session_for(spark, listing.root)
+                entries = parse_checkpoint(read_checkpoint_text(session, listing.root, name), name)
         except LogDirError as exc:
             notes.append(str(exc) if listing.local else f"{listing.root}/{exc}")
             entries = {}

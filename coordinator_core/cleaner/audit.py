@@ -57,6 +57,7 @@ __all__ = [
     "audit_log_dirs",
     "audit_partition",
     "audit_partition_isolated",
+    "high_watermarks",
     "merge_broker_audits",
     "scan_log_dir",
 ]
@@ -78,8 +79,6 @@ def audit_partition(
     scan = scan_partition(
         pdir,
         dirty_from=dirty_from(checkpoint, log_start_checkpoint, pdir.segments[0].base_offset),
-        delete_retention_ms=config.delete_retention_ms,
-        now_ms=now_ms,
         verify_crc=verify_crc,
     )
     return audit_from_scan(
@@ -109,8 +108,12 @@ def audit_from_scan(
     # UnifiedLog: logStartOffset = max(checkpointed log start, first segment's base offset)
     log_start = max(log_start_checkpoint or 0, segs[0].base_offset)
     log_end = max((s.next_offset for s in segs if s.next_offset is not None), default=segs[-1].base_offset)
+    mtimes = scan.mtimes()
     txns = sorted(
-        (OpenTransaction(pid, t[2], t[0], t[1], max(now_ms - t[1], 0)) for pid, t in scan.open_txns.items()),
+        (
+            _open_transaction(pid, t, scan.txn_start_ms(t, mtimes), now_ms)
+            for pid, t in scan.open_txns.items()
+        ),
         key=lambda t: t.first_offset,
     )
     view = cleaner_view(
@@ -124,6 +127,10 @@ def audit_from_scan(
         first_unstable_offset=txns[0].first_offset if txns else None,
     )
     return _partition_audit(partition, scan, view, txns, config=config, now_ms=now_ms, checkpoint=checkpoint)
+
+
+def _open_transaction(pid: int, txn: list[Any], started_ms: int, now_ms: int) -> OpenTransaction:
+    return OpenTransaction(pid, txn[2], txn[0], started_ms, max(now_ms - started_ms, 0))
 
 
 def _segment_ages(
@@ -158,7 +165,13 @@ def _partition_audit(
     """The partition's audit from its scan and the cleaner's view of it."""
     segs, otc, ltc = scan.segments, view.offsets, view.to_clean
     fu_seg = ltc.first_uncleanable_offset
-    keys = scan.key_stats(otc.first_dirty_offset, fu_seg, whole_log=otc.checkpoint_reset == "above_log_end")
+    keys = scan.key_stats(
+        otc.first_dirty_offset,
+        fu_seg,
+        whole_log=otc.checkpoint_reset == "above_log_end",
+        now_ms=now_ms,
+        delete_retention_ms=config.delete_retention_ms,
+    )
     oldest_dirty_age, newest_cleanable_mtime = _segment_ages(segs, view, now_ms)
     active = segs[-1]
     active_start = active.first_batch_timestamp if active.first_batch_timestamp >= 0 else active.mtime_ms
@@ -219,7 +232,7 @@ def audit_partition_isolated(pdir: PartitionDir, **kwargs: Any) -> PartitionAudi
         return PartitionFailure(pdir.partition, str(pdir.path), f"{type(exc).__name__}: {exc}")
 
 
-def _high_watermarks(logdir: LogDir, notes: list[str]) -> dict[tuple[str, int], int]:
+def high_watermarks(logdir: LogDir, notes: list[str]) -> dict[tuple[str, int], int]:
     """The log dir's ``replication-offset-checkpoint`` (high watermarks); an unreadable one is a note."""
     try:
         return read_offset_checkpoint(Path(logdir.path) / REPLICATION_CHECKPOINT)
@@ -240,7 +253,7 @@ def scan_log_dir(
     """:func:`audit_partition_isolated` of every partition of a log dir, with the log dir's checkpoints
     (``hw``: its high watermarks, read here when not given; an unreadable file goes to ``notes``)."""
     if hw is None:
-        hw = _high_watermarks(logdir, notes if notes is not None else [])
+        hw = high_watermarks(logdir, notes if notes is not None else [])
     out: dict[int, PartitionAudit | PartitionFailure | None] = {}
     for pdir in logdir.partitions:
         tp = (pdir.topic, pdir.partition)
@@ -342,7 +355,7 @@ def audit_log_dir(
     notes = list(logdir.checkpoint_errors)
     if live is not None:
         notes.extend(live.notes)
-    hw_ckpt = _high_watermarks(logdir, notes) if files_at_hand else {}
+    hw_ckpt = high_watermarks(logdir, notes) if files_at_hand else {}
     if partition_audits is None:
         partition_audits = scan_log_dir(logdir, config=cfg, now_ms=now, verify_crc=verify_crc, hw=hw_ckpt)
     history = AuditHistory.load(state_dir) if state_dir is not None else None

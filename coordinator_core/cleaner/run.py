@@ -41,6 +41,9 @@ from offsetops.coordinator_core.failover import (
     loads_from_audit,
     read_load_logs,
 )
+from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS
+from offsetops.coordinator_core.read_summary import ReadSummary
+from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.sources.logdir import LogDir, LogDirError, PartitionDir, open_log_dir
 from offsetops.coordinator_core.sources.replicas import LogDirs, open_log_dirs, split_broker_prefix
 
@@ -81,6 +84,12 @@ class AuditRequest:
     config_layers: (
         tuple[tuple[Mapping[str, str], str | None], tuple[Mapping[str, str], str | None]] | None
     ) = None
+    #: ``--resume-state DIR`` (one log dir only): each partition's scan goes on from the one saved with
+    #: its fold there (``scan_resume``), read with the fold's settings below
+    resume_state: str | None = None
+    num_partitions: int = DEFAULT_OFFSETS_PARTITIONS
+    semantics: str = "java"
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,14 +99,31 @@ class AuditResult:
     audit: CleanerAudit
     clock: Clock
     forecast: FailoverForecast | str
+    #: with a resume state: what each partition's read cost (``bytes_read``, ``resumed``,
+    #: ``resume_reason``, ``resume_detail``, ``state_error``); None without one
+    reads: dict[int, dict[str, Any]] | None = None
+
+    def read_summary(self) -> ReadSummary | None:
+        """The bytes the run read and how many partitions resumed (None without a resume state)."""
+        if self.reads is None:
+            return None
+        return ReadSummary.tally(
+            (r["bytes_read"], r["resumed"], r["resume_reason"]) for r in self.reads.values()
+        )
 
     def to_json(self) -> dict[str, Any]:
-        """``offsetops audit --json``: the audit's document with the forecast under ``"failover"``."""
+        """``offsetops audit --json``: the audit's document with the forecast under ``"failover"``; with a
+        resume state, each partition's read in its entry and the run's under ``"read"``."""
         doc = self.audit.to_json()
         forecast = self.forecast
         doc["failover"] = (
             forecast.to_json() if isinstance(forecast, FailoverForecast) else {"error": forecast}
         )
+        summary = self.read_summary()
+        if self.reads is not None and summary is not None:
+            for entry in doc["partitions"]:
+                entry.update(self.reads.get(entry["partition"], {}))
+            doc["read"] = summary.to_json()
         return doc
 
 
@@ -144,9 +170,28 @@ def run_audit(request: AuditRequest, *, progress: ScanProgress | None = None) ->
         )
     except ClockError as exc:
         raise AuditInputError(str(exc)) from None
-    audit = _audit(request, source, config, thresholds, clock, live, metrics, broker_logs, progress)
+    scans, reads = _resumed_scans(request, source, config, clock, progress)
+    audit = _audit(request, source, config, thresholds, clock, live, metrics, broker_logs, progress, scans)
     logs = [f for files in broker_log_files.values() for f in files]
-    return AuditResult(audit, clock, failover_forecast(audit, logs, request.failover_threshold_ms))
+    return AuditResult(audit, clock, failover_forecast(audit, logs, request.failover_threshold_ms), reads)
+
+
+def _resumed_scans(
+    request: AuditRequest, source: _Source, config: CleanerConfig, clock: Clock, progress: ScanProgress | None
+) -> tuple[dict[int, PartitionAudit | PartitionFailure | None] | None, dict[int, dict[str, Any]] | None]:
+    """With ``resume_state``: the single log dir's scans, each resumed with its fold, and each read."""
+    if request.resume_state is None:
+        return None, None
+    if source.logdir is None:
+        raise AuditInputError("--resume-state reads one log dir PATH (not --log-dir or --broker-scans)")
+    from offsetops.coordinator_core.cleaner.scan_resume import audit_partitions_resumed
+    from offsetops.coordinator_core.resume import StateStore
+
+    return audit_partitions_resumed(
+        source.logdir, StateStore.at(request.resume_state), config=config, now_ms=clock.as_of_ms,
+        num_partitions=request.num_partitions, semantics=request.semantics,
+        max_batch_bytes=request.max_batch_bytes, progress=progress,
+    )  # fmt: skip
 
 
 def _open_source(request: AuditRequest) -> _Source:
@@ -246,8 +291,10 @@ def _audit(
     metrics: Mapping[int | None, CleanerMetrics],
     broker_logs: Mapping[int | None, BrokerLogReport],
     progress: ScanProgress | None,
+    scans: dict[int, PartitionAudit | PartitionFailure | None] | None = None,
 ) -> CleanerAudit:
-    """The audit of the opened source (history, marks and verdicts applied)."""
+    """The audit of the opened source (history, marks and verdicts applied); ``scans``: the single log
+    dir's, made already."""
     common: dict[str, Any] = {
         "config": config,
         "thresholds": thresholds,
@@ -270,9 +317,9 @@ def _audit(
             source.logdir,
             metrics=metrics.get(None),
             broker_log=broker_logs.get(None),
-            partition_audits=scan_partitions(
-                source.logdir, config=config, now_ms=clock.as_of_ms, progress=progress
-            ),
+            partition_audits=scans
+            if scans is not None
+            else scan_partitions(source.logdir, config=config, now_ms=clock.as_of_ms, progress=progress),
             **common,
         )
     except LogDirError as exc:

@@ -437,12 +437,15 @@ def walk(
     verify_crc: bool = True,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     scan: Scan = _NO_SCAN,
+    start: int = 0,
+    stop: int | None = None,
 ) -> Iterator[RecordBatch]:
-    """Yield every batch of ``data`` (bytes or a mapped file), reporting and resyncing as documented."""
-    pos = 0
-    end = len(data)
+    """Yield every batch of ``data`` (bytes or a mapped file) from ``data[start]`` (a resumed read goes
+    on inside a segment) up to ``data[stop]`` (a batch boundary), reporting and resyncing as documented."""
+    pos = start
+    end = len(data) if stop is None else min(stop, len(data))
     legacy = False
-    next_release = scan.chunk
+    next_release = start + scan.chunk
     while pos < end:
         batch, pos = read_entry(
             data,

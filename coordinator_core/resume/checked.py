@@ -37,6 +37,13 @@ def text(value: Any, what: str) -> str:
     return value
 
 
+def finite(value: Any, what: str) -> float:
+    """A finite number from 0 (a float, or an int JSON wrote without a point)."""
+    if type(value) not in (int, float) or not 0 <= value < float("inf"):
+        raise bad(f"{what} is not a finite number from 0")
+    return float(value)
+
+
 def flag(value: Any, what: str) -> bool:
     if type(value) is not bool:
         raise bad(f"{what} is not true or false")

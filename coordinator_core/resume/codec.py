@@ -30,10 +30,16 @@ __all__ = [
     "FORMAT_VERSION",
     "MAGIC",
     "MAX_STATE_BYTES",
+    "Cursor",
     "StateFormatError",
     "StateTables",
+    "blob",
+    "column",
     "decode_state",
     "encode_state",
+    "meta_blob",
+    "seal",
+    "unseal",
 ]
 
 MAGIC = b"OFOPSRES"
@@ -70,16 +76,23 @@ class StateTables:
 # -- writing -----------------------------------------------------------------------------------------
 
 
-def _col(code: str, values) -> bytes:
+def column(code: str, values) -> bytes:
+    """``values`` as a little-endian array of ``code`` items."""
     arr = array(code, values)
     if not _LITTLE:
         arr.byteswap()
     return arr.tobytes()
 
 
-def _blob(parts) -> bytes:
+def blob(parts) -> bytes:
+    """``parts`` joined, after their total length (u64)."""
     data = b"".join(parts)
     return _U64.pack(len(data)) + data
+
+
+def meta_blob(meta: dict[str, Any]) -> bytes:
+    """``meta`` as compact standard JSON (no NaN), in a :func:`blob`."""
+    return blob([json.dumps(meta, separators=(",", ":"), allow_nan=False).encode()])
 
 
 def _entries(items: list[tuple[bytes, Entry]], pids: list[int] | None) -> bytes:
@@ -88,15 +101,15 @@ def _entries(items: list[tuple[bytes, Entry]], pids: list[int] | None) -> bytes:
     values = [e[3] for e in ents]
     out = [_U64.pack(len(items))]
     if pids is not None:
-        out.append(_col("q", pids))
+        out.append(column("q", pids))
     out += [
-        _col("i", map(len, keys)),
-        _col("q", (e[0] for e in ents)),
-        _col("q", (e[1] for e in ents)),
-        _col("q", (e[2] for e in ents)),
-        _col("i", (-1 if v is None else len(v) for v in values)),
-        _blob(keys),
-        _blob(v for v in values if v is not None),
+        column("i", map(len, keys)),
+        column("q", (e[0] for e in ents)),
+        column("q", (e[1] for e in ents)),
+        column("q", (e[2] for e in ents)),
+        column("i", (-1 if v is None else len(v) for v in values)),
+        blob(keys),
+        blob(v for v in values if v is not None),
     ]
     return b"".join(out)
 
@@ -104,7 +117,7 @@ def _entries(items: list[tuple[bytes, Entry]], pids: list[int] | None) -> bytes:
 def _int_map(mapping: dict[bytes, int]) -> bytes:
     keys = list(mapping)
     return b"".join(
-        [_U64.pack(len(keys)), _col("i", map(len, keys)), _col("q", mapping.values()), _blob(keys)]
+        [_U64.pack(len(keys)), column("i", map(len, keys)), column("q", mapping.values()), blob(keys)]
     )
 
 
@@ -114,23 +127,29 @@ def encode_state(meta: dict[str, Any], tables: StateTables) -> bytes:
     txn_pids = [pid for pid, pending in tables.open_txns.items() for _ in pending]
     body = b"".join(
         [
-            _blob([json.dumps(meta, separators=(",", ":"), allow_nan=False).encode()]),
+            meta_blob(meta),
             _entries(list(tables.latest.items()), None),
             _entries(txn_items, txn_pids),
             _int_map(tables.created),
             _int_map(tables.tomb_max),
-            _U64.pack(len(tables.invalid_values)) + _col("q", sorted(tables.invalid_values)),
+            _U64.pack(len(tables.invalid_values)) + column("q", sorted(tables.invalid_values)),
         ]
     )
+    return seal(MAGIC, FORMAT_VERSION, body)
+
+
+def seal(magic: bytes, version: int, body: bytes) -> bytes:
+    """The checked container of ``body``: ``magic``, ``version``, length and SHA-256 before it
+    (StateFormatError ``state_too_large`` over :data:`MAX_STATE_BYTES`)."""
     if len(body) + _HEADER.size > MAX_STATE_BYTES:
         raise StateFormatError("state_too_large", f"{len(body)} bytes, above {MAX_STATE_BYTES}")
-    return _HEADER.pack(MAGIC, FORMAT_VERSION, 0, len(body), hashlib.sha256(body).digest()) + body
+    return _HEADER.pack(magic, version, 0, len(body), hashlib.sha256(body).digest()) + body
 
 
 # -- reading -----------------------------------------------------------------------------------------
 
 
-class _Cursor:
+class Cursor:
     """Bounded reads over the body: every take is checked against what remains."""
 
     def __init__(self, data: bytes):
@@ -161,6 +180,23 @@ class _Cursor:
     def blob(self, what: str) -> bytes:
         return self.take(self.count(1, what), what)
 
+    def meta(self) -> dict[str, Any]:
+        """A :func:`meta_blob`: a JSON object (its values are checked by the caller)."""
+        try:
+            meta = json.loads(self.blob("meta").decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise StateFormatError("state_corrupt", f"meta: {exc}") from None
+        if not isinstance(meta, dict):
+            raise StateFormatError("state_corrupt", "meta is not an object")
+        return meta
+
+    def end(self) -> None:
+        """Nothing may follow the last section."""
+        if self.pos != len(self.data):
+            raise StateFormatError(
+                "state_corrupt", f"{len(self.data) - self.pos} bytes after the last section"
+            )
+
 
 def _split(blob: bytes, lengths, what: str) -> list[bytes]:
     if min(lengths, default=0) < 0 or sum(lengths) != len(blob):
@@ -169,7 +205,7 @@ def _split(blob: bytes, lengths, what: str) -> list[bytes]:
     return [blob[e - n : e] for n, e in zip(lengths, ends, strict=True)]
 
 
-def _read_entries(cur: _Cursor, with_pid: bool, what: str) -> tuple[list, list[bytes], list[Entry]]:
+def _read_entries(cur: Cursor, with_pid: bool, what: str) -> tuple[list, list[bytes], list[Entry]]:
     n = cur.count(_ENTRY_COLUMNS + 8 * with_pid, what)
     pids = cur.column("q", n, what) if with_pid else []
     key_lens = cur.column("i", n, what)
@@ -189,7 +225,7 @@ def _read_entries(cur: _Cursor, with_pid: bool, what: str) -> tuple[list, list[b
     return list(pids), keys, ents
 
 
-def _read_int_map(cur: _Cursor, what: str) -> dict[bytes, int]:
+def _read_int_map(cur: Cursor, what: str) -> dict[bytes, int]:
     n = cur.count(12, what)
     key_lens = cur.column("i", n, what)
     vals = cur.column("q", n, what)
@@ -200,30 +236,32 @@ def _read_int_map(cur: _Cursor, what: str) -> dict[bytes, int]:
     return out
 
 
-def decode_state(data: bytes) -> tuple[dict[str, Any], StateTables]:
-    """``(meta, tables)`` of a state file's bytes, or StateFormatError (``state_corrupt``,
-    ``state_foreign``, ``state_version``) with the reason."""
+def unseal(data: bytes, magic: bytes, version: int, what: str) -> bytes:
+    """The body of a :func:`seal` container of ``magic`` and ``version``, or StateFormatError
+    (``state_corrupt``, ``state_foreign``, ``state_version``) with the reason."""
     if len(data) < _HEADER.size:
         raise StateFormatError("state_corrupt", f"{len(data)} bytes, shorter than the header")
-    magic, version, _zero, length, digest = _HEADER.unpack_from(data)
-    if magic != MAGIC:
-        raise StateFormatError("state_foreign", "not an offsetops resume state (wrong magic)")
-    if version != FORMAT_VERSION:
+    found, found_version, _zero, length, digest = _HEADER.unpack_from(data)
+    if found != magic:
+        raise StateFormatError("state_foreign", f"not {what} (wrong magic)")
+    if found_version != version:
         raise StateFormatError(
-            "state_version", f"format version {version}; this offsetops reads version {FORMAT_VERSION}"
+            "state_version", f"format version {found_version}; this offsetops reads version {version}"
         )
     body = data[_HEADER.size :]
     if length != len(body):
         raise StateFormatError("state_corrupt", f"header says {length} body bytes, the file has {len(body)}")
     if hashlib.sha256(body).digest() != digest:
         raise StateFormatError("state_corrupt", "the body's checksum does not match")
-    cur = _Cursor(body)
-    try:
-        meta = json.loads(cur.blob("meta").decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise StateFormatError("state_corrupt", f"meta: {exc}") from None
-    if not isinstance(meta, dict):
-        raise StateFormatError("state_corrupt", "meta is not an object")
+    return body
+
+
+def decode_state(data: bytes) -> tuple[dict[str, Any], StateTables]:
+    """``(meta, tables)`` of a state file's bytes, or StateFormatError (``state_corrupt``,
+    ``state_foreign``, ``state_version``) with the reason."""
+    body = unseal(data, MAGIC, FORMAT_VERSION, "an offsetops resume state")
+    cur = Cursor(body)
+    meta = cur.meta()
     _, keys, ents = _read_entries(cur, False, "latest")
     latest = dict(zip(keys, ents, strict=True))
     pids, tkeys, tents = _read_entries(cur, True, "open transactions")
@@ -233,8 +271,7 @@ def decode_state(data: bytes) -> tuple[dict[str, Any], StateTables]:
     created = _read_int_map(cur, "created")
     tomb_max = _read_int_map(cur, "tomb_max")
     invalid = cur.column("q", cur.count(8, "invalid values"), "invalid values")
-    if cur.pos != len(body):
-        raise StateFormatError("state_corrupt", f"{len(body) - cur.pos} bytes after the last section")
+    cur.end()
     if len(latest) != len(keys):
         raise StateFormatError("state_corrupt", "latest: a key appears twice")
     return meta, StateTables(latest, open_txns, created, tomb_max, frozenset(invalid))

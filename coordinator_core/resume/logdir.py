@@ -18,7 +18,7 @@ import struct
 import time
 import zlib
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from offsetops.coordinator_core.cache import CoordinatorCache
 from offsetops.coordinator_core.errors import DecodeError
@@ -37,7 +37,15 @@ from offsetops.coordinator_core.sources.logdir import (
 )
 from offsetops.coordinator_core.untrusted import open_regular_file
 
-__all__ = ["LogState", "Plan", "load_partition_dir_resumable", "log_state", "plan_resume"]
+__all__ = [
+    "LogState",
+    "Plan",
+    "ResumeRider",
+    "load_partition_dir_resumable",
+    "log_state",
+    "plan_resume",
+    "stop_in",
+]
 
 TAIL_BYTES = 4096  # how many bytes before the position its CRC covers
 _HEADER = struct.Struct(">qiib")  # base offset, length, partition leader epoch, magic
@@ -53,6 +61,23 @@ class LogState:
     leader_epochs: tuple[tuple[int, int], ...] | None
     log_start_offset: int | None
     cleaner_offset: int | None
+
+
+class ResumeRider(Protocol):
+    """A second reader of what a resumed load reads (the cleaner's scan), with state of its own kept
+    beside the fold's: told where the fold goes on from, handed each segment's bytes
+    (:class:`~offsetops.coordinator_core.loader.SegmentRider`), and told the point saved."""
+
+    def begin(self, plan: Plan | None, saved: ResumePoint | None, refusal: Refusal | None) -> None:
+        """The fold goes on from ``plan`` (None: it reads alone, the state locked) out of the ``saved``
+        point, or reads from the start for ``refusal``."""
+
+    def read(self, seg: Any, start: int, mapping: mmap.mmap, walker: Any) -> None: ...
+
+    def done(self, seg: Any, start: int, size: int | None) -> None: ...
+
+    def saved(self, point: ResumePoint | None, bytes_read: int) -> None:
+        """The fold's next point (None: not saved) after reading ``bytes_read`` bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,9 +260,11 @@ def load_partition_dir_resumable(
     semantics: str = "java",
     verify_crc: bool = True,
     max_batch_bytes: int,
+    rider: ResumeRider | None = None,
 ) -> CoordinatorCache:
     """``load_partition_dir`` that goes on from the partition's saved point when it still holds, and
-    saves the next one; ``stats.resumed`` / ``resume_reason`` / ``bytes_read`` say what happened."""
+    saves the next one; ``stats.resumed`` / ``resume_reason`` / ``bytes_read`` say what happened.
+    ``rider`` reads the same bytes beside the fold, from the same point (:class:`ResumeRider`)."""
     start = time.perf_counter()
     settings = FoldSettings(semantics, num_partitions, max_batch_bytes, verify_crc)
     with store.lock(pdir.topic, pdir.partition) as held:
@@ -246,7 +273,10 @@ def load_partition_dir_resumable(
                 pdir, num_partitions=num_partitions, semantics=semantics, verify_crc=verify_crc,
                 max_batch_bytes=max_batch_bytes,
             )  # fmt: skip
-            note(cache, Refusal("state_locked", f"{store.path(pdir.topic, pdir.partition)} is locked"))
+            locked = Refusal("state_locked", f"{store.path(pdir.topic, pdir.partition)} is locked")
+            note(cache, locked)
+            if rider is not None:
+                rider.begin(None, None, locked)
             return cache
         now = log_state(pdir)
         resumed = resume_from(
@@ -259,6 +289,8 @@ def load_partition_dir_resumable(
         )
         if (plan.index, plan.start) == (0, 0):
             fold = _fresh_fold(pdir, semantics)  # going on from the very start keeps nothing saved
+        if rider is not None:
+            rider.begin(plan, saved, None if isinstance(resumed, tuple) else resumed)
         read = fold_segments(
             fold,
             pdir,
@@ -266,8 +298,11 @@ def load_partition_dir_resumable(
             start=plan.start,
             verify_crc=verify_crc,
             max_batch_bytes=max_batch_bytes,
+            rider=rider,
         )
-        state_error = _save(store, fold, pdir, read, plan, now, settings, saved)
+        point, state_error = _save(store, fold, pdir, read, plan, now, settings, saved)
+        if rider is not None:
+            rider.saved(point if state_error is None else None, read.bytes_read)
         memo = store.survivors(pdir.topic, pdir.partition)
         cache = (
             fold.finish(num_partitions=num_partitions)
@@ -301,11 +336,11 @@ def _save(
     now: LogState,
     settings: FoldSettings,
     saved: ResumePoint | None,
-) -> str | None:
+) -> tuple[ResumePoint | None, str | None]:
     """Save the point the fold reached (before it is materialized; not again when it is the ``saved``
-    one: nothing was read); why not, or None once saved."""
+    one: nothing was read); the point, and why it was not saved (None once saved)."""
     if any(size is None for size in read.sizes):
-        return "a segment could not be read, so the state was not saved (the next run reads it again)"
+        return None, "a segment could not be read, so the state was not saved (the next run reads it again)"
     sizes = [s.size for s in pdir.segments[: plan.index]] + [int(s or 0) for s in read.sizes]
     segments = [(s.base_offset, size) for s, size in zip(pdir.segments, sizes, strict=True)]
     position, kept = _stop(fold, pdir, segments)
@@ -327,9 +362,9 @@ def _save(
     if segments:
         crc = tail_crc(pdir.segments[-1].path, position, point.tail_len)
         if crc is None:
-            return f"{pdir.segments[-1].path}: the bytes before byte {position} cannot be read again"
+            return None, f"{pdir.segments[-1].path}: the bytes before byte {position} cannot be read again"
         point = replace(point, tail_crc=crc)
-    return save_point(store, fold, point, kept, unchanged=point == saved and read.bytes_read == 0)
+    return point, save_point(store, fold, point, kept, unchanged=point == saved and read.bytes_read == 0)
 
 
 def _stop(
@@ -340,7 +375,12 @@ def _stop(
     errors = list(fold.stats.errors)[len(pdir.anomalies) :]
     if not segments:
         return 0, errors
-    file, size = str(pdir.segments[-1].path), segments[-1][1]
+    return stop_in(errors, str(pdir.segments[-1].path), segments[-1][1])
+
+
+def stop_in(errors: list[DecodeError], file: str, size: int) -> tuple[int, list[DecodeError]]:
+    """Where a read of ``file`` (``size`` bytes walked) stopped for good, given the ``errors`` it
+    reported, and the errors to keep (none at or after that position)."""
     tails = [
         e.position for e in errors
         if e.file == file and e.position is not None and e.position + (e.skipped_bytes or 0) >= size

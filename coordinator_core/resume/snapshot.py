@@ -15,7 +15,7 @@ from offsetops.coordinator_core.loader import PartitionFold, group_part
 from offsetops.coordinator_core.resume.checked import MAX_TEXT, flag, int_in, obj, opt_int, rows, text
 from offsetops.coordinator_core.resume.codec import StateTables
 
-__all__ = ["fold_meta", "fold_tables", "orphan_groups", "restore_fold"]
+__all__ = ["error_of_row", "error_row", "fold_meta", "fold_tables", "orphan_groups", "restore_fold"]
 
 _COUNTERS = (
     "segments",
@@ -50,11 +50,12 @@ def fold_meta(fold: PartitionFold, errors: list[DecodeError]) -> dict[str, Any]:
         "type_counts": sorted([t, n] for t, n in fold.type_counts.items()),
         "files": [[first, file] for first, file in fold.files],
         "first_marker": [[pid, off, commit] for pid, (off, commit) in fold.first_marker.items()],
-        "errors": [_error_row(e) for e in errors],
+        "errors": [error_row(e) for e in errors],
     }
 
 
-def _error_row(e: DecodeError) -> list[Any]:
+def error_row(e: DecodeError) -> list[Any]:
+    """An error as a state file's row (ValueError for a text too long to be read back)."""
     if max(len(e.kind), len(e.reason), len(e.file or "")) > MAX_TEXT:
         raise ValueError(f"an error reason over {MAX_TEXT} characters cannot be saved ({e.kind})")
     return [e.kind, e.reason, e.file, e.partition, e.position, e.offset, e.skipped_bytes, e.count]
@@ -81,7 +82,7 @@ def restore_fold(
         for pid, off, commit in rows(doc.get("first_marker"), "first_marker", 3)
     }
     errors = ErrorLog(anomalies)
-    errors.extend(_error(row) for row in rows(doc.get("errors"), "errors", 8))
+    errors.extend(error_of_row(row) for row in rows(doc.get("errors"), "errors", 8))
     fold.stats.errors = errors
     fold.latest.update(tables.latest)
     fold.open_txns.update((pid, dict(p)) for pid, p in tables.open_txns.items())
@@ -92,7 +93,8 @@ def restore_fold(
     return fold
 
 
-def _error(row: list[Any]) -> DecodeError:
+def error_of_row(row: list[Any]) -> DecodeError:
+    """An error of a state file's row, every field checked (StateFormatError otherwise)."""
     kind, reason, file, part, pos, off, skipped, count = row
     return DecodeError(
         text(kind, "error kind"),

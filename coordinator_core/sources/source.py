@@ -60,6 +60,9 @@ class Source:
     #: a resume state store the caller holds instead of ``state_dir``'s files (``resume.MemoryStateStore``,
     #: a following exporter's without ``--state``)
     state_store: Any = field(default=None, compare=False)
+    #: the cleaner scan made in the same resumed read of each partition, resumed with the fold
+    #: (``cleaner.scan_resume.ScanRiders``: it keeps each partition's outcome)
+    scan_riders: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         given = [bool(self.log_dir), bool(self.broker_log_dirs), self.client is not None]
@@ -161,7 +164,11 @@ class Source:
             return cache
         from offsetops.coordinator_core.resume import load_partition_dir_resumable
 
-        return load_partition_dir_resumable(pdir, self._store(), max_batch_bytes=limit, verify_crc=crc, **kw)
+        store = self._store()
+        rider = None if self.scan_riders is None else self.scan_riders.rider(pdir, store)
+        return load_partition_dir_resumable(
+            pdir, store, max_batch_bytes=limit, verify_crc=crc, rider=rider, **kw
+        )
 
     def _store(self) -> Any:
         """The resume state: the caller's ``state_store``, else the files under ``state_dir``."""

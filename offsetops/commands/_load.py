@@ -191,12 +191,17 @@ _BAD_STATE = frozenset({"state_unreadable", "state_corrupt", "state_foreign", "s
 def warn_state(caches: list[CoordinatorCache]) -> None:
     """A warning on stderr for each state file that could not be used or saved (never fatal)."""
     for c in caches:
-        s = c.stats
-        if s.resume_reason in _BAD_STATE:
-            print(f"offsetops: warning: resume state ignored, read fresh: {escape(s.resume_detail)}",
-                  file=sys.stderr)  # fmt: skip
-        if s.state_error:
-            print(f"offsetops: warning: partition {c.partition}: {escape(s.state_error)}", file=sys.stderr)
+        warn_read(c.partition, c.stats.resume_reason, c.stats.resume_detail, c.stats.state_error)
+
+
+def warn_read(partition: int | None, reason: str | None, detail: str | None, state_error: str | None) -> None:
+    """A partition's read: a warning on stderr when its state file could not be used or saved."""
+    if reason in _BAD_STATE:
+        print(
+            f"offsetops: warning: resume state ignored, read fresh: {escape(detail or '')}", file=sys.stderr
+        )
+    if state_error:
+        print(f"offsetops: warning: partition {partition}: {escape(state_error)}", file=sys.stderr)
 
 
 def resume_line(stats: LoadStats) -> str | None:

@@ -14,6 +14,7 @@ from offsetops.commands._common import (
     parse_partitions,
     print_json,
 )
+from offsetops.commands._load import add_state_arg, warn_read
 from offsetops.commands._run import with_settings
 from offsetops.commands.failover import headline
 from offsetops.coordinator_core.cleaner.config import known_config_keys
@@ -91,6 +92,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         help="log-cleaner.log or server.log (repeat; with --log-dir: BROKER_ID=FILE)",
     )
     p.add_argument("--state-dir", metavar="DIR", help="keep audit history (audits.jsonl) here")
+    add_state_arg(p, ("--resume-state",))
     p.add_argument("--no-record", action="store_true", help="read history but do not append this audit")
     p.add_argument(
         "--now",
@@ -155,18 +157,27 @@ def run(args: argparse.Namespace) -> int:
             (args.run.broker_config, args.run.broker_config_source),
             (args.run.config_file_values, args.run.config_file_source),
         ),
+        resume_state=args.run["resume_state_dir"],
+        num_partitions=args.run["num_partitions"],
+        semantics=args.run["semantics"],
+        max_batch_bytes=args.run["max_batch_bytes"],
     )
     try:
         with _ScanProgress() as progress:
             result = run_audit(request, progress=progress.scanned)
     except AuditInputError as exc:
         return die(str(exc))
+    for partition, read in sorted((result.reads or {}).items()):
+        warn_read(partition, read["resume_reason"], read["resume_detail"], read["state_error"])
     if args.json:
         print_json(with_settings(result.to_json(), args))
     else:
         print(f"as of {escape(result.clock.describe())}")
         print_table(result.audit)
         print_failover(result.forecast)
+        read = result.read_summary()
+        if read is not None:
+            print(read.sentence())
         print(escape(args.run.summary()))
     return EXIT_BY_VERDICT[result.audit.verdict] if args.exit_code else 0
 

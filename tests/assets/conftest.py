@@ -129,3 +129,33 @@ RUN_CONFIG = {
     "loggers": {"console": {"config": {"log_level": "WARNING"}}},
     "ops": {"expiration_plan": {"config": {"retention_minutes": 60}}},
 }
+
+
+def materialize_assets(
+    log_dir: Path, out: Path, assets: list[Any], resume_dir: Path | None
+) -> dict[str, dict[int, Any]]:
+    """``assets`` over every partition of ``log_dir`` into ``out`` (resumed from ``resume_dir`` when
+    given); each asset's per-partition metadata, by asset name."""
+    from dagster import DagsterInstance, materialize
+    from offsetops.assets.partitions import all_partitions_tags
+    from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
+    from offsetops.checks.dagster_checks import plain_metadata
+
+    result = materialize(
+        assets,
+        resources={
+            "offsets_source": OffsetsSourceResource(
+                log_dir=str(log_dir), resume_state_dir=None if resume_dir is None else str(resume_dir)
+            ),
+            "spark": SparkResource(master="local[1]"),
+            "state": StateResource(output_dir=str(out)),
+        },
+        instance=DagsterInstance.ephemeral(),
+        tags=all_partitions_tags(NUM_PARTITIONS),
+    )
+    assert result.success
+    out_meta: dict[str, dict[int, Any]] = {}
+    for e in result.get_asset_materialization_events():
+        m = e.event_specific_data.materialization
+        out_meta.setdefault(m.asset_key.path[-1], {})[int(m.partition)] = plain_metadata(m.metadata)
+    return out_meta

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.assets.conftest import NUM_PARTITIONS
+from tests.assets.conftest import NUM_PARTITIONS, materialize_assets
 
 
 @pytest.fixture(scope="module")
@@ -23,32 +23,10 @@ def spark() -> Iterator[Any]:
 def _reload_run(log_dir: Any, output_dir: Any, resume_dir: Any = None) -> dict[int, dict[str, Any]]:
     """``raw_segments`` and ``coordinator_cache`` over every partition (resumed from ``resume_dir`` when
     given); each partition's coordinator_cache metadata."""
-    from dagster import AssetKey, DagsterInstance, materialize
-    from offsetops.assets.partitions import all_partitions_tags
     from offsetops.assets.reload import coordinator_cache, raw_segments
-    from offsetops.assets.resources import OffsetsSourceResource, SparkResource, StateResource
-    from offsetops.checks.dagster_checks import plain_metadata
 
-    result = materialize(
-        [raw_segments, coordinator_cache],
-        resources={
-            "offsets_source": OffsetsSourceResource(
-                log_dir=str(log_dir), resume_state_dir=None if resume_dir is None else str(resume_dir)
-            ),
-            "spark": SparkResource(master="local[1]"),
-            "state": StateResource(output_dir=str(output_dir)),
-        },
-        instance=DagsterInstance.ephemeral(),
-        tags=all_partitions_tags(NUM_PARTITIONS),
-    )
-    assert result.success
-    return {
-        int(e.event_specific_data.materialization.partition): plain_metadata(
-            e.event_specific_data.materialization.metadata
-        )
-        for e in result.get_asset_materialization_events()
-        if e.event_specific_data.materialization.asset_key == AssetKey("coordinator_cache")
-    }
+    ran = materialize_assets(log_dir, output_dir, [raw_segments, coordinator_cache], resume_dir)
+    return ran["coordinator_cache"]
 
 
 def _published(spark: Any, output_dir: Any) -> dict[str, list[Any]]:

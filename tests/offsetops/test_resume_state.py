@@ -110,7 +110,60 @@ def test_the_resume_state_never_becomes_the_audit_history_dir(tmp_path, capsys, 
     monkeypatch.setenv("OFFSETOPS_RESUME_STATE_DIR", str(state))
     code, _, err = run(capsys, "audit", str(root), "--state-dir", str(history))
     assert code == 0, err
-    assert list(history.iterdir()) and not state.exists()
+    assert sorted(p.name for p in history.iterdir()) == ["audits.jsonl"]
+    assert "audits.jsonl" not in {p.name for p in state.iterdir()}
+
+
+_READ = ("bytes_read", "resumed", "resume_reason", "resume_detail", "state_error")
+
+
+def _audit(capsys, root: Path, *extra: str) -> dict:
+    code, out, err = run(
+        capsys, "audit", str(root), "--json", "--no-record", "--now", "1700000000000", *extra
+    )
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _judged(doc: dict) -> list[dict]:
+    return [{k: v for k, v in p.items() if k not in _READ} for p in doc["partitions"]]
+
+
+def test_audit_resumes_its_scan_and_reads_only_what_was_appended(tmp_path, capsys):
+    root, state = tmp_path / "logdir", tmp_path / "state"
+    _log(root, 3)
+    first = _audit(capsys, root, "--resume-state", str(state))
+    [part] = first["partitions"]
+    assert (part["resumed"], part["resume_reason"], part["bytes_read"] > 0) == (False, "no_state", True)
+    _log(root, 6)
+    second = _audit(capsys, root, "--resume-state", str(state))
+    [part] = second["partitions"]
+    assert (part["resumed"], part["resume_reason"], part["bytes_read"]) == (True, None, 447), part
+    assert second["read"] == {"bytes_read": 447, "partitions": 1, "resumed": 1, "read_fresh": {}}
+    assert second["settings"]["resume_state_dir"] == {"value": str(state), "source": "flag --resume-state"}
+    assert _judged(second) == _judged(_audit(capsys, root))
+    code, out, _ = run(capsys, "audit", str(root), "--no-record", "--resume-state", str(state))
+    assert code == 0 and "read 0 bytes of 1 partition (1 resumed)" in out
+
+
+def test_audit_ignores_a_foreign_scan_state_with_a_warning(tmp_path, capsys):
+    root, state = tmp_path / "logdir", tmp_path / "state"
+    _log(root, 4)
+    _audit(capsys, root, "--resume-state", str(state))
+    (state / f"{TOPIC}-0.scan").write_bytes(b"\x1b[2J not a scan state" * 8)
+    code, out, err = run(capsys, "audit", str(root), "--json", "--no-record", "--now", "1700000000000",
+                         "--resume-state", str(state))  # fmt: skip
+    [part] = json.loads(out)["partitions"]
+    assert code == 0 and (part["resumed"], part["resume_reason"]) == (False, "state_foreign")
+    assert "warning: resume state ignored" in err and "\x1b" not in err
+    assert _judged(json.loads(out)) == _judged(_audit(capsys, root))
+
+
+def test_audit_takes_the_resume_state_for_one_log_dir_only(tmp_path, capsys):
+    root = tmp_path / "logdir"
+    _log(root, 2)
+    code, _, err = run(capsys, "audit", "--log-dir", f"1={root}", "--resume-state", str(tmp_path / "s"))
+    assert code == 2 and "--resume-state reads one log dir PATH" in err
 
 
 def test_the_exporter_keeps_its_state_between_refreshes(tmp_path):

@@ -91,7 +91,7 @@ def merged(scans: list[PartitionScan], inputs: ScanInputs) -> PartitionScan:
     return running
 
 
-def state(scan: PartitionScan) -> dict:
+def state(scan: PartitionScan, now_ms: int = T0, retention: int = DAY_MS) -> dict:
     """Everything the audit reads from a scan; the float sums approximately (their order differs)."""
     return {
         "segments": scan.segments,
@@ -109,7 +109,9 @@ def state(scan: PartitionScan) -> dict:
         "open_txns": {pid: (t[0], t[1], t[2], sorted(t[3])) for pid, t in scan.open_txns.items()},
         "keys": {h: list(e) for h, e in scan.keys.items()},
         "errors": scan.errors,
-        "key_stats": scan.key_stats(0, 1 << 62, whole_log=False),
+        "key_stats": scan.key_stats(
+            0, 1 << 62, whole_log=False, now_ms=now_ms, delete_retention_ms=retention
+        ),
     }
 
 
@@ -152,11 +154,9 @@ def test_segment_scans_merged_equal_the_partition_scan(
         offset += sum(_batch_records(b) for b in batches[lo:hi])
     (part,) = open_log_dir(pdir.parent).partitions
     first_dirty = dirty_from(int(dirty * end), None, 0)
-    inputs = ScanInputs(3, first_dirty, part.segments[-1].base_offset, retention, T0, True)
-    whole = scan_partition(
-        part, dirty_from=first_dirty, delete_retention_ms=retention, now_ms=T0, verify_crc=True
-    )
-    assert state(per_segment(part, inputs)) == state(whole)
+    inputs = ScanInputs(3, first_dirty, part.segments[-1].base_offset, True)
+    whole = scan_partition(part, dirty_from=first_dirty, verify_crc=True)
+    assert state(per_segment(part, inputs), T0, retention) == state(whole, T0, retention)
 
 
 def _batch_records(spec: tuple) -> int:
@@ -180,7 +180,7 @@ def test_a_transaction_across_segments_is_resolved_by_the_marker_in_a_later_one(
         T0,
     )
     (part,) = open_log_dir(tmp_path).partitions
-    inputs = ScanInputs(0, 0, 1, DAY_MS, T0, True)
+    inputs = ScanInputs(0, 0, 1, True)
     first, second = (
         scan_segment(s.path.read_bytes(), inputs, file=str(s.path), base_offset=s.base_offset, size=s.size,
                      mtime_ms=s.mtime_ms)
@@ -191,8 +191,7 @@ def test_a_transaction_across_segments_is_resolved_by_the_marker_in_a_later_one(
     # the abort drops both records before it (one per segment); the record after it opens a new one
     assert out.aborted_records == 2
     assert list(out.open_txns) == [7] and out.open_txns[7][0] == 3
-    assert state(out) == state(scan_partition(part, dirty_from=0, delete_retention_ms=DAY_MS, now_ms=T0,
-                                              verify_crc=True))  # fmt: skip
+    assert state(out) == state(scan_partition(part, dirty_from=0, verify_crc=True))
 
 
 def test_key_identity_is_the_same_in_every_process() -> None:
@@ -222,15 +221,15 @@ def test_real_log_dirs_scanned_by_segment_equal_the_partition_scan() -> None:
                 logdir.log_start_checkpoint.get(tp),
                 part.segments[0].base_offset,
             )
-            inputs = ScanInputs(part.partition, first, part.segments[-1].base_offset, DAY_MS, T0, True)
-            whole = scan_partition(
-                part, dirty_from=first, delete_retention_ms=DAY_MS, now_ms=T0, verify_crc=True
-            )
+            inputs = ScanInputs(part.partition, first, part.segments[-1].base_offset, True)
+            whole = scan_partition(part, dirty_from=first, verify_crc=True)
             assert state(per_segment(part, inputs)) == state(whole), (root, part.partition)
             checked += 1
     assert checked >= 10
 
 
+#: a value, a tombstone whose delete horizon has passed, one without a horizon (KIP-534)
+TOMBSTONE_FACTS = (None, (0, T0 - 1), (2,))
 applies = st.lists(
     st.tuples(st.integers(0, 4), st.integers(0, 60), st.sampled_from([0.5, 1.0, 7.25]), st.integers(0, 2)),
     min_size=1,
@@ -246,8 +245,8 @@ applies = st.lists(
 def test_the_key_table_rules_do_not_depend_on_the_order_records_arrive(records, order, dirty, cut) -> None:
     def table(recs: list[tuple[int, int, float, int]], into: PartitionScan | None = None) -> PartitionScan:
         scan = into or PartitionScan(active_base=40)
-        for k, offset, share, expired in recs:
-            scan.apply(key_id(bytes([k])), offset, share, expired, dirty)
+        for k, offset, share, kind in recs:
+            scan.apply(key_id(bytes([k])), offset, share, TOMBSTONE_FACTS[kind], dirty)
         return scan
 
     in_log_order = table(sorted(records, key=lambda r: r[1]))
