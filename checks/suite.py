@@ -205,7 +205,7 @@ def validate_cache(
         decode_errors_sample = (
             _decode_errors_sample(views["decode_errors"]) if counts["decode_errors"] else []
         )
-        results = _run_suites(views, specs, data_docs_dir, run_id, threads=threads)
+        results = _run_suites(spark, views, specs, data_docs_dir, run_id, threads=threads)
     finally:
         if cache:
             for view in views.values():
@@ -263,6 +263,7 @@ def _view(table: str, df: DataFrame, rows: int) -> DataFrame:
 
 
 def _run_suites(
+    spark: SparkSession,
     views: Mapping[str, DataFrame],
     specs: list[CheckSpec],
     data_docs_dir: Path,
@@ -282,10 +283,11 @@ def _run_suites(
     }
     datasource.get_execution_engine()  # built here, once, before the threads share it
 
-    # Captures the caller's Spark local properties (job group, scheduler pool) for the pool's threads.
-    @inheritable_thread_target
     def run(table: str) -> CheckpointResult:
         return checkpoints[table].run(batch_parameters={"dataframe": views[table]}, run_id=run_id)
+
+    # The pool's threads carry the caller's Spark local properties and job tags (job group, scheduler pool).
+    run = inheritable_thread_target(spark)(run)
 
     workers = min(threads, len(views))
     if workers <= 1:

@@ -231,3 +231,18 @@ def test_rules_never_read_a_view_another_suite_names(spark: Any, tmp_path: Path)
     assert _recorded_fields(report) == recorded
     assert not [t.name for t in threading.enumerate() if t.name.startswith("offsetops-gx")]
     assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("_pyspark_")]
+
+
+def test_jobs_of_every_table_carry_the_callers_job_group(spark: Any, tmp_path: Path) -> None:
+    """The checkpoints' threads inherit the caller's Spark local properties: a job group set around the
+    validation (how a scheduler cancels or accounts for it) covers the jobs of every table."""
+    sc = spark.sparkContext
+    sc.setJobGroup("offsetops-validation-test", "validation under a job group")
+    try:
+        validate_cache(spark, make_tables(spark, good_rows()), output_dir=tmp_path, now_ms=NOW_MS)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+    grouped = sc.statusTracker().getJobIdsForGroup("offsetops-validation-test")
+    # the driver thread's own jobs are the row count and nothing else on these tables
+    assert len(grouped) > 2 * len(TABLE_SCHEMAS), len(grouped)
