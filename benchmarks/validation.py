@@ -12,7 +12,8 @@ each run validates them into a scratch output dir, ``--threads`` values taken in
 setting alternate. The clock is the one the demo's validation used (``OUT/reports/validation.json``)
 unless ``--now-ms`` is given. Spark jobs are counted through a job group set around each run (the suite's
 threads inherit it); py4j round trips by counting the driver's ``send_command`` calls. Every run's
-outcomes are compared with the first run's.
+outcomes are compared with the first run's; ``--dump`` writes that run's report fields, to compare two
+revisions.
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ def main() -> None:
     )
     ap.add_argument("--repeat", type=int, default=4)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument(
+        "--dump", help="write the first run's report fields (success, counts, outcomes) as JSON here"
+    )
     args = ap.parse_args()
     out_dir = Path(args.out_dir)
     now_ms = args.now_ms or json.loads((out_dir / "reports" / "validation.json").read_text())["now_ms"]
@@ -110,7 +114,12 @@ def main() -> None:
         calls = _CALLS["n"]
         jobs = len(sc.statusTracker().getJobIdsForGroup(group))
         outcomes = report.to_dict()["outcomes"]
-        first = outcomes if first is None else first
+        if first is None:
+            first = outcomes
+            if args.dump:
+                fields = ("success", "success_error_level", "counts", "outcomes", "decode_errors_sample")
+                doc = report.to_dict()
+                Path(args.dump).write_text(json.dumps({k: doc[k] for k in fields}, indent=1, sort_keys=True))
         walls[threads].append(wall)
         print(
             f"run {i + 1}: threads {threads or 'default'}: {wall:6.2f} s, {jobs} Spark jobs, "
