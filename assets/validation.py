@@ -47,6 +47,12 @@ class ValidationConfig(Config):
         ge=0,
         description="How far in the future a broker timestamp may be before it is insane.",
     )
+    suite_threads: int = Field(
+        default=4,
+        ge=1,
+        le=16,
+        description="How many tables' Great Expectations checkpoints run at once (1: one after another).",
+    )
 
 
 @asset(
@@ -90,6 +96,7 @@ def cache_validation(
         now_ms=offsets_source.clock().as_of_ms,
         num_partitions=offsets_source.settings()["num_partitions"],
         skew_ms=config.skew_ms,
+        threads=config.suite_threads,
     )
     doc = {**report.to_dict(), "partitions": partitions}
     path = write_json(state.reports_path / VALIDATION_REPORT, doc)

@@ -5,13 +5,21 @@ backed by the metric ``column_pair_values.match_kafka_partition_for``. Its Spark
 native Column expression of ``Utils.abs(groupId.hashCode) % numPartitions`` (GroupMetadataManager
 .partitionFor), so it runs in the JVM without a Python UDF; the pandas implementation calls
 :func:`offsetops.coordinator_core.partitioner.partition_for` directly, and the tests check both agree.
+
+:class:`UnexpectedRowsWithSampleExpectation` runs its SQL through metrics of its own whose Spark
+implementation binds ``{batch}`` to a temporary view of a name unique to the call: GX's own query
+metrics name every batch ``tmp_view`` in the session, so two suites validated at once would read
+each other's rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from great_expectations.compatibility import pydantic
+from great_expectations.constants import MAX_RESULT_RECORDS
+from great_expectations.core.metric_domain_types import MetricDomainTypes
 from great_expectations.core.result_format import ResultFormat
 from great_expectations.execution_engine import ExecutionEngine, PandasExecutionEngine, SparkDFExecutionEngine
 from great_expectations.expectations.core.unexpected_rows_expectation import UnexpectedRowsExpectation
@@ -20,12 +28,18 @@ from great_expectations.expectations.metrics.map_metric_provider import (
     ColumnPairMapMetricProvider,
     column_pair_condition_partial,
 )
+from great_expectations.expectations.metrics.metric_provider import metric_value
+from great_expectations.expectations.metrics.query_metric_provider import QueryMetricProvider
+from great_expectations.expectations.metrics.query_metrics import (
+    UnexpectedRowsQueryRowCount,
+    UnexpectedRowsQueryTable,
+)
 from great_expectations.render.renderer_configuration import (
     RendererConfiguration,
     RendererValueType,
 )
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 _TWO_POW_31 = 2**31
@@ -144,12 +158,59 @@ class ExpectColumnPairValuesToMatchKafkaPartitionFor(ColumnPairMapExpectation):
         return renderer_configuration
 
 
+def _spark_over_batch_rows(result: Callable[[DataFrame], Any]) -> Any:
+    """A Spark metric function: ``result`` of the rule's query over the metric's batch. PySpark's
+    ``sql(query, batch=df)`` gives the batch a temporary view named for this call only and drops it once
+    the query is analysed."""
+
+    @metric_value(engine=SparkDFExecutionEngine)
+    def _spark(
+        cls: type[QueryMetricProvider],
+        execution_engine: SparkDFExecutionEngine,
+        metric_domain_kwargs: dict,
+        metric_value_kwargs: dict,
+        metrics: dict[str, Any],
+        runtime_configuration: dict,
+    ) -> Any:
+        query = cls._get_query_from_metric_value_kwargs(metric_value_kwargs)
+        batch, _, _ = execution_engine.get_compute_domain(
+            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
+        )
+        return result(execution_engine.spark.sql(query, batch=batch))
+
+    return _spark
+
+
+class BatchRowsQueryTable(UnexpectedRowsQueryTable):
+    """GX's ``unexpected_rows_query.table`` (the first ``MAX_RESULT_RECORDS`` rows, as dicts), its batch
+    bound to a view of its own on Spark."""
+
+    metric_name = "offsetops.unexpected_rows_query.table"
+    _spark = _spark_over_batch_rows(
+        lambda rows: [row.asDict() for row in rows.limit(MAX_RESULT_RECORDS).collect()]
+    )
+
+
+class BatchRowsQueryRowCount(UnexpectedRowsQueryRowCount):
+    """GX's ``unexpected_rows_query.row_count``, its batch bound to a view of its own on Spark."""
+
+    metric_name = "offsetops.unexpected_rows_query.row_count"
+    _spark = _spark_over_batch_rows(DataFrame.count)
+
+
 class UnexpectedRowsWithSampleExpectation(UnexpectedRowsExpectation):
     """``UnexpectedRowsExpectation`` that also returns a sample of the rows at SUMMARY level.
 
     GX only returns the offending rows at COMPLETE; a report needs a few of them to be useful, and
-    the rows are already fetched (capped at GX's ``MAX_RESULT_RECORDS``) to count them.
+    the rows are already fetched (capped at GX's ``MAX_RESULT_RECORDS``) to count them. Its metrics are
+    :class:`BatchRowsQueryTable` and :class:`BatchRowsQueryRowCount`, safe to resolve for several
+    batches at once.
     """
+
+    metric_dependencies: ClassVar[tuple[str, ...]] = (
+        BatchRowsQueryTable.metric_name,
+        BatchRowsQueryRowCount.metric_name,
+    )
 
     def _validate(
         self,
@@ -157,6 +218,10 @@ class UnexpectedRowsWithSampleExpectation(UnexpectedRowsExpectation):
         runtime_configuration: dict | None = None,
         execution_engine: ExecutionEngine | None = None,
     ) -> Any:
+        metrics = {
+            "unexpected_rows_query.table": metrics[BatchRowsQueryTable.metric_name],
+            "unexpected_rows_query.row_count": metrics[BatchRowsQueryRowCount.metric_name],
+        }
         outcome = super()._validate(metrics, runtime_configuration, execution_engine)
         result_format = self._get_result_format(runtime_configuration=runtime_configuration)
         if isinstance(result_format, dict):

@@ -9,7 +9,16 @@ definitions, and a dataframe asset takes its DataFrame as a batch parameter, hen
 Our own summary goes to ``OUTPUT/reports/index.html``.
 
 The caller's DataFrames are never mutated: GX sees an alias of each one (a new plan node), which we
-cache and unpersist ourselves; GX's own ``persist`` is switched off.
+cache and unpersist ourselves; GX's own ``persist`` is switched off. The live set is small next to the
+log (thousands to millions of rows), and most of GX's metrics are a Spark job each, so a view holds one
+partition per :data:`ROWS_PER_VIEW_PARTITION` rows: a job over a small table is one task, and a sample
+(``limit``) is one job, not one per partition scanned.
+
+The tables' checkpoints run from up to :data:`SUITE_THREADS` threads at once (most of a checkpoint is
+waiting on the JVM for small jobs). Every validator shares the datasource's execution engine, which keys
+batches and metrics by batch id; the SQL rules bind their batch to a view named per call
+(``kafka_expectations.BatchRowsQueryTable``), where GX's own query metrics share one ``tmp_view``.
+Results, Data Docs and the report are assembled in table order, whatever order the threads finish in.
 """
 
 from __future__ import annotations
@@ -17,13 +26,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import shutil
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
 import great_expectations as gx
+from great_expectations.checkpoint.checkpoint import CheckpointResult
 from great_expectations.core.expectation_validation_result import ExpectationValidationResult
 from great_expectations.core.run_identifier import RunIdentifier
 from great_expectations.data_context import AbstractDataContext
@@ -56,6 +68,7 @@ from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYT
 from offsetops.coordinator_core.sources.live import CONSUMER_OFFSETS
 from offsetops.pipelines.tables import row_counts
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.util import inheritable_thread_target
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +81,11 @@ BATCH_DEFINITION_NAME = "whole dataframe"
 SAMPLE_SIZE = 5
 RESULT_FORMAT: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_SIZE}
 
-# GX's UnexpectedRowsExpectation registers the batch under this temp view name on Spark.
-_GX_TEMP_VIEW = "tmp_view"
+SUITE_THREADS = 4
+"""Tables validated at once: enough to keep a local JVM's cores busy between the driver's round trips."""
+
+ROWS_PER_VIEW_PARTITION = 1_000_000
+"""Rows per partition of a validated view (a cached copy of a table, coalesced down to this size)."""
 
 
 def suite_name(table: str) -> str:
@@ -151,6 +167,7 @@ def validate_cache(
     skew_ms: int = DEFAULT_SKEW_MS,
     max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
     cache: bool = True,
+    threads: int = SUITE_THREADS,
 ) -> ValidationReport:
     """Run every check against the reload tables, build Data Docs and the summary page.
 
@@ -158,7 +175,10 @@ def validate_cache(
     ``pending_offsets``, ``load_stats`` and the tables of :func:`operator_check_tables`
     (``offset_log_ranges``, ``live_crosscheck``) are validated when present. The DataFrames are not
     mutated (no persist, no new columns). ``cache`` caches an alias of each table for the run.
+    ``threads`` is how many tables' checkpoints run at once (1: one after another).
     """
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
     started = time.perf_counter()
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     unknown = sorted(set(tables) - set(REQUIRED_TABLES) - set(OPTIONAL_TABLES))
@@ -174,25 +194,22 @@ def validate_cache(
     specs = [s for s in checks if s.table in tables]
     run_time = dt.datetime.now(dt.UTC)
     run_id = RunIdentifier(run_name=f"offsetops-{run_time:%Y%m%dT%H%M%SZ}", run_time=run_time)
-    temp_view_existed = spark.catalog.tableExists(_GX_TEMP_VIEW)
 
-    views = {t: tables[t].alias(f"offsetops_{t}") for t in names}
+    counted = row_counts({t: tables[t] for t in names})  # one job over every table
+    counts = {t: counted.get((t,), 0) for t in names}
+    views = {t: _view(t, tables[t], counts[t]) for t in names}
     if cache:
         for view in views.values():
             view.cache()
     try:
-        counted = row_counts(views)  # one job; it also fills each view's cache
-        counts = {t: counted.get((t,), 0) for t in names}
         decode_errors_sample = (
             _decode_errors_sample(views["decode_errors"]) if counts["decode_errors"] else []
         )
-        results = _run_suites(views, specs, data_docs_dir, run_id)
+        results = _run_suites(spark, views, specs, data_docs_dir, run_id, threads=threads)
     finally:
         if cache:
             for view in views.values():
                 view.unpersist()
-        if not temp_view_existed:
-            spark.catalog.dropTempView(_GX_TEMP_VIEW)
 
     # Every page is rewritten to the vendored CSS/JS; anything left pointing off the machine is a bug.
     leftover = localize_site(data_docs_dir)
@@ -237,35 +254,51 @@ def _decode_errors_sample(decode_errors: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict() for r in rows]
 
 
+def _view(table: str, df: DataFrame, rows: int) -> DataFrame:
+    """What GX validates of ``table``: an alias (the caller's DataFrame untouched) of at most one
+    partition per :data:`ROWS_PER_VIEW_PARTITION` rows. ``coalesce`` only merges neighbouring
+    partitions, so the rows keep their order and a sample is the same rows."""
+    partitions = max(1, math.ceil(rows / ROWS_PER_VIEW_PARTITION))
+    return df.coalesce(partitions).alias(f"offsetops_{table}")
+
+
 def _run_suites(
-    views: Mapping[str, DataFrame], specs: list[CheckSpec], data_docs_dir: Path, run_id: RunIdentifier
+    spark: SparkSession,
+    views: Mapping[str, DataFrame],
+    specs: list[CheckSpec],
+    data_docs_dir: Path,
+    run_id: RunIdentifier,
+    *,
+    threads: int,
 ) -> dict[str, ExpectationValidationResult]:
-    """One suite, validation and checkpoint per table (in ``views``' order), run on its DataFrame; then
-    the Data Docs of every table's suite and results, built once (an ``UpdateDataDocsAction`` on each
-    checkpoint would rebuild the site's index once per table). The results by check id."""
+    """One suite, validation and checkpoint per table (in ``views``' order), run on its DataFrame, up to
+    ``threads`` tables at once; then the Data Docs of every table's suite and results, built once (an
+    ``UpdateDataDocsAction`` on each checkpoint would rebuild the site's index once per table). The
+    results by check id."""
     context = _context(data_docs_dir)
     datasource = context.data_sources.add_spark(name=DATASOURCE_NAME, persist=False)
+    checkpoints = {
+        table: _checkpoint(context, datasource, table, [s for s in specs if s.table == table])
+        for table in views
+    }
+    datasource.get_execution_engine()  # built here, once, before the threads share it
+
+    def run(table: str) -> CheckpointResult:
+        return checkpoints[table].run(batch_parameters={"dataframe": views[table]}, run_id=run_id)
+
+    # The pool's threads carry the caller's Spark local properties and job tags (job group, scheduler pool).
+    run = inheritable_thread_target(spark)(run)
+
+    workers = min(threads, len(views))
+    if workers <= 1:
+        checkpoint_results = [run(table) for table in views]
+    else:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="offsetops-gx") as pool:
+            checkpoint_results = list(pool.map(run, views))
     results: dict[str, ExpectationValidationResult] = {}
     documented: list[Any] = []
-    for table, view in views.items():
-        suite = context.suites.add(gx.ExpectationSuite(name=suite_name(table)))
-        for spec in specs:
-            if spec.table == table:
-                suite.add_expectation(spec.expectation)
-        asset = datasource.add_dataframe_asset(name=table)
-        batch_definition = asset.add_batch_definition_whole_dataframe(BATCH_DEFINITION_NAME)
-        validation = context.validation_definitions.add(
-            gx.ValidationDefinition(name=suite_name(table), data=batch_definition, suite=suite)
-        )
-        checkpoint = context.checkpoints.add(
-            gx.Checkpoint(
-                name=suite_name(table),
-                validation_definitions=[validation],
-                result_format=RESULT_FORMAT,
-            )
-        )
-        checkpoint_result = checkpoint.run(batch_parameters={"dataframe": view}, run_id=run_id)
-        documented += [*checkpoint_result.run_results, ExpectationSuiteIdentifier(name=suite.name)]
+    for table, checkpoint_result in zip(views, checkpoint_results, strict=True):
+        documented += [*checkpoint_result.run_results, ExpectationSuiteIdentifier(name=suite_name(table))]
         for run_result in checkpoint_result.run_results.values():
             for r in run_result.results:
                 meta = (r.expectation_config.meta if r.expectation_config else None) or {}
@@ -273,6 +306,28 @@ def _run_suites(
                     results[meta["check_id"]] = r
     context.build_data_docs(site_names=[DATA_DOCS_SITE], resource_identifiers=documented, build_index=True)
     return results
+
+
+def _checkpoint(
+    context: AbstractDataContext, datasource: Any, table: str, specs: list[CheckSpec]
+) -> gx.Checkpoint:
+    """The suite of ``table``'s checks, its dataframe asset and the checkpoint that validates one with the
+    other (GX's stores are written here, before any checkpoint runs)."""
+    suite = context.suites.add(gx.ExpectationSuite(name=suite_name(table)))
+    for spec in specs:
+        suite.add_expectation(spec.expectation)
+    asset = datasource.add_dataframe_asset(name=table)
+    batch_definition = asset.add_batch_definition_whole_dataframe(BATCH_DEFINITION_NAME)
+    validation = context.validation_definitions.add(
+        gx.ValidationDefinition(name=suite_name(table), data=batch_definition, suite=suite)
+    )
+    return context.checkpoints.add(
+        gx.Checkpoint(
+            name=suite_name(table),
+            validation_definitions=[validation],
+            result_format=RESULT_FORMAT,
+        )
+    )
 
 
 def offset_log_ranges_table(spark: SparkSession, offsets: DataFrame, ranges: list[LogRange]) -> DataFrame:

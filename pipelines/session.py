@@ -10,8 +10,10 @@ from __future__ import annotations
 import io
 import os
 import sys
+import threading
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 
 from offsetops.coordinator_core.atomic import write_bytes_atomic
@@ -109,6 +111,37 @@ def build_session(
     if ship_code:
         ship_packages(spark)
     return spark
+
+
+class SessionStart:
+    """A SparkSession being built on a thread of its own, so the JVM starts while the driver does work that
+    needs no Spark. :meth:`wait` gives what the build gave, its error included, to whoever needs the session.
+    """
+
+    THREAD_NAME = "offsetops-spark-start"
+
+    def __init__(self, build: Callable[[], SparkSession]) -> None:
+        self._build = build
+        self._future: Future[SparkSession] = Future()
+        self._waited = False
+        self._thread = threading.Thread(target=self._run, name=self.THREAD_NAME, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._future.set_result(self._build())
+        except BaseException as exc:  # handed to the caller of wait(), who reports it
+            self._future.set_exception(exc)
+
+    def wait(self) -> SparkSession:
+        """The session once built; raises what the build raised."""
+        self._waited = True
+        return self._future.result()
+
+    def join(self) -> BaseException | None:
+        """Wait for the thread to end; the build's error if it failed and no :meth:`wait` raised it."""
+        self._thread.join()
+        return None if self._waited else self._future.exception()
 
 
 def _sources() -> dict[str, bytes]:

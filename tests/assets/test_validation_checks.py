@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from dagster import AssetCheckKey, AssetKey, DagsterInstance, build_run_status_sensor_context, materialize
 from offsetops.assets.alerting.sensors import slack_on_run_failure
 from offsetops.assets.resources import OffsetsSourceResource, SlackResource, SparkResource, StateResource
@@ -55,3 +56,15 @@ def test_a_validation_that_fails_before_its_results_leaves_its_checks_unexecuted
     posts = slack_server.requests_to("chat.postMessage")
     assert len(posts) == 1
     assert "cache_validation" in json.dumps(posts[0].blocks)
+
+
+def test_suite_threads_is_checked_and_defaults_to_the_suites() -> None:
+    from offsetops.assets.validation import ValidationConfig
+    from offsetops.checks.suite import SUITE_THREADS
+    from pydantic import ValidationError
+
+    assert ValidationConfig().suite_threads == SUITE_THREADS
+    assert ValidationConfig(suite_threads=1).suite_threads == 1
+    for bad in (0, -1, 17):
+        with pytest.raises(ValidationError, match="suite_threads"):
+            ValidationConfig(suite_threads=bad)

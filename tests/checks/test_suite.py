@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from offsetops.checks.expectations import build_checks
+from offsetops.checks.kafka_expectations import UnexpectedRowsWithSampleExpectation
 from offsetops.checks.report import ValidationReport
 from offsetops.checks.suite import suite_name, validate_cache
 from offsetops.pipelines.schemas import TABLE_SCHEMAS
@@ -21,6 +23,7 @@ from tests.checks.conftest import (
     make_tables,
     unsubscribed_assignment_rows,
 )
+from tests.checks.failing_tables import failing_rows, make_loose_tables
 
 pytestmark = pytest.mark.spark
 
@@ -163,3 +166,83 @@ def test_notices_are_not_decode_errors(spark: Any, tmp_path: Path) -> None:
     report = validate_cache(spark, make_tables(spark, rows), output_dir=tmp_path, now_ms=NOW_MS)
     assert "decode_errors.empty" not in [o.check_id for o in report.failed]
     assert report.success_error_level
+
+
+RECORDED_OUTCOMES = Path(__file__).with_name("validation_outcomes.json")
+"""The report fields of both table sets as the suite gave them when it ran one checkpoint after another on
+uncoalesced views (commit 6e78dd5): however the suite is scheduled, the results may not move."""
+
+_RECORDED_FIELDS = ("success", "success_error_level", "counts", "outcomes", "decode_errors_sample")
+
+
+def _recorded_fields(report: ValidationReport) -> dict[str, Any]:
+    data = json.loads(json.dumps(report.to_dict()))
+    return {k: data[k] for k in _RECORDED_FIELDS}
+
+
+def test_healthy_outcomes_are_the_recorded_ones(good_report: ValidationReport) -> None:
+    recorded = json.loads(RECORDED_OUTCOMES.read_text(encoding="utf-8"))["healthy"]
+    assert _recorded_fields(good_report) == recorded
+
+
+def test_every_check_fails_with_the_recorded_outcome(spark: Any, tmp_path: Path) -> None:
+    recorded = json.loads(RECORDED_OUTCOMES.read_text(encoding="utf-8"))["failing"]
+    report = validate_cache(
+        spark, make_loose_tables(spark, failing_rows()), output_dir=tmp_path, now_ms=NOW_MS
+    )
+    every_check = [s.check_id for s in build_checks(now_ms=NOW_MS)]
+    assert [o.check_id for o in report.outcomes] == every_check
+    assert not any(o.success for o in report.outcomes)
+    assert all(o.exception is None for o in report.outcomes)
+    got = _recorded_fields(report)
+    for want, have in zip(recorded["outcomes"], got["outcomes"], strict=True):
+        assert have == want, want["check_id"]
+    assert got == recorded
+
+
+def test_rules_never_read_a_view_another_suite_names(spark: Any, tmp_path: Path) -> None:
+    """The race of suites run at once: GX's own SQL metrics bind every batch to one session-wide view,
+    ``tmp_view``, so a suite replacing it between another's ``createOrReplaceTempView`` and its query
+    made that query read the wrong table. Here a thread keeps pointing ``tmp_view`` at an unrelated
+    table for the whole validation; no rule may notice, and each must still report its own table's
+    rows."""
+    recorded = json.loads(RECORDED_OUTCOMES.read_text(encoding="utf-8"))["failing"]
+    decoy = spark.range(1).selectExpr("id AS unrelated")
+    done = threading.Event()
+
+    def hammer() -> None:
+        while not done.is_set():
+            decoy.createOrReplaceTempView("tmp_view")
+
+    thread = threading.Thread(target=hammer, name="tmp-view-hammer")
+    thread.start()
+    try:
+        report = validate_cache(
+            spark, make_loose_tables(spark, failing_rows()), output_dir=tmp_path, now_ms=NOW_MS
+        )
+    finally:
+        done.set()
+        thread.join()
+    spark.catalog.dropTempView("tmp_view")
+    rules = [o for o in report.outcomes if o.expectation_type == "unexpected_rows_with_sample_expectation"]
+    specs = build_checks(now_ms=NOW_MS)
+    assert len(rules) == sum(isinstance(s.expectation, UnexpectedRowsWithSampleExpectation) for s in specs)
+    assert [o.exception for o in rules] == [None] * len(rules)
+    assert _recorded_fields(report) == recorded
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("offsetops-gx")]
+    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("_pyspark_")]
+
+
+def test_jobs_of_every_table_carry_the_callers_job_group(spark: Any, tmp_path: Path) -> None:
+    """The checkpoints' threads inherit the caller's Spark local properties: a job group set around the
+    validation (how a scheduler cancels or accounts for it) covers the jobs of every table."""
+    sc = spark.sparkContext
+    sc.setJobGroup("offsetops-validation-test", "validation under a job group")
+    try:
+        validate_cache(spark, make_tables(spark, good_rows()), output_dir=tmp_path, now_ms=NOW_MS)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+    grouped = sc.statusTracker().getJobIdsForGroup("offsetops-validation-test")
+    # the driver thread's own jobs are the row count and nothing else on these tables
+    assert len(grouped) > 2 * len(TABLE_SCHEMAS), len(grouped)
