@@ -60,7 +60,7 @@ class SparkResource(ConfigurableResource):
         """No thread outlives the run; a failed start no step waited for is only logged."""
         if self._start is not None:
             error = self._start.join()
-            if error is not None:
+            if error is not None and context.log is not None:
                 context.log.warning(f"the Spark session started early failed, and no step needed it: {error}")
 
     def get_session(self) -> SparkSession:
