@@ -60,8 +60,11 @@ class SparkResource(ConfigurableResource):
         """No thread outlives the run; a failed start no step waited for is only logged."""
         if self._start is not None:
             error = self._start.join()
-            if error is not None and context.log is not None:
-                context.log.warning(f"the Spark session started early failed, and no step needed it: {error}")
+            if error is not None:
+                import logging
+
+                log = context.log if context.log is not None else logging.getLogger(__name__)
+                log.warning(f"the Spark session started early failed, and no step needed it: {error}")
 
     def get_session(self) -> SparkSession:
         """The process's SparkSession, created on first use with this resource's settings.
