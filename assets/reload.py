@@ -253,7 +253,7 @@ def _reload_to_staging(
     )
     if source.is_live:
         return _live_to_staging(spark, source, partitions, staging, options)
-    if run["resume_state_dir"] and "://" not in str(source.log_dir):
+    if _resumes_on_driver(source):
         return resumed_to_staging(spark, source, partitions, str(run["resume_state_dir"]), scan)
     present = _present_partitions(spark, source, partitions)
     if not present:
@@ -303,16 +303,19 @@ def _live_to_staging(
     return tables, {"read_by": "executors", "fetch_ranges": len(ranges)}
 
 
-def _publishes_from_driver(source: OffsetsSourceResource, state: StateResource) -> bool:
-    """Whether the run's tables are built on the driver (a resumed read of a log dir on this machine)
-    and published there (the tables are on a local disk): then the step starts no Spark session."""
-    run = source.settings()
+def _resumes_on_driver(source: OffsetsSourceResource) -> bool:
+    """Whether the run reads on the driver from the resume state (a log dir on this machine)."""
     return (
-        bool(run["resume_state_dir"])
+        bool(source.settings()["resume_state_dir"])
         and not source.is_live
         and "://" not in str(source.log_dir)
-        and publishes_on_driver(state)
     )
+
+
+def _publishes_from_driver(source: OffsetsSourceResource, state: StateResource) -> bool:
+    """Whether the run's tables are built on the driver (:func:`_resumes_on_driver`) and published there
+    (the tables are on a local disk): then the step starts no Spark session."""
+    return _resumes_on_driver(source) and publishes_on_driver(state)
 
 
 def _reload_on_driver(

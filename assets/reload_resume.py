@@ -51,8 +51,7 @@ def resumed_rows(
 
     run = source.settings()
     try:
-        # no Spark session: a local log dir's listing and checkpoints are read on the driver
-        riding = None if scan is None else resumed_scan_riders(None, source, partitions, scan)
+        riding = None if scan is None else resumed_scan_riders(source, partitions, scan)
         caches = replace(
             source.source(), state_dir=state_dir, scan_riders=None if riding is None else riding[0]
         ).load_or_empty(partitions, num_partitions=run["num_partitions"], semantics=run["semantics"])

@@ -91,7 +91,6 @@ def scans_from_reload(
 
 
 def resumed_scan_riders(
-    session: "SparkSession | None",
     source: OffsetsSourceResource,
     partitions: list[int],
     request: "CleanerScanRequest",
@@ -100,7 +99,8 @@ def resumed_scan_riders(
     that go on with each partition's fold (``cleaner.scan_resume``), and what then writes their audits
     to :func:`reload_scan_file`, stamped as the Spark pass stamps its own (``scan_identity`` of the
     same listing and checkpoints the audit reads), and gives each partition's scan facts. None when no
-    partition of the run has segments."""
+    partition of the run has segments. The log dir is a local one: its listing and checkpoints are read
+    on the driver, without Spark."""
     import dataclasses
 
     from offsetops.coordinator_core.cleaner.scan_resume import ScanRiders
@@ -113,8 +113,8 @@ def resumed_scan_riders(
     ]
     if not present:
         return None
-    listing = list_log_dir(session, str(source.log_dir), partitions=present)
-    checkpoints, _notes = read_checkpoints(session, listing)  # an unusable file: the audit notes it
+    listing = list_log_dir(None, str(source.log_dir), partitions=present)
+    checkpoints, _notes = read_checkpoints(None, listing)  # an unusable file: the audit notes it
     plan = plan_scan(listing, checkpoints, request)
     limit = source.settings()["max_batch_bytes"]
     riders = ScanRiders({p: dataclasses.replace(i, max_batch_bytes=limit) for p, i in plan.inputs.items()})
