@@ -38,6 +38,7 @@ from great_expectations.render.renderer_configuration import (
     RendererConfiguration,
     RendererValueType,
 )
+from great_expectations.validator.validator import ValidationDependencies
 from offsetops.coordinator_core.partitioner import DEFAULT_OFFSETS_PARTITIONS, partition_for
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -201,8 +202,9 @@ class BatchRowsQueryRowCount(UnexpectedRowsQueryRowCount):
 class UnexpectedRowsWithSampleExpectation(UnexpectedRowsExpectation):
     """``UnexpectedRowsExpectation`` that also returns a sample of the rows at SUMMARY level.
 
-    GX only returns the offending rows at COMPLETE; a report needs a few of them to be useful, and
-    the rows are already fetched (capped at GX's ``MAX_RESULT_RECORDS``) to count them. Its metrics are
+    GX only returns the offending rows at COMPLETE; a report needs a few of them to be useful. The rows
+    (capped at GX's ``MAX_RESULT_RECORDS``) are a Spark job beside the count's, resolved only when the
+    result shows some (at SUMMARY with a sample size of 0 the rule is its count alone). Its metrics are
     :class:`BatchRowsQueryTable` and :class:`BatchRowsQueryRowCount`, safe to resolve for several
     batches at once.
     """
@@ -212,6 +214,31 @@ class UnexpectedRowsWithSampleExpectation(UnexpectedRowsExpectation):
         BatchRowsQueryRowCount.metric_name,
     )
 
+    def _rows_shown(self, runtime_configuration: dict | None) -> tuple[str, int]:
+        """The result format's level and how many rows its result shows at SUMMARY."""
+        result_format = self._get_result_format(runtime_configuration=runtime_configuration)
+        if not isinstance(result_format, dict):
+            return str(result_format), 20
+        level = str(result_format.get("result_format", ResultFormat.SUMMARY))
+        count = result_format.get("partial_unexpected_count", 20)
+        return level, int(count) if isinstance(count, int | str) else 20
+
+    def get_validation_dependencies(
+        self,
+        execution_engine: ExecutionEngine | None = None,
+        runtime_configuration: dict | None = None,
+        **kwargs: Any,
+    ) -> ValidationDependencies:
+        """The row count, and the rows (a Spark job of their own) only where the result shows some: at
+        COMPLETE, or at SUMMARY with a sample size above 0 (``suite_samples.COUNTS_FORMAT`` has none)."""
+        dependencies = super().get_validation_dependencies(
+            execution_engine=execution_engine, runtime_configuration=runtime_configuration
+        )
+        level, size = self._rows_shown(runtime_configuration)
+        if not (level == ResultFormat.COMPLETE or (level == ResultFormat.SUMMARY and size)):
+            dependencies.remove_metric_configuration(BatchRowsQueryTable.metric_name)
+        return dependencies
+
     def _validate(
         self,
         metrics: dict,
@@ -219,17 +246,11 @@ class UnexpectedRowsWithSampleExpectation(UnexpectedRowsExpectation):
         execution_engine: ExecutionEngine | None = None,
     ) -> Any:
         metrics = {
-            "unexpected_rows_query.table": metrics[BatchRowsQueryTable.metric_name],
+            "unexpected_rows_query.table": metrics.get(BatchRowsQueryTable.metric_name, []),
             "unexpected_rows_query.row_count": metrics[BatchRowsQueryRowCount.metric_name],
         }
         outcome = super()._validate(metrics, runtime_configuration, execution_engine)
-        result_format = self._get_result_format(runtime_configuration=runtime_configuration)
-        if isinstance(result_format, dict):
-            level = result_format.get("result_format", ResultFormat.SUMMARY)
-            count = result_format.get("partial_unexpected_count", 20)
-            size = int(count) if isinstance(count, int | str) else 20
-        else:
-            level, size = result_format, 20
+        level, size = self._rows_shown(runtime_configuration)
         if level == ResultFormat.SUMMARY and isinstance(outcome, dict) and "result" in outcome:
             rows = list(metrics["unexpected_rows_query.table"])[:size]
             outcome["result"]["details"] = {"unexpected_rows": rows}

@@ -19,6 +19,10 @@ waiting on the JVM for small jobs). Every validator shares the datasource's exec
 batches and metrics by batch id; the SQL rules bind their batch to a view named per call
 (``kafka_expectations.BatchRowsQueryTable``), where GX's own query metrics share one ``tmp_view``.
 Results, Data Docs and the report are assembled in table order, whatever order the threads finish in.
+
+Each checkpoint runs without samples (``suite_samples.COUNTS_FORMAT``); on its thread, the expectations
+that failed or passed with unexpected rows then run again with samples (:data:`RESULT_FORMAT`), and the
+merged result is stored again for the Data Docs (``suite_samples.add_samples``).
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from offsetops.checks.live_crosscheck import (
     log_dir_log_ranges,
 )
 from offsetops.checks.report import ExpectationOutcome, ValidationReport, write_summary
+from offsetops.checks.suite_samples import COUNTS_FORMAT, add_samples
 from offsetops.coordinator_core.kafka_client import KafkaClientConfig, KafkaClientError
 from offsetops.coordinator_core.records.compression import DEFAULT_MAX_BATCH_BYTES
 from offsetops.coordinator_core.sources.live import CONSUMER_OFFSETS
@@ -80,6 +85,8 @@ DATASOURCE_NAME = "offsetops_cache"
 BATCH_DEFINITION_NAME = "whole dataframe"
 SAMPLE_SIZE = 5
 RESULT_FORMAT: dict[str, Any] = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_SIZE}
+"""What every result carries: ``SUMMARY``'s counts and up to :data:`SAMPLE_SIZE` values of what was wrong
+(the suites run at ``suite_samples.COUNTS_FORMAT``, then at this for the results that can have a sample)."""
 
 SUITE_THREADS = 4
 """Tables validated at once: enough to keep a local JVM's cores busy between the driver's round trips."""
@@ -284,7 +291,13 @@ def _run_suites(
     datasource.get_execution_engine()  # built here, once, before the threads share it
 
     def run(table: str) -> CheckpointResult:
-        return checkpoints[table].run(batch_parameters={"dataframe": views[table]}, run_id=run_id)
+        checkpoint = checkpoints[table]
+        checkpoint_result = checkpoint.run(batch_parameters={"dataframe": views[table]}, run_id=run_id)
+        batch_definition = checkpoint.validation_definitions[0].batch_definition
+        for key, suite_result in checkpoint_result.run_results.items():
+            add_samples(suite_result, batch_definition, views[table], RESULT_FORMAT)
+            context.validation_results_store.set(key, suite_result)  # what the Data Docs render
+        return checkpoint_result
 
     # The pool's threads carry the caller's Spark local properties and job tags (job group, scheduler pool).
     run = inheritable_thread_target(spark)(run)
@@ -325,7 +338,7 @@ def _checkpoint(
         gx.Checkpoint(
             name=suite_name(table),
             validation_definitions=[validation],
-            result_format=RESULT_FORMAT,
+            result_format=COUNTS_FORMAT,
         )
     )
 
