@@ -143,9 +143,8 @@ def published_caches(
     from offsetops.pipelines.tables import caches_from_rows
 
     files = _local_files(state)
-    key = (state.tables_location, tuple(partitions), files)
-    if files is not None and _LAST_READ.get("key") == key:
-        rows = {name: list(got) for name, got in _LAST_READ["rows"].items()}
+    rows = _kept(state, partitions, files)
+    if rows is not None:
         read_by = READ_FROM_MEMORY
     else:
         spark = session()
@@ -155,6 +154,22 @@ def published_caches(
         read_by = READ_BY_SPARK
     caches = caches_from_rows(rows, num_partitions=num_partitions, partitions=partitions)
     return PublishedTables(caches, rows, read_by)
+
+
+def kept_rows(state: StateResource, partitions: list[int]) -> dict[str, list[Any]] | None:
+    """The rows of every table for ``partitions`` as this run published or last read them (tuples in
+    schema order), while not one of the tables' files changed since; None otherwise. No Spark."""
+    return _kept(state, partitions, _local_files(state))
+
+
+def _kept(
+    state: StateResource, partitions: list[int], files: tuple[tuple[str, int, int], ...] | None
+) -> dict[str, list[Any]] | None:
+    """The kept rows (a copy of each table's list) when they stand for ``files``, the tables' files now."""
+    key = (state.tables_location, tuple(partitions), files)
+    if files is None or _LAST_READ.get("key") != key:
+        return None
+    return {name: list(got) for name, got in _LAST_READ["rows"].items()}
 
 
 def _require_tables(spark: "SparkSession", state: StateResource) -> None:

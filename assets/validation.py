@@ -28,7 +28,7 @@ from offsetops.assets.partitions import (
     partitions_label,
     run_partitions,
 )
-from offsetops.assets.published_tables import read_cache_tables
+from offsetops.assets.published_tables import kept_rows, read_cache_tables
 from offsetops.assets.reload import coordinator_cache, raw_segments
 from offsetops.assets.resources import SCHEDULE_STATUS, OffsetsSourceResource, SparkResource, StateResource
 from offsetops.checks.dagster_checks import gx_results, table, validation_check_specs
@@ -80,6 +80,7 @@ def cache_validation(
     state.ensure()
     session = spark.get_session()
     tables = read_cache_tables(session, state, partitions)
+    kept = kept_rows(state, partitions)  # this run's published rows, while the files are unchanged
     # Live cross-check and data-partition bounds, from whatever source is configured.
     extra = operator_check_tables(
         session,
@@ -88,6 +89,7 @@ def cache_validation(
         live=offsets_source.kafka_config() if offsets_source.is_live else None,
         topic=offsets_source.topic,
         max_batch_bytes=offsets_source.settings()["max_batch_bytes"],
+        data_partitions=None if kept is None else _data_partitions(kept["offsets"]),
     )
     report = validate_cache(
         session,
@@ -97,6 +99,7 @@ def cache_validation(
         num_partitions=offsets_source.settings()["num_partitions"],
         skew_ms=config.skew_ms,
         threads=config.suite_threads,
+        counts=None if kept is None else {name: len(rows) for name, rows in kept.items()},
     )
     doc = {**report.to_dict(), "partitions": partitions}
     path = write_json(state.reports_path / VALIDATION_REPORT, doc)
@@ -124,6 +127,15 @@ def cache_validation(
             "elapsed_s": MetadataValue.float(round(report.elapsed_ms / 1000, 2)),
         },
     )
+
+
+def _data_partitions(offsets: list[Any]) -> list[tuple[str, int]]:
+    """The distinct (topic, partition) of the offsets table's rows (tuples in schema order), in one order."""
+    from offsetops.pipelines.schemas import TABLE_SCHEMAS
+
+    names = TABLE_SCHEMAS["offsets"].fieldNames()
+    topic, partition = names.index("topic"), names.index("partition")
+    return sorted({(row[topic], row[partition]) for row in offsets}, key=str)
 
 
 def _report_metadata(report: ValidationReport, failed: list[ExpectationOutcome]) -> dict[str, Any]:

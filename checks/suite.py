@@ -175,6 +175,7 @@ def validate_cache(
     max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES,
     cache: bool = True,
     threads: int = SUITE_THREADS,
+    counts: Mapping[str, int] | None = None,
 ) -> ValidationReport:
     """Run every check against the reload tables, build Data Docs and the summary page.
 
@@ -182,7 +183,8 @@ def validate_cache(
     ``pending_offsets``, ``load_stats`` and the tables of :func:`operator_check_tables`
     (``offset_log_ranges``, ``live_crosscheck``) are validated when present. The DataFrames are not
     mutated (no persist, no new columns). ``cache`` caches an alias of each table for the run.
-    ``threads`` is how many tables' checkpoints run at once (1: one after another).
+    ``threads`` is how many tables' checkpoints run at once (1: one after another). ``counts`` are the
+    rows of some tables when the caller has them on the driver already; the others are counted by Spark.
     """
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
@@ -202,16 +204,13 @@ def validate_cache(
     run_time = dt.datetime.now(dt.UTC)
     run_id = RunIdentifier(run_name=f"offsetops-{run_time:%Y%m%dT%H%M%SZ}", run_time=run_time)
 
-    counted = row_counts({t: tables[t] for t in names})  # one job over every table
-    counts = {t: counted.get((t,), 0) for t in names}
-    views = {t: _view(t, tables[t], counts[t]) for t in names}
+    rows = _row_counts(tables, names, counts or {})
+    views = {t: _view(t, tables[t], rows[t]) for t in names}
     if cache:
         for view in views.values():
             view.cache()
     try:
-        decode_errors_sample = (
-            _decode_errors_sample(views["decode_errors"]) if counts["decode_errors"] else []
-        )
+        decode_errors_sample = _decode_errors_sample(views["decode_errors"]) if rows["decode_errors"] else []
         results = _run_suites(spark, views, specs, data_docs_dir, run_id, threads=threads)
     finally:
         if cache:
@@ -226,7 +225,7 @@ def validate_cache(
     report = ValidationReport(
         success_error_level=all(o.success for o in outcomes if o.severity == "error"),
         success=all(o.success for o in outcomes),
-        counts=counts,
+        counts=rows,
         outcomes=outcomes,
         data_docs_index=data_docs_dir / "index.html",
         summary_path=reports_dir / "index.html",
@@ -244,6 +243,19 @@ def validate_cache(
         len(report.failed),
     )
     return report
+
+
+def _row_counts(
+    tables: Mapping[str, DataFrame], names: list[str], known: Mapping[str, int]
+) -> dict[str, int]:
+    """The rows of each of ``names``: ``known`` ones as given, the others counted in one Spark job."""
+    stray = sorted(set(known) - set(names))
+    bad = sorted(t for t, n in known.items() if isinstance(n, bool) or not isinstance(n, int) or n < 0)
+    if stray or bad:
+        raise ValueError(f"counts: tables not validated {stray}, not a count of rows {bad}")
+    unknown = [t for t in names if t not in known]
+    counted = row_counts({t: tables[t] for t in unknown}) if unknown else {}
+    return {t: known[t] if t in known else counted.get((t,), 0) for t in names}
 
 
 def _fresh_data_docs_dir(reports_dir: Path) -> Path:
@@ -405,20 +417,27 @@ def operator_check_tables(
     live: KafkaClientConfig | None = None,
     topic: str = CONSUMER_OFFSETS,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    data_partitions: list[tuple[str, int]] | None = None,
 ) -> dict[str, DataFrame]:
     """The extra tables the operator checks need, from whatever is configured.
 
     ``offset_log_ranges`` from ListOffsets when a cluster is configured, else from the data topics'
-    partition dirs of a local ``log_dir``; ``live_crosscheck`` only with a cluster.
+    partition dirs of a local ``log_dir``; ``live_crosscheck`` only with a cluster. ``data_partitions``
+    are the offsets table's distinct (topic, partition) when the caller has them on the driver already
+    (else a Spark job finds them).
     """
     out: dict[str, DataFrame] = {}
     ranges: list[LogRange] = []
     if live is None and not (log_dir and Path(log_dir).is_dir()):
         return out
-    keys = [
-        (r.topic, r.partition)
-        for r in tables["offsets"].select("topic", "partition").distinct().toLocalIterator()
-    ]
+    keys = (
+        [
+            (r.topic, r.partition)
+            for r in tables["offsets"].select("topic", "partition").distinct().toLocalIterator()
+        ]
+        if data_partitions is None
+        else data_partitions
+    )
     if live is not None:
         try:
             ranges = live_log_ranges(live, keys)

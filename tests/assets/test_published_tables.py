@@ -152,6 +152,23 @@ def test_the_rows_published_from_the_driver_are_read_without_spark_until_a_file_
         published_caches(no_session, state, [4], NUM_PARTITIONS)
 
 
+def test_kept_rows_are_the_published_ones_while_no_file_changed(tmp_path) -> None:
+    """What the validation takes its row counts and data partitions from: the rows the driver published,
+    for the partitions published, and nothing once a file of the tables changed."""
+    from offsetops.assets.published_tables import kept_rows, publish_rows_on_driver
+    from offsetops.assets.resources import StateResource
+    from offsetops.pipelines.tables import all_cache_rows
+
+    state = StateResource(output_dir=str(tmp_path))
+    rows = all_cache_rows([error_storm_cache(4)])
+    publish_rows_on_driver(state, rows, [4])
+    assert kept_rows(state, [4]) == rows
+    assert kept_rows(state, [4, 5]) is None
+    assert kept_rows(StateResource(output_dir=str(tmp_path / "other")), [4]) is None
+    (Path(state.table_location("load_stats")) / "offsets_partition=4").rename(Path(tmp_path) / "moved")
+    assert kept_rows(state, [4]) is None
+
+
 def test_a_resumed_run_publishes_from_the_driver_and_plans_without_reading_through_spark(
     spark, simulated_log_dir, tmp_path
 ) -> None:

@@ -148,3 +148,19 @@ def test_data_docs_escape_values_and_stay_local(report: ValidationReport) -> Non
         shown += text.count("&lt;img src=x onerror=alert(1)&gt;")
     assert shown >= 1  # the failing partition_for check shows the group id, as text
     assert (site / "static/vendor/bootstrap/css/bootstrap.min.css").is_file()
+
+
+def test_data_partitions_the_caller_has_take_no_spark_job(spark: Any, tmp_path: Path) -> None:
+    """The offsets' (topic, partition) given by the caller: the same bounds table, built without a job."""
+    tables = make_tables(spark, _rows())
+    log_dir = str(_data_log_dir(tmp_path / "logdir"))
+    found = operator_check_tables(spark, tables, log_dir=log_dir)["offset_log_ranges"].collect()
+    keys = sorted({(o["topic"], o["partition"]) for o in _rows()["offsets"]}, key=str)
+    sc = spark.sparkContext
+    sc.setJobGroup("offsets-keys-given", "operator tables from the caller's keys")
+    try:
+        given = operator_check_tables(spark, tables, log_dir=log_dir, data_partitions=keys)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert sc.statusTracker().getJobIdsForGroup("offsets-keys-given") == []
+    assert sorted(given["offset_log_ranges"].collect()) == sorted(found) != []

@@ -246,3 +246,38 @@ def test_jobs_of_every_table_carry_the_callers_job_group(spark: Any, tmp_path: P
     grouped = sc.statusTracker().getJobIdsForGroup("offsetops-validation-test")
     # the driver thread's own jobs are the row count and nothing else on these tables
     assert len(grouped) > 2 * len(TABLE_SCHEMAS), len(grouped)
+
+
+def test_counts_the_caller_has_are_not_counted_again(spark: Any, tmp_path: Path) -> None:
+    """Rows the caller has on the driver already (a publish's) are taken as given: the same report, and
+    the row-count job (over every table) is not run."""
+    tables = make_tables(spark, good_rows())
+    sc = spark.sparkContext
+
+    def jobs(group: str, **counts: Any) -> tuple[ValidationReport, int]:
+        sc.setJobGroup(group, "validation, its jobs counted")
+        try:
+            report = validate_cache(
+                spark, tables, output_dir=tmp_path / group, now_ms=NOW_MS, threads=1, **counts
+            )
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        return report, len(sc.statusTracker().getJobIdsForGroup(group))
+
+    counted, by_spark = jobs("counted-by-spark")
+    given, by_caller = jobs("counted-by-caller", counts={t: len(r) for t, r in good_rows().items()})
+    assert given.counts == counted.counts == {t: len(r) for t, r in good_rows().items()}
+    assert _recorded_fields(given) == _recorded_fields(counted)
+    assert by_caller < by_spark  # the row count is a job or two (its shuffle), never one per table
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [{"offsets": -1}, {"offsets": True}, {"offsets": 2.0}, {"offset_log_ranges": 3}, {"nope": 1}],
+)
+def test_counts_that_are_not_row_counts_of_validated_tables_are_refused(
+    spark: Any, tmp_path: Path, counts: dict[str, Any]
+) -> None:
+    tables = make_tables(spark, good_rows())
+    with pytest.raises(ValueError, match="counts: "):
+        validate_cache(spark, tables, output_dir=tmp_path, now_ms=NOW_MS, counts=counts)
