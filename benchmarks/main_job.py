@@ -67,8 +67,9 @@ def ensure_data(args: argparse.Namespace) -> Path:
 
 
 def code_tree(rev: str, scratch: Path) -> Path:
-    """A ``PYTHONPATH`` entry that imports ``offsetops`` as revision ``rev`` laid it out."""
-    src = scratch / "src"
+    """A ``PYTHONPATH`` entry that imports ``offsetops`` as revision ``rev`` laid it out. The links are
+    absolute: a relative one would dangle, and the editable install's worktree would be imported instead."""
+    src = scratch.absolute() / "src"
     src.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
