@@ -214,13 +214,14 @@ class UnexpectedRowsWithSampleExpectation(UnexpectedRowsExpectation):
         BatchRowsQueryRowCount.metric_name,
     )
 
-    def _rows_shown(self, runtime_configuration: dict | None) -> tuple[str, int]:
-        """The result format's level and how many rows its result shows at SUMMARY."""
+    def _rows_shown(self, runtime_configuration: dict | None) -> tuple[Any, int]:
+        """The result format's level (a name or a ``ResultFormat``, either equal to its member) and how
+        many rows its result shows at SUMMARY."""
         result_format = self._get_result_format(runtime_configuration=runtime_configuration)
         if not isinstance(result_format, dict):
-            return str(result_format), 20
-        level = str(result_format.get("result_format", ResultFormat.SUMMARY))
+            return result_format, 20
         count = result_format.get("partial_unexpected_count", 20)
+        level = result_format.get("result_format", ResultFormat.SUMMARY)
         return level, int(count) if isinstance(count, int | str) else 20
 
     def get_validation_dependencies(

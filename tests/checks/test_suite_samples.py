@@ -7,6 +7,7 @@ from typing import Any
 
 import great_expectations as gx
 import pytest
+from great_expectations.core.result_format import ResultFormat
 from great_expectations.expectations import ExpectColumnValuesToBeBetween, ExpectColumnValuesToNotBeNull
 from great_expectations.expectations.expectation import (
     ColumnMapExpectation,
@@ -113,4 +114,9 @@ def test_sql_rule_fetches_its_rows_only_when_it_shows_them() -> None:
     assert metrics("BASIC") == {BatchRowsQueryRowCount.metric_name}
     both = {BatchRowsQueryRowCount.metric_name, BatchRowsQueryTable.metric_name}
     assert metrics(RESULT_FORMAT) == both
+    assert metrics("SUMMARY") == metrics(ResultFormat.SUMMARY) == both
+    assert metrics({"result_format": ResultFormat.SUMMARY, "partial_unexpected_count": 5}) == both
+    assert metrics({"result_format": ResultFormat.SUMMARY, "partial_unexpected_count": 0}) == {
+        BatchRowsQueryRowCount.metric_name
+    }
     assert metrics({"result_format": "COMPLETE", "partial_unexpected_count": 0}) == both
