@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,24 @@ from tests.deploy.postgres import PostgresServer, postgres_bin_dir, run_postgres
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
+
+
+def image_env() -> dict[str, str]:
+    """The variables the image sets (``ENV KEY=VALUE ...`` of ``deploy/Dockerfile``, continuations joined)."""
+    text = (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+    env: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("ENV "):
+            for word in shlex.split(line[4:]):
+                key, sep, value = word.partition("=")
+                assert sep, f"deploy/Dockerfile: ENV {word!r} is not KEY=VALUE"
+                env[key] = value
+    return env
+
+
+def image_dagster_env() -> dict[str, str]:
+    """The image's Dagster settings a run process reads (``DAGSTER_*`` but ``DAGSTER_HOME``)."""
+    return {k: v for k, v in image_env().items() if k.startswith("DAGSTER_") and k != "DAGSTER_HOME"}
 
 
 def java_available() -> bool:
