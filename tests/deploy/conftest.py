@@ -13,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +43,19 @@ def image_dagster_env() -> dict[str, str]:
 
 def java_available() -> bool:
     return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
+
+
+def simulated_run_input(tmp_path_factory: pytest.TempPathFactory, name: str, partitions: int) -> Any:
+    """A scratch dir with a small simulated log dir in ``logdir`` (12 groups, about an hour), what the
+    Dagster runs of these tests read on local Spark; skips the test without Java."""
+    if not java_available():
+        pytest.skip("Java is needed for the runs' local Spark")
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+
+    root = tmp_path_factory.mktemp(name)
+    return simulate(
+        SimulationConfig(out_dir=root / "logdir", groups=12, partitions=partitions, days=0.05, seed=5)
+    )
 
 
 class Service:

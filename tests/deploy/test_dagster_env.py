@@ -2,7 +2,8 @@
 
 ``DAGSTER_EVENT_BATCH_SIZE`` is on (a step's per-partition materializations in one write; what it does to
 the main job's check evaluations on Postgres: ``test_dagster_postgres.py``), and
-``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS`` is off (deploy/README.md, "Dagster's event log").
+``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS`` is off: with it, the partitions of a failed run do not
+show as failed (``test_planned_events.py``).
 """
 
 from __future__ import annotations

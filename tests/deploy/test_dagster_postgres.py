@@ -23,7 +23,14 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.conftest import REPO, VENV_BIN, Service, image_dagster_env, java_available, wait_http
+from tests.deploy.conftest import (
+    REPO,
+    VENV_BIN,
+    Service,
+    image_dagster_env,
+    simulated_run_input,
+    wait_http,
+)
 from tests.deploy.postgres import PostgresServer
 from tests.support.broker import free_port
 from tests.support.slack_server import SlackTestServer
@@ -60,14 +67,8 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    if not java_available():
-        pytest.skip("Java is needed for the runs' local Spark")
-    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
-
-    root = tmp_path_factory.mktemp("dagster-pg")
-    sim = simulate(
-        SimulationConfig(out_dir=root / "logdir", groups=12, partitions=PARTITIONS, days=0.05, seed=5)
-    )
+    sim = simulated_run_input(tmp_path_factory, "dagster-pg", PARTITIONS)
+    root = sim.out_dir.parent
     home = root / "dagster_home"
     home.mkdir()
     shutil.copy(REPO / "deploy" / "dagster.yaml", home / "dagster.yaml")
