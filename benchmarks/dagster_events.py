@@ -13,8 +13,10 @@ server is a throwaway one on loopback (Debian's ``postgresql``, as the deploymen
 ``deploy/dagster.yaml`` unchanged.
 
 ``--job main`` runs the real main job instead (``offsetops demo --resume`` in a process of its own on one
-simulated log dir, local Spark): its events per run by type, and the run's seconds as Dagster recorded
-them, for each instance storage and each setting of ``--settings`` (``unset``, ``batch``: the image's
+simulated log dir, local Spark): its events per run by type, the seconds from the run's creation to its
+start (where Dagster writes the planned materializations, before the run starts: in the webserver or the
+daemon when the run is launched from the UI or a schedule) and from its start to its end, as Dagster
+recorded them, for each instance storage and each setting of ``--settings`` (``unset``, ``batch``: the image's
 ``DAGSTER_EVENT_BATCH_SIZE``, ``subset``: batch plus ``DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS``,
 which the deployment leaves off). Each setting runs into an output dir of its own; its first run reads the
 whole log dir and is not counted, the next ``--repeat`` runs resume (nothing appended between them).
@@ -228,23 +230,26 @@ def offsetops(argv: list[str], env: dict[str, str], log: Path) -> None:
         raise SystemExit(f"offsetops {argv[0]} exited {rc}:\n{tail}")
 
 
-def run_figures(home: Path) -> tuple[float, Counter[str]]:
-    """The latest run of the instance in ``home``: its seconds (run start to end) and its events by type."""
+def run_figures(home: Path) -> tuple[float, float, Counter[str]]:
+    """The latest run of the instance in ``home``: seconds from its creation to its start (where Dagster
+    writes the planned materializations), from its start to its end, and its events by type."""
     import warnings
 
     from dagster import DagsterInstance
 
     warnings.filterwarnings("ignore")
     with DagsterInstance.from_config(str(home)) as instance:
-        [run] = instance.get_runs(limit=1)
+        [record] = instance.get_run_records(limit=1)
+        run = record.dagster_run
         stats = instance.get_run_stats(run.run_id)
         kinds = Counter(
             e.dagster_event.event_type_value if e.is_dagster_event else "log message"
             for e in instance.all_logs(run.run_id)
         )
-    if run.status.value != "SUCCESS":
+    if run.status.value != "SUCCESS" or stats.start_time is None or stats.end_time is None:
         raise SystemExit(f"the main job's run {run.run_id} ended {run.status.value}")
-    return (stats.end_time or 0.0) - (stats.start_time or 0.0), kinds
+    planning = stats.start_time - record.create_timestamp.timestamp()
+    return planning, stats.end_time - stats.start_time, kinds
 
 
 def main_job_rows(
@@ -252,6 +257,7 @@ def main_job_rows(
 ) -> list[dict[str, Any]]:
     """Per setting: a first run (not counted), then ``--repeat`` resumed runs; the settings alternate."""
     runs: dict[str, list[tuple[float, Counter[str]]]] = {s: [] for s in settings}
+    planning: dict[str, list[float]] = {s: [] for s in settings}
     demo = ["demo", "--log-dir", str(log_dir), "--partitions", str(args.partitions), "--resume"]
     for round_ in range(args.repeat + 1):
         for name in settings:
@@ -263,11 +269,16 @@ def main_job_rows(
                 if var not in setting_env(name, args.batch):
                     env.pop(var, None)
             offsetops([*demo, "--out", str(out)], env, scratch / f"{storage}-{name}.log")
-            seconds, kinds = run_figures(out / "dagster_home")
-            print(f"{storage} {name} run {round_}: {seconds:.2f} s, {sum(kinds.values())} events", flush=True)
+            plan_s, seconds, kinds = run_figures(out / "dagster_home")
+            print(f"{storage} {name} run {round_}: planned in {plan_s:.2f} s, ran {seconds:.2f} s, "
+                  f"{sum(kinds.values())} events", flush=True)  # fmt: skip
             if round_:
                 runs[name].append((seconds, kinds))
-    return summarize(storage, "setting", runs, "kinds")
+                planning[name].append(plan_s)
+    rows = summarize(storage, "setting", runs, "kinds")
+    for row in rows:
+        row["planning_s"] = statistics.median(planning[row["setting"]])
+    return rows
 
 
 def main_job(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
@@ -298,11 +309,12 @@ def print_main_job(rows: list[dict[str, Any]], args: argparse.Namespace) -> None
     """Two tables: run seconds per storage and setting, then events per run by type."""
     print(f"\nthe main job, {args.partitions} partitions, resumed runs, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-    print("| instance storage | setting | events per run | run s (median) | runs |")
-    print("|---|---|---:|---:|---|")
+    print("| instance storage | setting | events per run | created to started s | run s (median) | runs |")
+    print("|---|---|---:|---:|---:|---|")
     for r in rows:
         events = sum(r["kinds"].values())
-        print(f"| {r['label']} | {r['setting']} | {events} | {r['median_s']:.2f} | {r['runs']} |")
+        print(f"| {r['label']} | {r['setting']} | {events} | {r['planning_s']:.2f} | {r['median_s']:.2f} "
+              f"| {r['runs']} |")  # fmt: skip
     kinds = sorted({k for r in rows for k in r["kinds"]}, key=lambda k: -max(r["kinds"][k] for r in rows))
     print("\n| event type | " + " | ".join(f"{r['label']} {r['setting']}" for r in rows) + " |")
     print("|---|" + "---:|" * len(rows))
