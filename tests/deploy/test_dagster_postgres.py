@@ -2,7 +2,8 @@
 
 One module-scoped stack: a throwaway PostgreSQL on loopback, ``dagster-daemon run`` and
 ``dagster-webserver`` on the offsetops code location (``workspace.yaml``), both with
-``DAGSTER_HOME/dagster.yaml`` copied from ``deploy/``. The main job is launched through the webserver's
+``DAGSTER_HOME/dagster.yaml`` copied from ``deploy/`` and the Dagster variables the image sets
+(``DAGSTER_EVENT_BATCH_SIZE``). The main job is launched through the webserver's
 GraphQL API, queued in Postgres, dequeued by the daemon's run coordinator and run by the default run
 launcher (local Spark, a 4-partition simulated log dir). The schedules are evaluated by the code server
 (the UI's "Test schedule"); the alert sensor is ticked by the daemon and pages the loopback Slack server.
