@@ -224,17 +224,20 @@ CHECK_STATUSES = """query($a: [String!]!) { assetNodeOrError(assetKey: {path: $a
 } } } } } } } }"""
 
 
-def test_batched_materializations_are_what_each_partition_check_targets(
-    stack: Stack, main_run: dict[str, Any]
-) -> None:
-    """With the image's DAGSTER_EVENT_BATCH_SIZE, each check evaluation of the main job still targets the
-    materialization of its own run and partition, and the UI shows every partition's check as evaluated."""
+@pytest.fixture(scope="module")
+def stored(stack: Stack, main_run: dict[str, Any]) -> dict[str, list[StoredEvent]]:
+    """The main run's materializations and check evaluations, as Postgres stores them."""
     assert main_run["status"] == "SUCCESS", stack.daemon.tail()
-    run_id = main_run["run_id"]
-    mats = run_events(stack, run_id, "ASSET_MATERIALIZATION")
-    evaluations = run_events(stack, run_id, "ASSET_CHECK_EVALUATION")
-    # The batch path ran: a step's per-partition materializations were written by one transaction (without
-    # batching each is a transaction of its own; a restated worst partition is logged on its own).
+    return {
+        "mats": run_events(stack, main_run["run_id"], "ASSET_MATERIALIZATION"),
+        "evaluations": run_events(stack, main_run["run_id"], "ASSET_CHECK_EVALUATION"),
+    }
+
+
+def test_each_steps_materializations_are_one_write(stored: dict[str, list[StoredEvent]]) -> None:
+    """The image's DAGSTER_EVENT_BATCH_SIZE is in effect: a step's per-partition materializations were
+    written by one transaction (without it each is one of its own; a restated worst partition is too)."""
+    mats = stored["mats"]
     partitioned = sorted({m.asset for m in mats if m.partition is not None})
     assert len(partitioned) >= 4, partitioned
     for asset in partitioned:
@@ -243,35 +246,44 @@ def test_batched_materializations_are_what_each_partition_check_targets(
             if m.asset == asset:
                 transactions[m.xmin] = transactions.get(m.xmin, 0) + 1
         assert max(transactions.values()) == PARTITIONS, (asset, transactions)
-    by_partition = [e for e in evaluations if e.entry.dagster_event.event_specific_data.partition]
-    assert by_partition, "the main job emits per-partition check evaluations"
+
+
+def test_every_check_evaluation_targets_its_runs_newest_materialization(
+    stored: dict[str, list[StoredEvent]], main_run: dict[str, Any]
+) -> None:
+    """With batched writes, each check evaluation of the main job targets the newest materialization of its
+    asset (and partition) when it was evaluated, which is one of its own run."""
+    mats, evaluations = stored["mats"], stored["evaluations"]
+    assert any(e.entry.dagster_event.event_specific_data.partition for e in evaluations)
     for e in evaluations:
         data = e.entry.dagster_event.event_specific_data
-        target = data.target_materialization_data
         earlier = [m for m in mats if m.asset == e.asset and m.storage_id < e.storage_id]
         if data.partition is not None:
             earlier = [m for m in earlier if m.partition == data.partition]
-        assert earlier, f"{e.asset}/{data.check_name} {data.partition}: evaluated before any materialization"
-        # the newest materialization of that asset (and partition) when the check was evaluated
-        assert target is not None, (e.asset, data.check_name, data.partition)
-        assert (target.run_id, target.storage_id) == (run_id, earlier[-1].storage_id), (
-            e.asset,
-            data.check_name,
-            data.partition,
-        )
-    # What the UI's check pages show: every partition of a partitioned check evaluated, passed or failed as
-    # the evaluation said; a run-level check's latest execution is this run's result, not "not evaluated".
+        where = (e.asset, data.check_name, data.partition)
+        assert earlier, f"{where}: evaluated before any materialization"
+        target = data.target_materialization_data
+        assert target is not None, where
+        assert (target.run_id, target.storage_id) == (main_run["run_id"], earlier[-1].storage_id), where
+
+
+def test_the_ui_shows_every_partitions_check_as_evaluated(
+    stack: Stack, stored: dict[str, list[StoredEvent]]
+) -> None:
+    """Every partition of a partitioned check passed or failed as evaluated; a run-level check's latest
+    execution is this run's result (never "not evaluated")."""
+    evaluations = stored["evaluations"]
     for asset in sorted({e.asset for e in evaluations}):
-        [node] = [stack.graphql(CHECK_STATUSES, {"a": [asset]})["assetNodeOrError"]]
+        node = stack.graphql(CHECK_STATUSES, {"a": [asset]})["assetNodeOrError"]
         checks = {c["name"]: c for c in node["assetChecksOrError"]["checks"]}
         mine = [e.entry.dagster_event.event_specific_data for e in evaluations if e.asset == asset]
         for name in sorted({d.check_name for d in mine}):
             outcomes = {d.partition: d.passed for d in mine if d.check_name == name}
-            statuses = checks[name]["partitionStatuses"]
             if None in outcomes:
                 status = checks[name]["executionForLatestMaterialization"]
                 assert status == {"status": "SUCCEEDED" if outcomes[None] else "FAILED"}, (asset, name)
                 continue
+            statuses = checks[name]["partitionStatuses"]
             assert sorted(outcomes) == [str(p) for p in range(PARTITIONS)], (asset, name)
             assert sorted(statuses["succeededPartitions"]) == sorted(p for p, ok in outcomes.items() if ok)
             assert sorted(statuses["failedPartitions"]) == sorted(p for p, ok in outcomes.items() if not ok)
