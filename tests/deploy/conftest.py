@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,8 +23,39 @@ REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 
 
+def image_env() -> dict[str, str]:
+    """The variables the image sets (``ENV KEY=VALUE ...`` of ``deploy/Dockerfile``, continuations joined)."""
+    text = (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+    env: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("ENV "):
+            for word in shlex.split(line[4:]):
+                key, sep, value = word.partition("=")
+                assert sep, f"deploy/Dockerfile: ENV {word!r} is not KEY=VALUE"
+                env[key] = value
+    return env
+
+
+def image_dagster_env() -> dict[str, str]:
+    """The image's Dagster settings a run process reads (``DAGSTER_*`` but ``DAGSTER_HOME``)."""
+    return {k: v for k, v in image_env().items() if k.startswith("DAGSTER_") and k != "DAGSTER_HOME"}
+
+
 def java_available() -> bool:
     return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
+
+
+def simulated_run_input(tmp_path_factory: pytest.TempPathFactory, name: str, partitions: int) -> Any:
+    """A scratch dir with a small simulated log dir in ``logdir`` (12 groups, about an hour), what the
+    Dagster runs of these tests read on local Spark; skips the test without Java."""
+    if not java_available():
+        pytest.skip("Java is needed for the runs' local Spark")
+    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
+
+    root = tmp_path_factory.mktemp(name)
+    return simulate(
+        SimulationConfig(out_dir=root / "logdir", groups=12, partitions=partitions, days=0.05, seed=5)
+    )
 
 
 class Service:

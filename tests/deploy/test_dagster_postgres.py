@@ -2,7 +2,8 @@
 
 One module-scoped stack: a throwaway PostgreSQL on loopback, ``dagster-daemon run`` and
 ``dagster-webserver`` on the offsetops code location (``workspace.yaml``), both with
-``DAGSTER_HOME/dagster.yaml`` copied from ``deploy/``. The main job is launched through the webserver's
+``DAGSTER_HOME/dagster.yaml`` copied from ``deploy/`` and the Dagster variables the image sets
+(``DAGSTER_EVENT_BATCH_SIZE``). The main job is launched through the webserver's
 GraphQL API, queued in Postgres, dequeued by the daemon's run coordinator and run by the default run
 launcher (local Spark, a 4-partition simulated log dir). The schedules are evaluated by the code server
 (the UI's "Test schedule"); the alert sensor is ticked by the daemon and pages the loopback Slack server.
@@ -23,7 +24,14 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.conftest import REPO, VENV_BIN, Service, java_available, wait_http
+from tests.deploy.conftest import (
+    REPO,
+    VENV_BIN,
+    Service,
+    image_dagster_env,
+    simulated_run_input,
+    wait_http,
+)
 from tests.deploy.postgres import PostgresServer
 from tests.support.broker import free_port
 from tests.support.slack_server import SlackTestServer
@@ -60,14 +68,8 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    if not java_available():
-        pytest.skip("Java is needed for the runs' local Spark")
-    from offsetops.coordinator_core.simulator import SimulationConfig, simulate
-
-    root = tmp_path_factory.mktemp("dagster-pg")
-    sim = simulate(
-        SimulationConfig(out_dir=root / "logdir", groups=12, partitions=PARTITIONS, days=0.05, seed=5)
-    )
+    sim = simulated_run_input(tmp_path_factory, "dagster-pg", PARTITIONS)
+    root = sim.out_dir.parent
     home = root / "dagster_home"
     home.mkdir()
     shutil.copy(REPO / "deploy" / "dagster.yaml", home / "dagster.yaml")
@@ -76,6 +78,8 @@ def stack(postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory) ->
     env = {
         **os.environ,
         **postgres.env(),
+        # what the image sets for every Dagster process (DAGSTER_EVENT_BATCH_SIZE): runs write as deployed
+        **image_dagster_env(),
         "DAGSTER_HOME": str(home),
         "OFFSETOPS_DEPLOYMENT": "local",
         "OFFSETOPS_LOG_DIR": str(sim.out_dir),
@@ -178,6 +182,113 @@ def test_main_job_is_queued_and_run_from_postgres(stack: Stack, main_run: dict[s
         assert int(n[0][1]) in (PARTITIONS, PARTITIONS + 1), asset
     assert int(events.get("ASSET_CHECK_EVALUATION", 0)) > 0
     assert (stack.output_dir / "tables" / "offsets").is_dir() or any(stack.output_dir.rglob("*.parquet"))
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """One row of the run's event log: storage id, the transaction that wrote it, and the entry."""
+
+    storage_id: int
+    xmin: int
+    event_type: str
+    asset: str
+    partition: str | None
+    entry: Any
+
+
+def run_events(stack: Stack, run_id: str, *types: str) -> list[StoredEvent]:
+    """The run's events of ``types`` as stored, oldest first (``xmin``: the transaction that wrote it)."""
+    from dagster import deserialize_value
+
+    wanted = ", ".join(f"'{t}'" for t in types)
+    rows = stack.pg.query(
+        "SELECT id, xmin, dagster_event_type, coalesce(partition, ''), event FROM event_logs "
+        f"WHERE run_id = '{run_id}' AND dagster_event_type IN ({wanted}) ORDER BY id"
+    )
+    events = []
+    for storage_id, xmin, kind, partition, body in rows:
+        entry = deserialize_value(body)
+        # a check evaluation names its asset in its data (its row has no asset_key)
+        key = entry.dagster_event.asset_key or entry.dagster_event.event_specific_data.asset_key
+        events.append(
+            StoredEvent(int(storage_id), int(xmin), kind, key.to_user_string(), partition or None, entry)
+        )
+    return events
+
+
+CHECK_STATUSES = """query($a: [String!]!) { assetNodeOrError(assetKey: {path: $a}) { ... on AssetNode {
+  assetChecksOrError { ... on AssetChecks { checks { name
+    executionForLatestMaterialization { status }
+    partitionStatuses { ... on AssetCheckDefaultPartitionStatuses {
+      succeededPartitions failedPartitions inProgressPartitions skippedPartitions executionFailedPartitions
+} } } } } } } }"""
+
+
+@pytest.fixture(scope="module")
+def stored(stack: Stack, main_run: dict[str, Any]) -> dict[str, list[StoredEvent]]:
+    """The main run's materializations and check evaluations, as Postgres stores them."""
+    assert main_run["status"] == "SUCCESS", stack.daemon.tail()
+    return {
+        "mats": run_events(stack, main_run["run_id"], "ASSET_MATERIALIZATION"),
+        "evaluations": run_events(stack, main_run["run_id"], "ASSET_CHECK_EVALUATION"),
+    }
+
+
+def test_each_steps_materializations_are_one_write(stored: dict[str, list[StoredEvent]]) -> None:
+    """The image's DAGSTER_EVENT_BATCH_SIZE is in effect: a step's per-partition materializations were
+    written by one transaction (without it each is one of its own; a restated worst partition is too)."""
+    mats = stored["mats"]
+    partitioned = sorted({m.asset for m in mats if m.partition is not None})
+    assert len(partitioned) >= 4, partitioned
+    for asset in partitioned:
+        transactions: dict[int, int] = {}
+        for m in mats:
+            if m.asset == asset:
+                transactions[m.xmin] = transactions.get(m.xmin, 0) + 1
+        assert max(transactions.values()) == PARTITIONS, (asset, transactions)
+
+
+def test_every_check_evaluation_targets_its_runs_newest_materialization(
+    stored: dict[str, list[StoredEvent]], main_run: dict[str, Any]
+) -> None:
+    """With batched writes, each check evaluation of the main job targets the newest materialization of its
+    asset (and partition) when it was evaluated, which is one of its own run."""
+    mats, evaluations = stored["mats"], stored["evaluations"]
+    assert any(e.entry.dagster_event.event_specific_data.partition for e in evaluations)
+    for e in evaluations:
+        data = e.entry.dagster_event.event_specific_data
+        earlier = [m for m in mats if m.asset == e.asset and m.storage_id < e.storage_id]
+        if data.partition is not None:
+            earlier = [m for m in earlier if m.partition == data.partition]
+        where = (e.asset, data.check_name, data.partition)
+        assert earlier, f"{where}: evaluated before any materialization"
+        target = data.target_materialization_data
+        assert target is not None, where
+        assert (target.run_id, target.storage_id) == (main_run["run_id"], earlier[-1].storage_id), where
+
+
+def test_the_ui_shows_every_partitions_check_as_evaluated(
+    stack: Stack, stored: dict[str, list[StoredEvent]]
+) -> None:
+    """Every partition of a partitioned check passed or failed as evaluated; a run-level check's latest
+    execution is this run's result (never "not evaluated")."""
+    evaluations = stored["evaluations"]
+    for asset in sorted({e.asset for e in evaluations}):
+        node = stack.graphql(CHECK_STATUSES, {"a": [asset]})["assetNodeOrError"]
+        checks = {c["name"]: c for c in node["assetChecksOrError"]["checks"]}
+        mine = [e.entry.dagster_event.event_specific_data for e in evaluations if e.asset == asset]
+        for name in sorted({d.check_name for d in mine}):
+            outcomes = {d.partition: d.passed for d in mine if d.check_name == name}
+            if None in outcomes:
+                status = checks[name]["executionForLatestMaterialization"]
+                assert status == {"status": "SUCCEEDED" if outcomes[None] else "FAILED"}, (asset, name)
+                continue
+            statuses = checks[name]["partitionStatuses"]
+            assert sorted(outcomes) == [str(p) for p in range(PARTITIONS)], (asset, name)
+            assert sorted(statuses["succeededPartitions"]) == sorted(p for p, ok in outcomes.items() if ok)
+            assert sorted(statuses["failedPartitions"]) == sorted(p for p, ok in outcomes.items() if not ok)
+            others = ("inProgressPartitions", "skippedPartitions", "executionFailedPartitions")
+            assert all(statuses[k] == [] for k in others), (asset, name, statuses)
 
 
 DRY_RUN = """
