@@ -24,6 +24,9 @@ from dagster import (
     AssetKey,
     AssetMaterialization,
     AssetRecordsFilter,
+    DagsterEventType,
+    DagsterInstance,
+    EventLogRecord,
     MetadataValue,
     Output,
     PartitionsDefinition,
@@ -166,15 +169,15 @@ def partition_evaluations(
     if not is_selected(context, asset, check_name):
         return
     yield Output(None, output_name=context.assets_def.get_output_name_for_asset_check_key(check_key))
-    for r in sorted(results, key=lambda r: (r.rank, -r.partition)):
-        records = context.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=key, asset_partitions=[str(r.partition)]), limit=1
-        ).records
+    results = sorted(results, key=lambda r: (r.rank, -r.partition))
+    latest = latest_materializations(context.instance, key, [str(r.partition) for r in results])
+    for r in results:
+        record = latest.get(str(r.partition))
         target = (
             AssetCheckEvaluationTargetMaterializationData(
-                storage_id=records[0].storage_id, run_id=records[0].run_id, timestamp=records[0].timestamp
+                storage_id=record.storage_id, run_id=record.run_id, timestamp=record.timestamp
             )
-            if records
+            if record is not None
             else None
         )
         yield AssetCheckEvaluation(
@@ -187,6 +190,27 @@ def partition_evaluations(
             partition=str(r.partition),
             target_materialization_data=target,
         )
+
+
+def latest_materializations(
+    instance: DagsterInstance, key: AssetKey, partitions: Sequence[str]
+) -> dict[str, EventLogRecord]:
+    """The newest materialization record of each of ``partitions`` of ``key`` (absent: never
+    materialized), in two queries whatever the number of partitions: the newest storage id of each
+    partition (``DagsterInstance.get_latest_storage_id_by_partition``), then those records."""
+    if not partitions:
+        return {}
+    ids = instance.get_latest_storage_id_by_partition(
+        key, DagsterEventType.ASSET_MATERIALIZATION, set(partitions)
+    )
+    if not ids:
+        return {}
+    wanted = sorted(ids.values())
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=key, storage_ids=wanted), limit=len(wanted)
+    ).records
+    by_id = {r.storage_id: r for r in records}
+    return {p: by_id[i] for p, i in ids.items() if i in by_id}
 
 
 # -- cleaner audit ---------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from offsetops.coordinator_core.errors import DecodeError, error_total
 from offsetops.coordinator_core.metrics_snapshot import AssignmentFigures
 from offsetops.coordinator_core.share_group import ShareGroup
 from offsetops.coordinator_core.streams_group import TASK_TYPES, StreamsGroup
-from offsetops.pipelines.schemas import TABLE_SCHEMAS
+from offsetops.pipelines.schemas import ASSIGNMENT_ENTRY, TABLE_SCHEMAS
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -348,8 +348,26 @@ def _member_from_row(r: Mapping[str, Any]) -> MemberMetadata:
         session_timeout_ms=r["session_timeout_ms"],
         rebalance_timeout_ms=r["rebalance_timeout_ms"],
         subscribed_topics=None if topics is None else list(topics),
-        assignment=None if assignment is None else {a["topic"]: list(a["partitions"]) for a in assignment},
+        assignment=None if assignment is None else _assignment_from_row(assignment),
     )
+
+
+#: the field order of an ``ASSIGNMENT_ENTRY`` struct
+_ENTRY_FIELDS = ASSIGNMENT_ENTRY.fieldNames()
+
+
+def _assignment_from_row(assignment: Iterable[Any]) -> dict[str, list[int]]:
+    """A member's assignment from its ``ASSIGNMENT_ENTRY`` structs: a Spark ``Row`` in the struct's field
+    order (what ``collect`` gives) or a tuple is read by position, since a ``Row`` looked up by name
+    searches its field names each time; a mapping or a ``Row`` of another order by name."""
+    out: dict[str, list[int]] = {}
+    for a in assignment:
+        if isinstance(a, tuple) and getattr(a, "__fields__", _ENTRY_FIELDS) == _ENTRY_FIELDS:
+            topic, parts = a
+        else:
+            topic, parts = a["topic"], a["partitions"]
+        out[topic] = list(parts)
+    return out
 
 
 def row_counts(tables: Mapping[str, Any], *by: str) -> dict[tuple[Any, ...], int]:

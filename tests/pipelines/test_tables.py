@@ -115,3 +115,43 @@ def test_table_writes_run_together_and_a_failed_one_is_raised(spark, tmp_path) -
     assert sorted(p.name for p in (tmp_path / "last").glob("offsets_partition=*")) == [
         f"offsets_partition={p}" for p in range(4)
     ]
+
+
+def test_assignments_collected_as_spark_rows_are_read_by_position_and_any_other_order_by_name(kip848_logdir):
+    """``collect`` gives each assignment entry as a ``Row`` in the struct's order, read by position (a
+    lookup by name searches the field names each time); a ``Row`` of another order still reads by name."""
+    from offsetops.pipelines.schemas import ASSIGNMENT_ENTRY, TABLE_SCHEMAS
+    from pyspark.sql import Row
+
+    class ByPositionOnly(Row):
+        def __getitem__(self, item):
+            assert not isinstance(item, str), f"looked up {item!r} by name"
+            return super().__getitem__(item)
+
+    def collected(topic, partitions):
+        row = ByPositionOnly.__new__(ByPositionOnly, topic, partitions)
+        row.__fields__ = list(names)  # as pyspark.sql.types._create_row makes a collected struct
+        return row
+
+    out, _ = kip848_logdir
+    caches = load_log_dir(out, num_partitions=6)
+    rows = all_cache_rows(caches)
+    at = TABLE_SCHEMAS["members"].fieldNames().index("assignment")
+    names = ASSIGNMENT_ENTRY.fieldNames()
+    as_collected, reordered = dict(rows), dict(rows)
+    as_collected["members"] = [
+        (*r[:at], [collected(a["topic"], a["partitions"]) for a in r[at]] if r[at] is not None else None,
+         *r[at + 1:])
+        for r in rows["members"]
+    ]  # fmt: skip
+    reordered["members"] = [
+        (*r[:at], [Row(partitions=a["partitions"], topic=a["topic"]) for a in r[at]] if r[at] is not None
+         else None, *r[at + 1:])
+        for r in rows["members"]
+    ]  # fmt: skip
+    assigned = [r for r in rows["members"] if r[at]]
+    assert assigned, "the data must have members with assignments"
+    for variant in (as_collected, reordered):
+        rebuilt = caches_from_rows(variant, num_partitions=6)
+        for a, b in zip(caches, rebuilt, strict=True):
+            assert b.to_json()["groups"] == a.to_json()["groups"]
