@@ -365,7 +365,8 @@ def _assignment_from_row(assignment: Iterable[Any]) -> dict[str, list[int]]:
         if isinstance(a, tuple) and getattr(a, "__fields__", _ENTRY_FIELDS) == _ENTRY_FIELDS:
             topic, parts = a
         else:
-            topic, parts = a["topic"], a["partitions"]
+            by_name: Any = a  # a mapping, or a Row of another order (a tuple that also takes names)
+            topic, parts = by_name["topic"], by_name["partitions"]
         out[topic] = list(parts)
     return out
 
