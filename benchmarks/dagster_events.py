@@ -264,10 +264,9 @@ def main_job_rows(
             out = scratch / f"{storage}-{name}"
             if round_ == 0:
                 write_instance(out / "dagster_home", storage)
-            env = {**os.environ, **setting_env(name, args.batch)}
-            for var in ("DAGSTER_EVENT_BATCH_SIZE", PLANNED_SUBSET):
-                if var not in setting_env(name, args.batch):
-                    env.pop(var, None)
+            # only this setting's Dagster variables: none inherited from the caller's environment
+            inherited = {k: v for k, v in os.environ.items() if k not in setting_env("subset", args.batch)}
+            env = {**inherited, **setting_env(name, args.batch)}
             offsetops([*demo, "--out", str(out)], env, scratch / f"{storage}-{name}.log")
             plan_s, seconds, kinds = run_figures(out / "dagster_home")
             print(f"{storage} {name} run {round_}: planned in {plan_s:.2f} s, ran {seconds:.2f} s, "

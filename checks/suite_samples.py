@@ -51,10 +51,12 @@ def add_samples(
     gives: the expectations that :func:`needs_sample` validated again on the same batch, the others'
     empty samples completed. True when a second pass ran (``suite_result`` changed beyond the
     completion)."""
-    wanted = [r.expectation_config for r in suite_result.results if needs_sample(r) and r.expectation_config]
+    wanted = []
     for result in suite_result.results:
         if not needs_sample(result):
             _complete_empty_sample(result)
+        elif result.expectation_config:
+            wanted.append(result.expectation_config)
     if not wanted:
         return False
     # Configurations (with their ids) rebuilt as a suite of the same name outside the context's stores.

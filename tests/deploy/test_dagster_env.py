@@ -39,11 +39,7 @@ def test_the_image_leaves_partition_subset_planned_events_off() -> None:
 
 def test_the_image_env_is_the_only_place_that_sets_them() -> None:
     assert set(image_dagster_env()) == {BATCHED}
-    for path in (
-        "deploy/helm/values.yaml",
-        "deploy/dagster.yaml",
-        "deploy/helm/offsetops-dagster/values.yaml",
-    ):
+    for path in DEPLOY_CONFIG:
         text = (REPO / path).read_text(encoding="utf-8")
         assert BATCHED not in text and PLANNED_SUBSET not in text, path
 
